@@ -1,0 +1,163 @@
+"""Request pieces shared by the item and read operations: keys, expressions, capacity, return values."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from openddb.errors import ValidationException
+from openddb.expressions import ExpressionAttributes
+from openddb.model import AttributeValue, Item
+from openddb.model.keys import encode_key, partition_hash
+from openddb.model.schema import TableMeta
+from openddb.model.values import validate_item, validate_value
+from openddb.storage.base import StorageKey
+
+MAX_HASH_KEY_BYTES = 2048
+MAX_RANGE_KEY_BYTES = 1024
+MAX_EXPRESSION_BYTES = 4096
+_INVALID = "One or more parameter values were invalid: "
+
+
+def invalid(detail: str) -> ValidationException:
+    return ValidationException(_INVALID + detail)
+
+
+# --- keys ----------------------------------------------------------------------------------------------
+
+
+def _key_bytes(name: str, value: AttributeValue, limit: int, is_hash: bool) -> bytes:
+    encoded = encode_key(value)
+    raw_length = len(encoded) if "N" not in value else len(value["N"])
+    if raw_length == 0:
+        raise invalid(f"The AttributeValue for a key attribute cannot contain an empty "
+                      f"{'string' if 'S' in value else 'binary'} value. Key: {name}")
+    if "N" not in value and raw_length > limit:
+        if is_hash:
+            raise invalid(f"Size of hashkey has exceeded the maximum size limit of{limit} bytes")
+        raise invalid(f"Aggregated size of all range keys has exceeded the size limit of {limit} bytes")
+    return encoded
+
+
+def storage_key(meta: TableMeta, key: Item) -> StorageKey:
+    """The storage form of a validated primary key (types already checked)."""
+    hash_key, range_key = meta.hash_key, meta.range_key
+    pk = _key_bytes(hash_key.name, key[hash_key.name], MAX_HASH_KEY_BYTES, True)
+    sk = b""
+    if range_key is not None:
+        sk = _key_bytes(range_key.name, key[range_key.name], MAX_RANGE_KEY_BYTES, False)
+    return StorageKey(partition_hash(pk), pk, sk)
+
+
+def parse_key(meta: TableMeta, raw: Any) -> tuple[Item, StorageKey]:
+    """Validate a request's `Key` against the table's key schema."""
+    key = validate_item(raw, path="Key")
+    names = meta.key_names
+    if len(key) != len(names):
+        raise ValidationException("The provided key element does not match the schema")
+    for attribute in (meta.hash_key, meta.range_key):
+        if attribute is None:
+            continue
+        value = key.get(attribute.name)
+        if value is None or attribute.type not in value:
+            raise ValidationException("The provided key element does not match the schema")
+    return key, storage_key(meta, key)
+
+
+def item_key(meta: TableMeta, item: Item) -> tuple[Item, StorageKey]:
+    """Check that a full item carries the table's key attributes with the declared types."""
+    for attribute in (meta.hash_key, meta.range_key):
+        if attribute is None:
+            continue
+        value = item.get(attribute.name)
+        if value is None:
+            raise invalid(f"Missing the key {attribute.name} in the item")
+        if attribute.type not in value:
+            actual = next(iter(value))
+            raise invalid(f"Type mismatch for key {attribute.name} expected: {attribute.type} actual: {actual}")
+    key = meta.key_of(item)
+    return key, storage_key(meta, key)
+
+
+# --- expressions ---------------------------------------------------------------------------------------
+
+
+def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...]) -> ExpressionAttributes:
+    """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`."""
+    names = request.get("ExpressionAttributeNames")
+    values = request.get("ExpressionAttributeValues")
+    used_members = [m for m in expression_members if request.get(m) is not None]
+    if names is not None:
+        if not used_members:
+            raise ValidationException("ExpressionAttributeNames can only be specified when using expressions")
+        if not names:
+            raise ValidationException("ExpressionAttributeNames must not be empty")
+        for name in names:
+            if not name.startswith("#") or len(name) < 2:
+                raise ValidationException(f'ExpressionAttributeNames contains invalid key: Syntax error; key: "{name}"')
+    validated: dict[str, AttributeValue] | None = None
+    if values is not None:
+        if not isinstance(values, dict):
+            validate_item(values)  # raises the deserializer's error for a non-map
+        value_members = [m for m in expression_members if m != "ProjectionExpression"]
+        if not any(request.get(m) is not None for m in value_members):
+            nulls = [m for m in value_members]
+            verb = "is" if len(nulls) == 1 else "are"
+            raise ValidationException("ExpressionAttributeValues can only be specified when using expressions: "
+                                      f"{' and '.join(nulls)} {verb} null")
+        if not values:
+            raise ValidationException("ExpressionAttributeValues must not be empty")
+        validated = {}
+        for name, raw in values.items():
+            if not name.startswith(":") or len(name) < 2:
+                raise ValidationException(
+                    f'ExpressionAttributeValues contains invalid key: Syntax error; key: "{name}"')
+            try:
+                validated[name] = validate_value(raw)
+            except ValidationException as error:
+                raise ValidationException(
+                    f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}") from None
+    return ExpressionAttributes(names, validated)
+
+
+def expression_text(request: dict[str, Any], member: str) -> str | None:
+    """An expression member's text, rejecting empty and over-long strings as DynamoDB does."""
+    text = request.get(member)
+    if text is None:
+        return None
+    if not text:
+        raise ValidationException(f"Invalid {member}: The expression can not be empty;")
+    if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES:
+        raise ValidationException(f"Invalid {member}: Expression size has exceeded the maximum allowed size; "
+                                  f"expression size: {len(text.encode('utf-8'))}")
+    return text
+
+
+# --- capacity ------------------------------------------------------------------------------------------
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+def write_units(size: int) -> float:
+    return float(max(1, math.ceil(size / 1024)))
+
+
+def consumed_capacity(meta: TableMeta, mode: str | None, units: float, *, read: bool,
+                      split: bool = False) -> dict[str, Any] | None:
+    """The ConsumedCapacity member for ReturnConsumedCapacity TOTAL or INDEXES, else None.
+
+    `split` adds ReadCapacityUnits/WriteCapacityUnits, which DynamoDB reports for transactions."""
+    if mode not in ("TOTAL", "INDEXES"):
+        return None
+    consumed: dict[str, Any] = {"TableName": meta.name, "CapacityUnits": units}
+    table: dict[str, Any] = {"CapacityUnits": units}
+    if split:
+        kind = "ReadCapacityUnits" if read else "WriteCapacityUnits"
+        consumed[kind] = units
+        table[kind] = units
+    if mode == "INDEXES":
+        consumed["Table"] = table
+    return consumed

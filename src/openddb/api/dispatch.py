@@ -1,0 +1,96 @@
+"""Routes a framed request to its operation handler and renders the outcome.
+
+Order of checks follows DynamoDB: the operation (X-Amz-Target), then authentication, then the body. Every
+error a client may see is a `DynamoDBError`; anything else is a bug, logged with its traceback and answered
+as an InternalServerError without details.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from openddb.api.context import RequestContext
+from openddb.errors import (
+    DynamoDBError,
+    IncompleteSignatureException,
+    InternalServerError,
+    MissingAuthenticationTokenException,
+    RequestEntityTooLargeException,
+    SerializationException,
+    UnknownOperationException,
+)
+from openddb.storage.base import Engine
+
+log = logging.getLogger("openddb.api")
+
+Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
+
+TARGET_PREFIX = b"DynamoDB_20120810."
+_CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
+
+
+def _handlers() -> dict[bytes, Handler]:
+    from openddb.api import items, reads, tables
+
+    table: dict[str, Handler] = {}
+    for module in (tables, items, reads):
+        table.update(module.HANDLERS)
+    return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
+
+
+def _region_from(authorization: bytes) -> str:
+    """The region of the SigV4 credential scope; signatures themselves are not verified yet."""
+    if not authorization.startswith(b"AWS4-HMAC-SHA256"):
+        raise IncompleteSignatureException(
+            "Authorization header requires 'Credential' parameter. Authorization header requires "
+            "'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. "
+            "Authorization=" + authorization.decode("latin-1"))
+    match = _CREDENTIAL.search(authorization)
+    missing = [name for name in (b"Credential=", b"Signature=", b"SignedHeaders=") if name not in authorization]
+    if missing or match is None:
+        parts = [f"Authorization header requires '{name[:-1].decode()}' parameter." for name in missing]
+        if not parts:
+            parts = ["Credential should be scoped to a valid region."]
+        raise IncompleteSignatureException(" ".join(parts) + " Authorization=" + authorization.decode("latin-1"))
+    return match.group(3).decode("latin-1") or "us-east-1"
+
+
+class Dispatcher:
+    """Turns (target, authorization, body) into (HTTP status, response body)."""
+
+    def __init__(self, engine: Engine, account: str = "000000000000") -> None:
+        self.engine = engine
+        self.account = account
+        self.handlers = _handlers()
+
+    def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
+               request_id: bytes) -> tuple[int, bytes]:
+        try:
+            handler = self.handlers.get(target)
+            if handler is None:
+                raise UnknownOperationException()
+            if authorization is None:
+                raise MissingAuthenticationTokenException()
+            region = _region_from(authorization)
+            if too_large:
+                raise RequestEntityTooLargeException("Request payload size exceeds the limit")
+            try:
+                request = orjson.loads(body) if body else {}
+            except orjson.JSONDecodeError:
+                raise SerializationException() from None
+            if not isinstance(request, dict):
+                raise SerializationException("Start of list found where not expected"
+                                             if isinstance(request, list) else None)
+            context = RequestContext(self.engine, region, self.account, request_id.decode())
+            return 200, orjson.dumps(handler(context, request))
+        except DynamoDBError as error:
+            return error.status, orjson.dumps(error.to_wire())
+        except Exception:
+            log.exception("internal error handling %s", target.decode("latin-1"))
+            error = InternalServerError("Internal server error")
+            return error.status, orjson.dumps(error.to_wire())

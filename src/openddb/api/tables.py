@@ -1,0 +1,347 @@
+"""The control plane: CreateTable, DescribeTable, ListTables, UpdateTable, DeleteTable and table tags."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.api.context import RequestContext, table_name_from
+from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
+from openddb.model.schema import KeyAttribute, TableMeta
+
+# Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
+MAX_THROUGHPUT = 40_000
+
+_KEY_SCHEMA = v.List(v.Struct({
+    "AttributeName": v.Str(required=True, min_len=1, max_len=255),
+    "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
+}), required=True, min_len=1, max_len=2)
+_ATTRIBUTE_DEFINITIONS = v.List(v.Struct({
+    "AttributeName": v.Str(required=True, min_len=1, max_len=255),
+    "AttributeType": v.Str(required=True, enum=("S", "N", "B")),
+}), required=True)
+_THROUGHPUT = v.Struct({
+    "ReadCapacityUnits": v.Int(required=True, minimum=1),
+    "WriteCapacityUnits": v.Int(required=True, minimum=1),
+})
+_PROJECTION = v.Struct({
+    "ProjectionType": v.Str(enum=("ALL", "KEYS_ONLY", "INCLUDE")),
+    "NonKeyAttributes": v.List(v.Str(min_len=1, max_len=255), min_len=1, max_len=20),
+})
+_GSI = v.Struct({
+    "IndexName": v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN),
+    "KeySchema": v.List(_KEY_SCHEMA.member, required=True, min_len=1, max_len=2),
+    "Projection": v.Struct(_PROJECTION.fields, required=True),
+    "ProvisionedThroughput": _THROUGHPUT,
+})
+_SSE = v.Struct({
+    "Enabled": v.Bool(),
+    "SSEType": v.Str(enum=("AES256", "KMS")),
+    "KMSMasterKeyId": v.Str(),
+})
+_TAGS = v.List(v.Struct({
+    "Key": v.Str(required=True, min_len=1, max_len=128),
+    "Value": v.Str(required=True, min_len=0, max_len=256),
+}), min_len=1, max_len=50)
+
+CREATE_TABLE = v.Struct({
+    "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
+    "TableName": v.table_name(),
+    "KeySchema": _KEY_SCHEMA,
+    "LocalSecondaryIndexes": v.List(_GSI),
+    "GlobalSecondaryIndexes": v.List(_GSI),
+    "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
+    "ProvisionedThroughput": _THROUGHPUT,
+    "StreamSpecification": v.Struct({"StreamEnabled": v.Bool(required=True),
+                                     "StreamViewType": v.Str(enum=("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES",
+                                                                   "KEYS_ONLY"))}),
+    "SSESpecification": _SSE,
+    "Tags": _TAGS,
+    "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+    "DeletionProtectionEnabled": v.Bool(),
+})
+DESCRIBE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
+DELETE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
+LIST_TABLES = v.Struct({
+    "ExclusiveStartTableName": v.Str(min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN),
+    "Limit": v.Int(minimum=1, maximum=100, java="Integer"),
+})
+UPDATE_TABLE = v.Struct({
+    "AttributeDefinitions": v.List(_ATTRIBUTE_DEFINITIONS.member),
+    "TableName": v.table_name_or_arn(),
+    "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
+    "ProvisionedThroughput": _THROUGHPUT,
+    "GlobalSecondaryIndexUpdates": v.List(v.Struct({})),
+    "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
+    "SSESpecification": _SSE,
+    "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+    "DeletionProtectionEnabled": v.Bool(),
+})
+TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                         "Tags": v.List(_TAGS.member, required=True)})
+UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                           "TagKeys": v.List(v.Str(min_len=1, max_len=128), required=True)})
+LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                      "NextToken": v.Str()})
+
+
+def _invalid(detail: str) -> ValidationException:
+    return ValidationException(f"One or more parameter values were invalid: {detail}")
+
+
+def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[KeyAttribute, KeyAttribute | None]:
+    """Check a KeySchema against AttributeDefinitions as CreateTable does."""
+    if schema[0]["KeyType"] != "HASH":
+        raise ValidationException("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+    if len(schema) == 2:
+        if schema[1]["KeyType"] != "RANGE":
+            raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+        if schema[0]["AttributeName"] == schema[1]["AttributeName"]:
+            raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+    for element in schema:
+        if element["AttributeName"] not in types:
+            raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
+    hash_key = KeyAttribute(schema[0]["AttributeName"], types[schema[0]["AttributeName"]])
+    range_key = None
+    if len(schema) == 2:
+        range_key = KeyAttribute(schema[1]["AttributeName"], types[schema[1]["AttributeName"]])
+    return hash_key, range_key
+
+
+def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
+    throughput = request.get("ProvisionedThroughput")
+    if billing_mode == "PAY_PER_REQUEST":
+        if throughput is not None:
+            raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
+                           "is PAY_PER_REQUEST")
+        return 0, 0
+    if throughput is None:
+        if request.get("BillingMode") == "PROVISIONED":
+            raise _invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
+                           "is PROVISIONED")
+        raise ValidationException("No provisioned throughput specified for the table")
+    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
+    for name, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
+        if value > MAX_THROUGHPUT:
+            raise LimitExceededException(
+                f"Subscriber limit exceeded: Provisioned throughput for {name} exceeds the maximum allowed "
+                f"per table ({MAX_THROUGHPUT})")
+    return read, write
+
+
+def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(CREATE_TABLE, request)
+    definitions = request["AttributeDefinitions"]
+    types: dict[str, str] = {}
+    for definition in definitions:
+        name = definition["AttributeName"]
+        if name in types:
+            raise _invalid("Cannot have two attributes with the same name")
+        types[name] = definition["AttributeType"]
+    hash_key, range_key = _key_schema(request["KeySchema"], types)
+    if request.get("LocalSecondaryIndexes") or request.get("GlobalSecondaryIndexes"):
+        raise ValidationException("Secondary indexes are not supported yet by this server")
+    used = {hash_key.name} | ({range_key.name} if range_key else set())
+    if len(types) != len(used):
+        raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
+                       "in AttributeDefinitions")
+    billing_mode = request.get("BillingMode") or "PROVISIONED"
+    read, write = _throughput(request, billing_mode)
+    now = time.time()
+    sse = request.get("SSESpecification")
+    meta = TableMeta(
+        name=request["TableName"], table_id=0, uuid=str(uuid.uuid4()), hash_key=hash_key, range_key=range_key,
+        attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
+                               for d in definitions],
+        created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
+        billing_mode_updated_at=now if "BillingMode" in request else None,
+        tags=list(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
+        table_class=request.get("TableClass"),
+        deletion_protection=bool(request.get("DeletionProtectionEnabled", False)),
+        region=context.region, account=context.account)
+    meta = context.engine.create_table(meta)
+    return {"TableDescription": describe(context, meta, status="CREATING", counts=False)}
+
+
+def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
+             counts: bool = True) -> dict[str, Any]:
+    """DynamoDB's TableDescription of a table."""
+    item_count, size = context.engine.table_stats(meta) if counts else (0, 0)
+    throughput: dict[str, Any] = {"NumberOfDecreasesToday": meta.decreases_today,
+                                  "ReadCapacityUnits": meta.read_capacity,
+                                  "WriteCapacityUnits": meta.write_capacity}
+    if meta.last_increase is not None:
+        throughput["LastIncreaseDateTime"] = meta.last_increase
+    if meta.last_decrease is not None:
+        throughput["LastDecreaseDateTime"] = meta.last_decrease
+    description: dict[str, Any] = {
+        "AttributeDefinitions": meta.attribute_definitions,
+        "TableName": meta.name,
+        "KeySchema": meta.key_schema_wire(),
+        "TableStatus": status or meta.status,
+        "CreationDateTime": meta.created_at,
+        "ProvisionedThroughput": throughput,
+        "TableSizeBytes": size,
+        "ItemCount": item_count,
+        "TableArn": meta.arn,
+        "TableId": meta.uuid,
+    }
+    if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
+        summary: dict[str, Any] = {"BillingMode": meta.billing_mode}
+        if meta.billing_mode == "PAY_PER_REQUEST":
+            summary["LastUpdateToPayPerRequestDateTime"] = meta.billing_mode_updated_at or meta.created_at
+        description["BillingModeSummary"] = summary
+    if meta.sse is not None:
+        description["SSEDescription"] = {
+            "Status": "ENABLED", "SSEType": "KMS",
+            "KMSMasterKeyArn": f"arn:aws:kms:{meta.region}:{meta.account}:key/"
+                               + (meta.sse.get("KMSMasterKeyId") or "aws/dynamodb"),
+        }
+    if meta.table_class is not None:
+        description["TableClassSummary"] = {"TableClass": meta.table_class}
+    description["DeletionProtectionEnabled"] = meta.deletion_protection
+    return description
+
+
+def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(DESCRIBE_TABLE, request)
+    meta = context.described_table(request["TableName"])
+    return {"Table": describe(context, meta)}
+
+
+def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(LIST_TABLES, request)
+    names = context.engine.list_tables()
+    start = request.get("ExclusiveStartTableName")
+    if start is not None:
+        names = [name for name in names if name > start]
+    limit = int(request.get("Limit") or 100)
+    response: dict[str, Any] = {"TableNames": names[:limit]}
+    if len(names) > limit:
+        response["LastEvaluatedTableName"] = names[limit - 1]
+    return response
+
+
+def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(UPDATE_TABLE, request)
+    meta = context.described_table(request["TableName"])
+    changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
+                           "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates")
+               if request.get(k) is not None]
+    if not changes:
+        raise ValidationException(
+            "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
+            "or SSESpecification or ReplicaUpdates is required")
+    if request.get("GlobalSecondaryIndexUpdates"):
+        raise ValidationException("Secondary indexes are not supported yet by this server")
+    now = time.time()
+    billing_mode = request.get("BillingMode") or meta.billing_mode
+    if billing_mode == "PAY_PER_REQUEST":
+        if request.get("ProvisionedThroughput") is not None:
+            raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
+                           "is PAY_PER_REQUEST")
+        if meta.billing_mode != "PAY_PER_REQUEST":
+            meta.billing_mode, meta.read_capacity, meta.write_capacity = "PAY_PER_REQUEST", 0, 0
+            meta.billing_mode_updated_at = now
+    else:
+        throughput = request.get("ProvisionedThroughput")
+        if meta.billing_mode == "PAY_PER_REQUEST" and throughput is None:
+            raise _invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
+        if throughput is not None:
+            read, write = _throughput(request, "PROVISIONED")
+            if (meta.billing_mode == "PROVISIONED" and read == meta.read_capacity
+                    and write == meta.write_capacity and len(changes) == 1):
+                raise ValidationException(
+                    "The provisioned throughput for the table will not change. The requested value equals the "
+                    f"current value. Current ReadCapacityUnits provisioned for the table: {meta.read_capacity}. "
+                    f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for the table: "
+                    f"{meta.write_capacity}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
+                    "Developer Guide for current limits and how to request higher limits.")
+            if meta.billing_mode == "PROVISIONED":
+                if read > meta.read_capacity or write > meta.write_capacity:
+                    meta.last_increase = now
+                if read < meta.read_capacity or write < meta.write_capacity:
+                    meta.last_decrease = now
+                    meta.decreases_today += 1
+            if meta.billing_mode != "PROVISIONED":
+                meta.billing_mode_updated_at = now
+            meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
+    if request.get("DeletionProtectionEnabled") is not None:
+        meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
+    if request.get("TableClass") is not None:
+        meta.table_class = request["TableClass"]
+    sse = request.get("SSESpecification")
+    if sse is not None:
+        meta.sse = sse if sse.get("Enabled", True) else None
+    context.engine.update_table(meta)
+    return {"TableDescription": describe(context, meta)}
+
+
+def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(DELETE_TABLE, request)
+    meta = context.described_table(request["TableName"])
+    if meta.deletion_protection:
+        raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
+                                  "Disable deletion protection first.")
+    description = describe(context, meta, status="DELETING")
+    context.engine.delete_table(meta.name)
+    return {"TableDescription": description}
+
+
+def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
+    if not arn.startswith("arn:aws:dynamodb:") or ":table/" not in arn:
+        raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
+    meta = context.engine.get_table(table_name_from(arn))
+    if meta is None:
+        raise ResourceNotFoundException(f"Requested resource not found: ResourcArn: {arn} not found")
+    return meta
+
+
+def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(TAG_RESOURCE, request)
+    meta = _table_for_arn(context, request["ResourceArn"])
+    tags = {tag["Key"]: tag["Value"] for tag in meta.tags}
+    tags.update({tag["Key"]: tag["Value"] for tag in request["Tags"]})
+    meta.tags = [{"Key": key, "Value": value} for key, value in tags.items()]
+    context.engine.update_table(meta)
+    return {}
+
+
+def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(UNTAG_RESOURCE, request)
+    meta = _table_for_arn(context, request["ResourceArn"])
+    removed = set(request["TagKeys"])
+    meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
+    context.engine.update_table(meta)
+    return {}
+
+
+def list_tags_of_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(LIST_TAGS, request)
+    meta = _table_for_arn(context, request["ResourceArn"])
+    return {"Tags": meta.tags}
+
+
+def describe_endpoints(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {"Endpoints": [{"Address": f"dynamodb.{context.region}.amazonaws.com", "CachePeriodInMinutes": 1440}]}
+
+
+def describe_limits(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
+            "TableMaxReadCapacityUnits": MAX_THROUGHPUT, "TableMaxWriteCapacityUnits": MAX_THROUGHPUT}
+
+
+HANDLERS = {
+    "CreateTable": create_table,
+    "DescribeTable": describe_table,
+    "ListTables": list_tables,
+    "UpdateTable": update_table,
+    "DeleteTable": delete_table,
+    "TagResource": tag_resource,
+    "UntagResource": untag_resource,
+    "ListTagsOfResource": list_tags_of_resource,
+    "DescribeEndpoints": describe_endpoints,
+    "DescribeLimits": describe_limits,
+}

@@ -1,0 +1,248 @@
+"""Declarative request validation with DynamoDB's wording.
+
+Each operation declares its request shape once (`Struct`, `Str`, `Int`, ...). `validate(shape, request)` first
+checks JSON types, raising `SerializationException` as DynamoDB's deserializer does, then gathers every
+constraint violation into one `ValidationException`:
+``2 validation errors detected: Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length
+greater than or equal to 3; Value null at 'keySchema' failed to satisfy constraint: Member must not be null``.
+Semantic checks that need more than one field live with the operation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from openddb.errors import SerializationException, ValidationException
+
+
+def _type_error(expected: str, value: Any) -> SerializationException:
+    if isinstance(value, bool):
+        token = "TRUE_VALUE" if value else "FALSE_VALUE"
+    elif isinstance(value, int | float):
+        token = "NUMBER_VALUE"
+    elif isinstance(value, str):
+        token = "STRING_VALUE"
+    elif isinstance(value, dict):
+        return SerializationException("Start of structure or map found where not expected.")
+    else:
+        return SerializationException("Start of list found where not expected")
+    if expected == "String":
+        return SerializationException(f"{token} cannot be converted to String")
+    java = {"STRING_VALUE": "String", "NUMBER_VALUE": "BigDecimal", "TRUE_VALUE": "Boolean",
+            "FALSE_VALUE": "Boolean"}[token]
+    return SerializationException(f"class java.lang.{java} can not be converted to an {expected}")
+
+
+def render(value: Any) -> str:
+    """A value as DynamoDB prints it inside "Value '...' at ..." messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(render(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={render(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+class Shape:
+    required: bool = False
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        raise NotImplementedError
+
+
+def _violation(value: Any, path: str, constraint: str) -> str:
+    shown = "null" if value is None else f"'{render(value)}'"
+    return f"Value {shown} at '{path}' failed to satisfy constraint: {constraint}"
+
+
+@dataclass
+class Str(Shape):
+    required: bool = False
+    min_len: int | None = None
+    max_len: int | None = None
+    pattern: str | None = None
+    enum: tuple[str, ...] | None = None
+    _regex: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.pattern is not None:
+            self._regex = re.compile(self.pattern)
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, str):
+            raise _type_error("String", value)
+        if self.enum is not None and value not in self.enum:
+            errors.append(_violation(value, path, f"Member must satisfy enum value set: [{', '.join(self.enum)}]"))
+            return
+        length = len(value)
+        if self.min_len is not None and length < self.min_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length greater than or equal to {self.min_len}"))
+        if self.max_len is not None and length > self.max_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length less than or equal to {self.max_len}"))
+        if self._regex is not None and not self._regex.fullmatch(value):
+            errors.append(_violation(value, path,
+                                     f"Member must satisfy regular expression pattern: {self.pattern}"))
+
+
+@dataclass
+class Int(Shape):
+    required: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+    java: str = "Long"
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _type_error(self.java, value)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise SerializationException(f"class java.math.BigDecimal can not be converted to an {self.java}")
+            value = int(value)
+        if self.minimum is not None and value < self.minimum:
+            errors.append(_violation(value, path, f"Member must have value greater than or equal to {self.minimum}"))
+        if self.maximum is not None and value > self.maximum:
+            errors.append(_violation(value, path, f"Member must have value less than or equal to {self.maximum}"))
+
+
+@dataclass
+class Bool(Shape):
+    required: bool = False
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, bool):
+            raise _type_error("Boolean", value)
+
+
+@dataclass
+class Any_(Shape):
+    """A member whose content is validated elsewhere (attribute values, items)."""
+
+    required: bool = False
+    kind: str = "map"  # "map" or "list": the JSON container the deserializer insists on
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if self.kind == "map" and not isinstance(value, dict):
+            raise SerializationException("Unexpected field type") if not isinstance(value, list) else \
+                SerializationException("Start of list found where not expected")
+        if self.kind == "list" and not isinstance(value, list):
+            raise SerializationException(f"Unrecognized collection type class java.lang.{_java_name(value)}")
+
+
+def _java_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Boolean"
+    if isinstance(value, str):
+        return "String"
+    if isinstance(value, dict):
+        return "Object"
+    return "Integer"
+
+
+@dataclass
+class List(Shape):
+    member: Shape
+    required: bool = False
+    min_len: int | None = None
+    max_len: int | None = None
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, list):
+            raise SerializationException(f"Unrecognized collection type class java.lang.{_java_name(value)}")
+        for index, element in enumerate(value, 1):
+            if element is None:
+                continue
+            self.member.check(element, f"{path}.{index}.member", errors)
+        length = len(value)
+        if self.min_len is not None and length < self.min_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length greater than or equal to {self.min_len}"))
+        if self.max_len is not None and length > self.max_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length less than or equal to {self.max_len}"))
+
+
+@dataclass
+class Map(Shape):
+    value: Shape
+    required: bool = False
+    min_len: int | None = None
+    max_len: int | None = None
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, dict):
+            raise SerializationException("Unexpected field type") if not isinstance(value, list) else \
+                SerializationException("Start of list found where not expected")
+        for key, element in value.items():
+            if element is None:
+                continue
+            self.value.check(element, f"{path}.{key}.member", errors)
+        length = len(value)
+        if self.min_len is not None and length < self.min_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length greater than or equal to {self.min_len}"))
+        if self.max_len is not None and length > self.max_len:
+            errors.append(_violation(value, path,
+                                     f"Member must have length less than or equal to {self.max_len}"))
+
+
+@dataclass
+class Struct(Shape):
+    fields: dict[str, Shape]
+    required: bool = False
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, dict):
+            if isinstance(value, list):
+                raise SerializationException("Start of list found where not expected")
+            raise SerializationException("Unexpected field type")
+        prefix = f"{path}." if path else ""
+        for name, shape in self.fields.items():
+            member = value.get(name)
+            member_path = prefix + name[0].lower() + name[1:]
+            if member is None:
+                if shape.required:
+                    errors.append(_violation(None, member_path, "Member must not be null"))
+                continue
+            shape.check(member, member_path, errors)
+
+
+def validate(shape: Struct, request: dict[str, Any]) -> None:
+    """Raise SerializationException or ValidationException if `request` does not fit `shape`."""
+    errors: list[str] = []
+    shape.check(request, "", errors)
+    if errors:
+        raise ValidationException(validation_message(errors))
+
+
+def validation_message(errors: list[str]) -> str:
+    count = len(errors)
+    noun = "error" if count == 1 else "errors"
+    return f"{count} validation {noun} detected: " + "; ".join(errors)
+
+
+# --- shapes shared by many operations --------------------------------------------------------------
+
+TABLE_NAME_PATTERN = "[a-zA-Z0-9_.-]+"
+
+
+def table_name(required: bool = True) -> Str:
+    return Str(required=required, min_len=3, max_len=255, pattern=TABLE_NAME_PATTERN)
+
+
+def table_name_or_arn(required: bool = True) -> Str:
+    """Item and read operations accept a table name or ARN (1-1024 characters)."""
+    return Str(required=required, min_len=1, max_len=1024)
+
+
+RETURN_CONSUMED_CAPACITY = Str(enum=("INDEXES", "TOTAL", "NONE"))
+RETURN_ITEM_COLLECTION_METRICS = Str(enum=("SIZE", "NONE"))
+ATTRIBUTE_MAP = Any_()
+EXPRESSION_NAMES = Map(Str())
+EXPRESSION_VALUES = Any_()

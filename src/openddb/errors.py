@@ -1,0 +1,169 @@
+"""DynamoDB's client-visible errors: one exception class per AWS ``__type``.
+
+Every error a client can see is raised as one of these and rendered by the server as
+``{"__type": "<namespace>#<Name>", "message": "..."}`` with HTTP 400 (or the status given).
+The class names are the AWS names, so the AWS documentation and this code can be searched together.
+This module imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_DYNAMODB = "com.amazonaws.dynamodb.v20120810#"
+_CORAL_SERVICE = "com.amazon.coral.service#"
+_CORAL_VALIDATE = "com.amazon.coral.validate#"
+
+
+class DynamoDBError(Exception):
+    """Base of every error rendered to a client."""
+
+    namespace: str = _DYNAMODB
+    status: int = 400
+    # Some errors carry the message under "Message" (capitalised) on the wire; DynamoDB uses "message".
+    message_key: str = "message"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "")
+        self.message = message
+
+    @property
+    def type_name(self) -> str:
+        return self.namespace + type(self).__name__
+
+    def to_wire(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"__type": self.type_name}
+        if self.message is not None:
+            body[self.message_key] = self.message
+        return body
+
+
+# --- protocol / coral errors -------------------------------------------------------------------
+
+
+class SerializationException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class UnknownOperationException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class MissingAuthenticationTokenException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+    def __init__(self, message: str = "Request is missing Authentication Token") -> None:
+        super().__init__(message)
+
+
+class IncompleteSignatureException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class InvalidSignatureException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class UnrecognizedClientException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class AccessDeniedException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class RequestEntityTooLargeException(DynamoDBError):
+    """Body over the service's maximum; DynamoDB answers 413."""
+
+    namespace = _CORAL_SERVICE
+    status = 413
+
+
+class InternalFailure(DynamoDBError):
+    namespace = _CORAL_SERVICE
+    status = 500
+
+    def __init__(self, message: str = "The request processing has failed because of an unknown error, "
+                 "exception or failure.") -> None:
+        super().__init__(message)
+
+
+class ValidationException(DynamoDBError):
+    namespace = _CORAL_VALIDATE
+
+
+# --- DynamoDB service errors -------------------------------------------------------------------
+
+
+class ResourceNotFoundException(DynamoDBError):
+    pass
+
+
+class ResourceInUseException(DynamoDBError):
+    pass
+
+
+class LimitExceededException(DynamoDBError):
+    pass
+
+
+class ConditionalCheckFailedException(DynamoDBError):
+    """A ConditionExpression evaluated false; ``item`` is the old item when ALL_OLD was asked for."""
+
+    def __init__(self, message: str = "The conditional request failed",
+                 item: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+    def to_wire(self) -> dict[str, Any]:
+        body = super().to_wire()
+        if self.item is not None:
+            body["Item"] = self.item
+        return body
+
+
+class ItemCollectionSizeLimitExceededException(DynamoDBError):
+    pass
+
+
+class ProvisionedThroughputExceededException(DynamoDBError):
+    pass
+
+
+class RequestLimitExceeded(DynamoDBError):
+    pass
+
+
+class ThrottlingException(DynamoDBError):
+    namespace = _CORAL_SERVICE
+
+
+class TransactionConflictException(DynamoDBError):
+    pass
+
+
+class TransactionInProgressException(DynamoDBError):
+    pass
+
+
+class IdempotentParameterMismatchException(DynamoDBError):
+    pass
+
+
+class TransactionCanceledException(DynamoDBError):
+    """A transaction was cancelled; ``reasons`` holds one entry per action, in request order."""
+
+    def __init__(self, reasons: list[dict[str, Any]]) -> None:
+        codes = ", ".join(r.get("Code", "None") for r in reasons)
+        super().__init__(f"Transaction cancelled, please refer cancellation reasons for specific reasons "
+                         f"[{codes}]")
+        self.reasons = reasons
+
+    def to_wire(self) -> dict[str, Any]:
+        body = super().to_wire()
+        body["CancellationReasons"] = self.reasons
+        return body
+
+
+class InternalServerError(DynamoDBError):
+    status = 500

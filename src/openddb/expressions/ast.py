@@ -1,0 +1,121 @@
+"""Syntax trees for every expression kind, plus the error the expression modules raise internally.
+
+Trees hold placeholders unresolved (``#n`` stays in a Path, ``:v`` stays a ValueRef), so one parsed tree can
+be cached per expression string and resolved against each request's ExpressionAttributeNames/Values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ExpressionError(Exception):
+    """An invalid expression; ``message`` lacks the ``Invalid <Kind>: `` prefix that compile_* adds."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# A path element is an attribute name, a ``#placeholder`` (str starting with '#') or a list index (int).
+PathElement = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A document path such as ``a.#b[2].c``."""
+
+    elements: tuple[PathElement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ValueRef:
+    """An expression attribute value placeholder such as ``:v``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call: ``size(a)``, ``begins_with(a, :v)``, ``if_not_exists(a, :v)`` ..."""
+
+    name: str
+    args: tuple[Operand, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Arith:
+    """``left + right`` or ``left - right`` (UpdateExpression SET values only)."""
+
+    op: str
+    left: Operand
+    right: Operand
+
+
+Operand = Path | ValueRef | Call | Arith
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """``left <op> right`` with op one of ``= <> < <= > >=``."""
+
+    op: str
+    left: Operand
+    right: Operand
+
+
+@dataclass(frozen=True, slots=True)
+class Between:
+    operand: Operand
+    low: Operand
+    high: Operand
+
+
+@dataclass(frozen=True, slots=True)
+class In:
+    operand: Operand
+    choices: tuple[Operand, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    left: Cond
+    right: Cond
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    left: Cond
+    right: Cond
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    operand: Cond
+
+
+# A function call in condition position (attribute_exists(a) ...) is a Call node.
+Cond = Compare | Between | In | And | Or | Not | Call
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateAst:
+    """The four clauses of an UpdateExpression, actions in source order."""
+
+    set: tuple[tuple[Path, Operand], ...] = ()
+    remove: tuple[Path, ...] = ()
+    add: tuple[tuple[Path, ValueRef], ...] = ()
+    delete: tuple[tuple[Path, ValueRef], ...] = ()
+
+
+def path_text(elements: tuple[PathElement, ...]) -> str:
+    """``a.b[1]`` text of a path (placeholders as written)."""
+    out: list[str] = []
+    for el in elements:
+        if isinstance(el, int):
+            out.append(f"[{el}]")
+        else:
+            if out:
+                out.append(".")
+            out.append(el)
+    return "".join(out)

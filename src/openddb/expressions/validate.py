@@ -1,0 +1,157 @@
+"""Checks on a parsed tree that need no placeholder values: function names and arity, where each function
+may appear, reserved words, path depth, and the IN / operator-count limits.
+
+They run once per distinct expression string (the result is cached with the tree), in source order, so the
+first problem in the text is the one reported.
+"""
+
+from __future__ import annotations
+
+from .ast import (
+    And,
+    Arith,
+    Between,
+    Call,
+    Compare,
+    Cond,
+    ExpressionError,
+    In,
+    Not,
+    Operand,
+    Or,
+    Path,
+    UpdateAst,
+    ValueRef,
+)
+from .reserved import RESERVED_WORDS
+
+MAX_PATH_DEPTH = 32
+MAX_IN_OPERANDS = 100
+MAX_UPDATE_OPERATORS = 300
+
+# function name -> number of operands
+CONDITION_FUNCTIONS = {
+    "attribute_exists": 1,
+    "attribute_not_exists": 1,
+    "attribute_type": 2,
+    "begins_with": 2,
+    "contains": 2,
+}
+OPERAND_FUNCTIONS = {"size": 1}  # usable as a comparison operand in conditions
+UPDATE_FUNCTIONS = {"if_not_exists": 2, "list_append": 2}  # usable in SET values
+ALL_FUNCTIONS = {**CONDITION_FUNCTIONS, **OPERAND_FUNCTIONS, **UPDATE_FUNCTIONS}
+# functions whose first operand must be a document path
+_PATH_FIRST = frozenset({"attribute_exists", "attribute_not_exists", "attribute_type", "if_not_exists"})
+
+
+def check_path(path: Path) -> None:
+    """Reserved words among the bare names, and the nesting limit."""
+    for el in path.elements:
+        if type(el) is str and el[0] != "#" and el.upper() in RESERVED_WORDS:
+            raise ExpressionError(f"Attribute name is a reserved keyword; reserved keyword: {el}")
+    if len(path.elements) > MAX_PATH_DEPTH:
+        raise ExpressionError(
+            f"The document path has too many nesting levels; nesting levels: {len(path.elements)}"
+        )
+
+
+def _check_call(call: Call, allowed: dict[str, int]) -> None:
+    name = call.name
+    if name not in ALL_FUNCTIONS:
+        raise ExpressionError(f"Invalid function name; function: {name}")
+    if name not in allowed:
+        raise ExpressionError(
+            f"The function is not allowed to be used this way in an expression; function: {name}"
+        )
+    if len(call.args) != allowed[name]:
+        raise ExpressionError(
+            "Incorrect number of operands for operator or function; "
+            f"operator or function: {name}, number of operands: {len(call.args)}"
+        )
+    if name in _PATH_FIRST and not isinstance(call.args[0], Path):
+        raise ExpressionError(
+            f"Operator or function requires a document path; operator or function: {name}"
+        )
+
+
+def _check_plain_operand(node: Operand) -> None:
+    """A function argument in a condition: a path or a value, never another call."""
+    if isinstance(node, Path):
+        check_path(node)
+    elif isinstance(node, Call):
+        _check_call(node, {})
+
+
+def _check_comparison_operand(node: Operand) -> None:
+    if isinstance(node, Path):
+        check_path(node)
+    elif isinstance(node, Call):
+        _check_call(node, OPERAND_FUNCTIONS)
+        for arg in node.args:
+            _check_plain_operand(arg)
+
+
+def check_condition(node: Cond) -> None:
+    """Validate a Condition/Filter/KeyCondition tree; raises ExpressionError."""
+    if isinstance(node, (And, Or)):
+        check_condition(node.left)
+        check_condition(node.right)
+    elif isinstance(node, Not):
+        check_condition(node.operand)
+    elif isinstance(node, Compare):
+        _check_comparison_operand(node.left)
+        _check_comparison_operand(node.right)
+    elif isinstance(node, Between):
+        _check_comparison_operand(node.operand)
+        _check_comparison_operand(node.low)
+        _check_comparison_operand(node.high)
+    elif isinstance(node, In):
+        _check_comparison_operand(node.operand)
+        if len(node.choices) > MAX_IN_OPERANDS:
+            raise ExpressionError(
+                "The IN operator is provided with too many operands; "
+                f"number of operands: {len(node.choices)}"
+            )
+        for choice in node.choices:
+            _check_comparison_operand(choice)
+    else:
+        _check_call(node, CONDITION_FUNCTIONS)
+        for arg in node.args:
+            _check_plain_operand(arg)
+
+
+def _check_set_value(node: Operand) -> int:
+    """Validate a SET value; returns how many operators and functions it uses."""
+    if isinstance(node, Path):
+        check_path(node)
+        return 0
+    if isinstance(node, ValueRef):
+        return 0
+    if isinstance(node, Arith):
+        return 1 + _check_set_value(node.left) + _check_set_value(node.right)
+    _check_call(node, UPDATE_FUNCTIONS)
+    return 1 + sum(_check_set_value(arg) for arg in node.args)
+
+
+def check_update(node: UpdateAst) -> None:
+    """Validate an UpdateExpression tree; raises ExpressionError."""
+    operators = 0
+    for target, value in node.set:
+        check_path(target)
+        operators += _check_set_value(value)
+    for target in node.remove:
+        check_path(target)
+    for target, _ in node.add:
+        check_path(target)
+    for target, _ in node.delete:
+        check_path(target)
+    if operators > MAX_UPDATE_OPERATORS:
+        raise ExpressionError(
+            f"The expression contains too many operators; operator count: {operators}"
+        )
+
+
+def check_projection(paths: tuple[Path, ...]) -> None:
+    """Validate a ProjectionExpression's paths; raises ExpressionError."""
+    for path in paths:
+        check_path(path)

@@ -1,0 +1,118 @@
+"""Table descriptions: the key schema and everything DescribeTable reports.
+
+`TableMeta` is what the catalog stores (as JSON) and what every handler consults for a table. It is
+engine-neutral; engines persist it with `to_json`/`from_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from openddb.model import AttributeValue, Item
+
+
+@dataclass(slots=True)
+class KeyAttribute:
+    name: str
+    type: str  # "S", "N" or "B"
+
+
+@dataclass(slots=True)
+class IndexMeta:
+    """A secondary index: its own key schema over the table's items, and its projection."""
+
+    name: str
+    kind: str  # "GLOBAL" or "LOCAL"
+    hash_key: KeyAttribute
+    range_key: KeyAttribute | None
+    projection_type: str = "ALL"  # ALL, KEYS_ONLY, INCLUDE
+    non_key_attributes: list[str] = field(default_factory=list)
+    status: str = "ACTIVE"
+    read_capacity: int = 0
+    write_capacity: int = 0
+    index_id: int = 0
+
+
+@dataclass(slots=True)
+class TableMeta:
+    name: str
+    table_id: int
+    uuid: str
+    hash_key: KeyAttribute
+    range_key: KeyAttribute | None
+    attribute_definitions: list[dict[str, str]]
+    created_at: float
+    billing_mode: str = "PROVISIONED"
+    read_capacity: int = 0
+    write_capacity: int = 0
+    last_increase: float | None = None
+    last_decrease: float | None = None
+    decreases_today: int = 0
+    billing_mode_updated_at: float | None = None
+    status: str = "ACTIVE"
+    tags: list[dict[str, str]] = field(default_factory=list)
+    sse: dict[str, Any] | None = None
+    table_class: str | None = None
+    deletion_protection: bool = False
+    indexes: list[IndexMeta] = field(default_factory=list)
+    region: str = "us-east-1"
+    account: str = "000000000000"
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{self.name}"
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        if self.range_key is None:
+            return (self.hash_key.name,)
+        return (self.hash_key.name, self.range_key.name)
+
+    def key_of(self, item: Item) -> Item:
+        """The primary-key attributes of an item (which must have them)."""
+        key = {self.hash_key.name: item[self.hash_key.name]}
+        if self.range_key is not None:
+            key[self.range_key.name] = item[self.range_key.name]
+        return key
+
+    def key_schema_wire(self) -> list[dict[str, str]]:
+        schema = [{"AttributeName": self.hash_key.name, "KeyType": "HASH"}]
+        if self.range_key is not None:
+            schema.append({"AttributeName": self.range_key.name, "KeyType": "RANGE"})
+        return schema
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> TableMeta:
+        raw = orjson.loads(data)
+        raw["hash_key"] = KeyAttribute(**raw["hash_key"])
+        if raw["range_key"] is not None:
+            raw["range_key"] = KeyAttribute(**raw["range_key"])
+        indexes = []
+        for index in raw.get("indexes", []):
+            index["hash_key"] = KeyAttribute(**index["hash_key"])
+            if index["range_key"] is not None:
+                index["range_key"] = KeyAttribute(**index["range_key"])
+            indexes.append(IndexMeta(**index))
+        raw["indexes"] = indexes
+        return cls(**raw)
+
+
+def key_value_types(meta: TableMeta) -> dict[str, str]:
+    """Key attribute name -> its declared type, for the table's primary key."""
+    types = {meta.hash_key.name: meta.hash_key.type}
+    if meta.range_key is not None:
+        types[meta.range_key.name] = meta.range_key.type
+    return types
+
+
+def single_type(value: AttributeValue) -> str:
+    """The type key of a validated attribute value."""
+    for key in value:
+        return key
+    raise ValueError("empty attribute value")

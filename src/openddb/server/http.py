@@ -1,0 +1,203 @@
+"""HTTP/1.1 keep-alive server for the DynamoDB JSON protocol: a raw asyncio protocol on httptools.
+
+Each request is framed here and handed to `api.dispatch.Dispatcher.handle`, synchronously on the event-loop
+thread: the embedded engine is in-process, so a thread hop would cost more than the work. Responses are written
+in request order, which keeps pipelined requests correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import time
+import zlib
+from email.utils import formatdate
+from typing import TYPE_CHECKING
+
+import httptools
+
+if TYPE_CHECKING:
+    from openddb.api.dispatch import Dispatcher
+
+log = logging.getLogger("openddb.http")
+
+# DynamoDB's request size ceiling is 16 MB of payload for the largest batch calls; allow framing slack.
+MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
+
+_REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Request Entity Too Large",
+            500: b"Internal Server Error"}
+_HEALTH = b"healthy: openddb\n"
+
+
+class _DateCache:
+    """The Date header text, recomputed at most once a second."""
+
+    def __init__(self) -> None:
+        self._second = 0
+        self._value = b""
+
+    def get(self) -> bytes:
+        now = int(time.time())
+        if now != self._second:
+            self._second = now
+            self._value = formatdate(now, usegmt=True).encode()
+        return self._value
+
+
+_date = _DateCache()
+
+
+def new_request_id() -> bytes:
+    """A 52-character request id in DynamoDB's style (upper-case base32)."""
+    return base64.b32encode(os.urandom(33))[:52]
+
+
+def render_response(status: int, body: bytes, content_type: bytes, request_id: bytes, keep_alive: bool) -> bytes:
+    head = b"".join((
+        b"HTTP/1.1 ", str(status).encode(), b" ", _REASONS.get(status, b"Error"), b"\r\n",
+        b"Server: Server\r\nDate: ", _date.get(), b"\r\nContent-Type: ", content_type,
+        b"\r\nContent-Length: ", str(len(body)).encode(),
+        b"\r\nConnection: ", b"keep-alive" if keep_alive else b"close",
+        b"\r\nx-amzn-RequestId: ", request_id,
+        b"\r\nx-amz-crc32: ", str(zlib.crc32(body)).encode(), b"\r\n\r\n",
+    ))
+    return head + body
+
+
+class HttpProtocol(asyncio.Protocol):
+    """One client connection."""
+
+    __slots__ = ("_body", "_body_size", "_headers", "_too_large", "_url", "dispatcher", "parser", "server",
+                 "transport")
+
+    def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
+        self.dispatcher = dispatcher
+        self.server = server
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self._url = b""
+        self._headers: dict[bytes, bytes] = {}
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._too_large = False
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(400)
+        except httptools.HttpParserError:
+            self._fail(400)
+
+    # --- httptools callbacks ------------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self._url = b""
+        self._headers = {}
+        self._body = []
+        self._body_size = 0
+        self._too_large = False
+        self.server.in_flight += 1
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.lower()] = value
+
+    def on_body(self, body: bytes) -> None:
+        self._body_size += len(body)
+        if self._body_size > MAX_BODY_BYTES:
+            self._too_large = True
+            self._body = []
+        elif not self._too_large:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        try:
+            self._respond()
+        finally:
+            self.server.in_flight -= 1
+            if self.server.closing and self.transport is not None and self.server.in_flight == 0:
+                self.transport.close()
+
+    # --- request handling ---------------------------------------------------------------------
+    def _respond(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        keep_alive = self.parser.should_keep_alive() and not self.server.closing
+        request_id = new_request_id()
+        method = self.parser.get_method()
+        if method != b"POST":
+            if method in (b"GET", b"HEAD") and self._url.split(b"?", 1)[0] == b"/":
+                body = b"" if method == b"HEAD" else _HEALTH
+                transport.write(render_response(200, body, b"text/plain", request_id, keep_alive))
+            else:
+                transport.write(render_response(404, b"", b"text/plain", request_id, keep_alive))
+            if not keep_alive:
+                transport.close()
+            return
+        headers = self._headers
+        content_type = headers.get(b"content-type", b"application/x-amz-json-1.0")
+        if not content_type.startswith(b"application/x-amz-json-1.1"):
+            content_type = b"application/x-amz-json-1.0"
+        body = b"".join(self._body)
+        status, payload = self.dispatcher.handle(
+            headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body,
+            self._too_large, request_id)
+        transport.write(render_response(status, payload, content_type, request_id, keep_alive))
+        if not keep_alive:
+            transport.close()
+
+    def _fail(self, status: int) -> None:
+        if self.transport is not None:
+            self.transport.write(render_response(status, b"", b"text/plain", new_request_id(), False))
+            self.transport.close()
+
+    def close_if_idle(self) -> None:
+        if self.transport is not None and self.server.in_flight == 0:
+            self.transport.close()
+
+
+class ServerState:
+    """What the protocol instances share: open connections and the shutdown flag."""
+
+    def __init__(self) -> None:
+        self.connections: set[HttpProtocol] = set()
+        self.in_flight = 0
+        self.closing = False
+
+
+async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: object = None,
+                ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections."""
+    loop = asyncio.get_running_loop()
+    state = ServerState()
+    if sock is not None:
+        server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
+    else:
+        server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,
+                                          reuse_address=True)
+    if ready is not None:
+        ready.set()
+    stop = stop or asyncio.Event()
+    await stop.wait()
+    server.close()
+    state.closing = True
+    for connection in list(state.connections):
+        connection.close_if_idle()
+    deadline = loop.time() + 10
+    while state.connections and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    await server.wait_closed()

@@ -1,0 +1,123 @@
+"""The engine interface: the small contract every storage engine implements.
+
+Engines store opaque item documents under order-preserving binary keys. They know nothing of expressions or
+DynamoDB's request shapes: the API layer hands them pure `apply(old_item) -> new_item` functions, and the engine
+runs every function of one request inside one storage transaction, so a raised error leaves nothing behind.
+That one `write` call is the choke point where index maintenance and change records hook in.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+
+# The partition-hash space: parallel-scan segments split [0, HASH_SPACE) into equal ranges.
+HASH_SPACE = 1 << 32
+
+
+@dataclass(slots=True, frozen=True)
+class StorageKey:
+    """A primary key in storage form: partition hash, encoded partition key, encoded sort key (b"" if none)."""
+
+    h: int
+    pk: bytes
+    sk: bytes
+
+
+@dataclass(slots=True)
+class Row:
+    """One stored item: its key, its DynamoDB size in bytes, and the item document (JSON bytes)."""
+
+    key: StorageKey
+    size: int
+    data: bytes
+
+
+# apply(old_item) -> new_item. Return None to delete, or the very `old_item` object to leave the row untouched.
+ApplyFn = Callable[[Item | None], Item | None]
+
+
+@dataclass(slots=True)
+class WriteOp:
+    table: TableMeta
+    key: StorageKey
+    apply: ApplyFn
+
+
+@dataclass(slots=True)
+class WriteResult:
+    old: Item | None
+    new: Item | None
+    old_size: int
+    new_size: int
+
+
+@dataclass(slots=True)
+class SortRange:
+    """Bounds on the encoded sort key; None means unbounded on that side."""
+
+    low: bytes | None = None
+    low_inclusive: bool = True
+    high: bytes | None = None
+    high_inclusive: bool = True
+
+
+class Engine(ABC):
+    """A durable store of tables and items. One instance per process; not shared across threads."""
+
+    # --- catalog ------------------------------------------------------------------------------
+    @abstractmethod
+    def create_table(self, meta: TableMeta) -> TableMeta:
+        """Store a new table, assigning `table_id`; raises ResourceInUseException if the name exists."""
+
+    @abstractmethod
+    def get_table(self, name: str) -> TableMeta | None:
+        """The current description of a table, as committed by any process sharing the store."""
+
+    @abstractmethod
+    def list_tables(self) -> list[str]:
+        """All table names in ascending order."""
+
+    @abstractmethod
+    def update_table(self, meta: TableMeta) -> None:
+        """Replace a table's stored description."""
+
+    @abstractmethod
+    def delete_table(self, name: str) -> None:
+        """Remove a table and all its items."""
+
+    @abstractmethod
+    def table_stats(self, meta: TableMeta) -> tuple[int, int]:
+        """(item count, total item size in bytes) of a table."""
+
+    # --- items --------------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
+        """The stored row under a key, or None."""
+
+    @abstractmethod
+    def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        """Several rows read from one consistent snapshot."""
+
+    @abstractmethod
+    def write(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
+        """Apply every op atomically, in order, in one transaction; any exception rolls all of them back."""
+
+    @abstractmethod
+    def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+              after: bytes | None) -> Iterator[Row]:
+        """Rows of one partition in sort-key order (reversed if not forward), strictly after `after` if given.
+
+        The caller must consume or close the iterator before issuing another engine call."""
+
+    @abstractmethod
+    def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
+        """Rows with h_low <= h < h_high in (h, pk, sk) order, strictly after `after` if given."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the store; called once at shutdown."""

@@ -1,0 +1,231 @@
+"""The embedded engine: one SQLite database (stdlib sqlite3) in WAL mode.
+
+Layout: `tables` holds each table's description as JSON; `items` holds every item of every table under
+`(tid, h, pk, sk)`, a WITHOUT ROWID B-tree, so a Query is a range read on one `(tid, h, pk)` prefix and a Scan
+walks one table's rows in hash order. `catalog` keeps a version number that every DDL bumps, so processes that
+share the file notice another process's CreateTable/DeleteTable without restarting.
+
+Durability: WAL with synchronous=NORMAL. A committed transaction is in the WAL file before `write` returns, so
+it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for power loss.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+import orjson
+
+from openddb.errors import ResourceInUseException
+from openddb.model.schema import TableMeta
+from openddb.model.values import item_size
+from openddb.storage.base import Engine, Row, SortRange, StorageKey, WriteOp, WriteResult
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS catalog (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, tid INTEGER NOT NULL UNIQUE, meta BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    tid INTEGER NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL, sk BLOB NOT NULL,
+    size INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (tid, h, pk, sk)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 0), ('next_tid', 1);
+"""
+
+_GET = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+_UPSERT = "INSERT OR REPLACE INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?)"
+_DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+
+
+class SQLiteEngine(Engine):
+    def __init__(self, path: str | None, *, sync: str = "normal") -> None:
+        """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory."""
+        if path is None:
+            target = ":memory:"
+        else:
+            os.makedirs(path, exist_ok=True)
+            target = os.path.join(path, "openddb.sqlite3")
+        self.location = target
+        self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
+                                   cached_statements=256)
+        db = self._db
+        db.execute("PRAGMA busy_timeout = 30000")
+        if path is not None:
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute(f"PRAGMA synchronous = {'FULL' if sync == 'full' else 'NORMAL'}")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._tables: dict[str, TableMeta] = {}
+        self._catalog_version = -1
+        self._data_version = -1
+
+    # --- catalog ------------------------------------------------------------------------------
+    def _refresh_catalog(self) -> None:
+        """Drop cached table descriptions if any process changed the catalog since we last looked."""
+        data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if data_version == self._data_version:
+            return
+        self._data_version = data_version
+        version = self._db.execute("SELECT value FROM catalog WHERE key='catalog_version'").fetchone()[0]
+        if version != self._catalog_version:
+            self._catalog_version = version
+            self._tables.clear()
+
+    def _bump_catalog(self) -> None:
+        self._db.execute("UPDATE catalog SET value = value + 1 WHERE key='catalog_version'")
+        self._tables.clear()
+
+    def create_table(self, meta: TableMeta) -> TableMeta:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
+                raise ResourceInUseException(f"Table already exists: {meta.name}")
+            tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
+            db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
+            meta.table_id = tid
+            db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
+            self._bump_catalog()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return meta
+
+    def get_table(self, name: str) -> TableMeta | None:
+        self._refresh_catalog()
+        meta = self._tables.get(name)
+        if meta is None:
+            row = self._db.execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
+            if row is None:
+                return None
+            meta = TableMeta.from_json(row[0])
+            self._tables[name] = meta
+        return meta
+
+    def list_tables(self) -> list[str]:
+        return [row[0] for row in self._db.execute("SELECT name FROM tables ORDER BY name")]
+
+    def update_table(self, meta: TableMeta) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
+            self._bump_catalog()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def delete_table(self, name: str) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT tid FROM tables WHERE name=?", (name,)).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM items WHERE tid=?", (row[0],))
+                db.execute("DELETE FROM tables WHERE name=?", (name,))
+                self._bump_catalog()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def table_stats(self, meta: TableMeta) -> tuple[int, int]:
+        count, size = self._db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM items WHERE tid=?", (meta.table_id,)).fetchone()
+        return int(count), int(size)
+
+    # --- items --------------------------------------------------------------------------------
+    def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
+        found = self._db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+        if found is None:
+            return None
+        return Row(key, found[0], found[1])
+
+    def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            return [self.get(meta, key) for meta, key in requests]
+        finally:
+            db.execute("COMMIT")
+
+    def write(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
+        db = self._db
+        results: list[WriteResult] = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for op in ops:
+                key = op.key
+                params = (op.table.table_id, key.h, key.pk, key.sk)
+                found = db.execute(_GET, params).fetchone()
+                if found is None:
+                    old, old_size = None, 0
+                else:
+                    old, old_size = orjson.loads(found[1]), found[0]
+                new = op.apply(old)
+                if new is old:
+                    results.append(WriteResult(old, old, old_size, old_size))
+                    continue
+                if new is None:
+                    if old is not None:
+                        db.execute(_DELETE, params)
+                    results.append(WriteResult(old, None, old_size, 0))
+                    continue
+                new_size = item_size(new)
+                db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
+                results.append(WriteResult(old, new, old_size, new_size))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return results
+
+    def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+              after: bytes | None) -> Iterator[Row]:
+        clauses = ["tid=?", "h=?", "pk=?"]
+        params: list[object] = [meta.table_id, h, pk]
+        if sort.low is not None:
+            clauses.append("sk>=?" if sort.low_inclusive else "sk>?")
+            params.append(sort.low)
+        if sort.high is not None:
+            clauses.append("sk<=?" if sort.high_inclusive else "sk<?")
+            params.append(sort.high)
+        if after is not None:
+            clauses.append("sk>?" if forward else "sk<?")
+            params.append(after)
+        sql = (f"SELECT sk, size, data FROM items WHERE {' AND '.join(clauses)} "
+               f"ORDER BY sk {'ASC' if forward else 'DESC'}")
+        for sk, size, data in self._db.execute(sql, params):
+            yield Row(StorageKey(h, pk, sk), size, data)
+
+    def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
+        tid = meta.table_id
+        if after is None:
+            sql = ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND h>=? AND h<? "
+                   "ORDER BY h, pk, sk")
+            params: tuple[object, ...] = (tid, h_low, h_high)
+        else:
+            sql = ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND h<? AND h>=? "
+                   "AND (h, pk, sk) > (?, ?, ?) ORDER BY h, pk, sk")
+            params = (tid, h_high, h_low, after.h, after.pk, after.sk)
+        for h, pk, sk, size, data in self._db.execute(sql, params):
+            yield Row(StorageKey(h, pk, sk), size, data)
+
+    def close(self) -> None:
+        try:
+            if self.location != ":memory:":
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._db.close()

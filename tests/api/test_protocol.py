@@ -1,0 +1,126 @@
+"""The wire protocol through raw HTTP: framing, headers, CRC32 and protocol-level errors."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import zlib
+
+import pytest
+
+AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=00")
+
+
+def call(server, body: bytes | str, target: str | None = "DynamoDB_20120810.ListTables",
+         auth: str | None = AUTH, content_type: str = "application/x-amz-json-1.0", method: str = "POST"):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    headers = {"Content-Type": content_type}
+    if target is not None:
+        headers["X-Amz-Target"] = target
+    if auth is not None:
+        headers["Authorization"] = auth
+    connection.request(method, "/", body=body, headers=headers)
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response, data
+
+
+def test_success_has_request_id_and_crc32(server):
+    """botocore checks x-amz-crc32 against the body; every response carries a request id."""
+    response, data = call(server, "{}")
+    assert response.status == 200
+    assert int(response.getheader("x-amz-crc32")) == zlib.crc32(data)
+    assert len(response.getheader("x-amzn-RequestId")) == 52
+    assert response.getheader("Content-Type") == "application/x-amz-json-1.0"
+    assert "TableNames" in json.loads(data)
+
+
+def test_json_1_1_content_type_is_echoed(server):
+    """Some SDKs send application/x-amz-json-1.1; it is accepted and echoed."""
+    response, _ = call(server, "{}", content_type="application/x-amz-json-1.1")
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "application/x-amz-json-1.1"
+
+
+def test_unknown_operation(server):
+    """An X-Amz-Target naming no operation is UnknownOperationException."""
+    response, data = call(server, "{}", target="DynamoDB_20120810.Frobnicate")
+    assert response.status == 400
+    assert json.loads(data)["__type"] == "com.amazon.coral.service#UnknownOperationException"
+
+
+def test_missing_target(server):
+    """A POST without X-Amz-Target is an unknown operation too."""
+    response, data = call(server, "{}", target=None)
+    assert response.status == 400
+    assert json.loads(data)["__type"] == "com.amazon.coral.service#UnknownOperationException"
+
+
+def test_missing_authorization(server):
+    """Unsigned requests are refused with DynamoDB's MissingAuthenticationTokenException."""
+    response, data = call(server, "{}", auth=None)
+    assert response.status == 400
+    assert json.loads(data) == {"__type": "com.amazon.coral.service#MissingAuthenticationTokenException",
+                                "message": "Request is missing Authentication Token"}
+
+
+def test_incomplete_signature(server):
+    """An Authorization header without the SigV4 parts is an IncompleteSignatureException."""
+    response, data = call(server, "{}", auth="AWS4-HMAC-SHA256 Credential=x")
+    assert response.status == 400
+    body = json.loads(data)
+    assert body["__type"] == "com.amazon.coral.service#IncompleteSignatureException"
+    assert "Authorization header requires 'Signature' parameter." in body["message"]
+
+
+@pytest.mark.parametrize("body", [b"{", b"not json", b'{"a":}'])
+def test_malformed_json(server, body):
+    """A body that is not JSON is a SerializationException."""
+    response, data = call(server, body)
+    assert response.status == 400
+    assert json.loads(data)["__type"] == "com.amazon.coral.service#SerializationException"
+
+
+def test_wrong_json_type(server):
+    """A member of the wrong JSON type is a SerializationException, not a 500."""
+    response, data = call(server, '{"TableName": 5}', target="DynamoDB_20120810.DescribeTable")
+    assert response.status == 400
+    assert json.loads(data) == {"__type": "com.amazon.coral.service#SerializationException",
+                                "message": "NUMBER_VALUE cannot be converted to String"}
+
+
+def test_json_array_body(server):
+    """A JSON array where an object is expected is a SerializationException."""
+    response, data = call(server, "[]")
+    assert response.status == 400
+    assert json.loads(data)["__type"] == "com.amazon.coral.service#SerializationException"
+
+
+def test_health_check(server):
+    """GET / answers 200 so load balancers can check the server."""
+    response, data = call(server, b"", method="GET")
+    assert response.status == 200
+    assert b"healthy" in data
+
+
+def test_keep_alive_serves_many_requests(server):
+    """One connection serves many requests in turn (HTTP/1.1 keep-alive)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    headers = {"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810.ListTables",
+               "Authorization": AUTH}
+    for _ in range(20):
+        connection.request("POST", "/", body="{}", headers=headers)
+        response = connection.getresponse()
+        assert response.status == 200
+        response.read()
+    connection.close()
+
+
+def test_oversized_body_is_refused(server):
+    """A body over the 16 MB request ceiling is refused with a 413, not buffered without end."""
+    body = b'{"TableName":"' + b"a" * (17 * 1024 * 1024) + b'"}'
+    response, data = call(server, body)
+    assert response.status == 413
+    assert json.loads(data)["__type"] == "com.amazon.coral.service#RequestEntityTooLargeException"
