@@ -43,6 +43,7 @@ class DynamoDBError(Exception):
 
 class SerializationException(DynamoDBError):
     namespace = _CORAL_SERVICE
+    message_key = "Message"  # DynamoDB's deserializer errors capitalise the member
 
 
 class UnknownOperationException(DynamoDBError):

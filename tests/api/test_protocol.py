@@ -88,7 +88,7 @@ def test_wrong_json_type(server):
     response, data = call(server, '{"TableName": 5}', target="DynamoDB_20120810.DescribeTable")
     assert response.status == 400
     assert json.loads(data) == {"__type": "com.amazon.coral.service#SerializationException",
-                                "message": "NUMBER_VALUE cannot be converted to String"}
+                                "Message": "NUMBER_VALUE cannot be converted to String"}
 
 
 def test_json_array_body(server):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from openddb.expressions.ast import ExpressionError
 from openddb.expressions.lexer import EOF, ERROR, INTEGER, KEYWORD, NAME, NAME_REF, OP, VALUE_REF, tokenize
 from openddb.expressions.parser import parse_condition, parse_update
-from openddb.expressions.ast import ExpressionError
 
 
 def kinds(text: str) -> list[tuple[str, str]]:

@@ -7,7 +7,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from openddb.expressions.ast import (
-    And, Arith, Between, Call, Compare, Cond, ExpressionError, In, Not, Operand, Or, Path, UpdateAst, ValueRef,
+    And,
+    Arith,
+    Between,
+    Call,
+    Compare,
+    Cond,
+    ExpressionError,
+    In,
+    Not,
+    Operand,
+    Or,
+    Path,
+    UpdateAst,
+    ValueRef,
 )
 from openddb.expressions.cache import condition_tree, update_tree
 from openddb.expressions.parser import parse_condition, parse_projection, parse_update

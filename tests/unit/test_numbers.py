@@ -67,6 +67,7 @@ def spellings(value: Decimal) -> list[str]:
         ("-0", "0"),
         ("-0.000e5", "0"),
         ("1.0", "1"),
+        ("1e-0000000000000000001", "0.1"),  # a long exponent is not a large one
         ("123.4500", "123.45"),
         ("1E-130", "0." + "0" * 129 + "1"),
         (MAX, "9" * 38 + "0" * 88),
@@ -94,9 +95,7 @@ def test_rejects_malformed(text: str) -> None:
 
 def test_malformed_message_echoes_input() -> None:
     """Real DynamoDB appends the offending text: "...numeric value: NaN"."""
-    with pytest.raises(
-        ValidationException, match=r"^The parameter cannot be converted to a numeric value: NaN$"
-    ):
+    with pytest.raises(ValidationException, match=r"^The parameter cannot be converted to a numeric value: NaN$"):
         normalize_number("NaN")
 
 
@@ -195,6 +194,18 @@ def test_parse_format_round_trip(value: Decimal) -> None:
     assert parse_number(text) == value
     assert format_number(parse_number(text)) == normalize_number(text)
     assert Decimal(normalize_number(text)) == value
+
+
+@given(st.from_regex(r"[+-]?0{0,3}[0-9]{0,40}(\.[0-9]{0,40})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+def test_fast_paths_agree_with_decimal(text: str) -> None:
+    """Whatever shortcut normalize_number takes, the result is Decimal's value in normalized form."""
+    try:
+        expected = format_number(Decimal(text))
+    except (ValidationException, decimal.InvalidOperation):
+        with pytest.raises(ValidationException):
+            normalize_number(text)
+        return
+    assert normalize_number(text) == expected
 
 
 @given(dynamo_numbers())

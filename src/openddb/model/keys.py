@@ -52,9 +52,7 @@ def encode_number(normalized: str) -> bytes:
         digits += "0"
     pairs = [int(digits[i : i + 2]) for i in range(0, len(digits), 2)]
     if negative:
-        return bytes(
-            (_NEGATIVE, 255 - (exponent + _EXPONENT_BIAS), *(_COMPLEMENT - p for p in pairs), _NEGATIVE_END)
-        )
+        return bytes((_NEGATIVE, 255 - (exponent + _EXPONENT_BIAS), *(_COMPLEMENT - p for p in pairs), _NEGATIVE_END))
     return bytes((_POSITIVE, exponent + _EXPONENT_BIAS, *pairs))
 
 

@@ -28,11 +28,13 @@ MSG_UNDERFLOW = "Number underflow. Attempting to store a number with magnitude s
 # No whitespace, no "Infinity"/"NaN", no underscores (all of which Decimal() would accept), ASCII digits only.
 _NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?", re.ASCII)
 
+# Already-normalized text. At most 38 characters long it can hold neither 39 digits nor a magnitude outside
+# DynamoDB's range, so it needs no further checks (the hot path for stored and typical client numbers).
+_NORMALIZED = re.compile(r"-?(?:[1-9][0-9]*|0(?=\.))(?:\.[0-9]*[1-9])?|0", re.ASCII)
+
 # Exact for any sum or difference of two in-range numbers: their digits span at most
 # 125 + 130 + 38 decimal places, so 320 digits of precision never rounds.
-_EXACT = decimal.Context(
-    prec=320, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation]
-)
+_EXACT = decimal.Context(prec=320, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation])
 
 # Exponent strings longer than this are out of range whatever the mantissa (and int() of them is slow).
 _MAX_EXPONENT_CHARS = 12
@@ -62,7 +64,7 @@ def _split(text: str) -> tuple[bool, str, int]:
     digits = mantissa.rstrip("0")
     # Range before precision: DynamoDB answers "Number overflow" for 9.99..9E+125 + 1E+125, whose exact
     # result also has 39 digits (ExtendDB/extenddb#94, captured from DynamoDB).
-    if exp_text is not None and len(exp_text.lstrip("+-")) > _MAX_EXPONENT_CHARS:
+    if exp_text is not None and len(exp_text.lstrip("+-").lstrip("0")) > _MAX_EXPONENT_CHARS:
         raise ValidationException(MSG_UNDERFLOW if exp_text.startswith("-") else MSG_OVERFLOW)
     exponent = (int(exp_text) if exp_text else 0) - len(frac) + (len(mantissa) - len(digits))
     adjusted = exponent + len(digits) - 1
@@ -91,9 +93,7 @@ def _join(negative: bool, digits: str, exponent: int) -> str:
 def _is_plain_integer(text: str) -> bool:
     """True when ``text`` is already a normalized integer of at most 38 digits (the common case)."""
     body = text[1:] if text[:1] == "-" else text
-    return (
-        0 < len(body) <= MAX_DIGITS and body.isascii() and body.isdigit() and (body[0] != "0" or text == "0")
-    )
+    return 0 < len(body) <= MAX_DIGITS and body.isascii() and body.isdigit() and (body[0] != "0" or text == "0")
 
 
 def normalize_number(text: str) -> str:
@@ -102,7 +102,7 @@ def normalize_number(text: str) -> str:
     Raises ValidationException for malformed text, more than 38 significant digits, or a magnitude
     outside DynamoDB's range.
     """
-    if _is_plain_integer(text):
+    if _is_plain_integer(text) or (len(text) <= MAX_DIGITS and _NORMALIZED.fullmatch(text)):
         return text
     return _join(*_split(text))
 

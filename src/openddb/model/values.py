@@ -22,13 +22,11 @@ ATTRIBUTE_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS"
 _INVALID = "One or more parameter values were invalid: "
 MSG_EMPTY = "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
 MSG_MULTIPLE = (
-    "Supplied AttributeValue has more than one datatypes set, "
-    "must contain exactly one of the supported datatypes"
+    "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"
 )
 MSG_NULL_FALSE = _INVALID + "Null attribute value types must have the value of true"
 MSG_NESTING = (
-    "Nesting Levels have exceeded supported limits: "
-    "Attributes in the item have nested levels beyond supported limit"
+    "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
 )
 MSG_ITEM_SIZE = "Item size has exceeded the maximum allowed size"
 # Best guess: no capture of DynamoDB's wording for an empty attribute name was found.
@@ -105,9 +103,7 @@ def _raise_first_shape_error(value: Any) -> None:
 def decode_binary(text: str) -> bytes:
     """Decode base64 as DynamoDB does (padding required); SerializationException if it is not valid."""
     if len(text) % 4:
-        raise SerializationException(
-            f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(text)}"
-        )
+        raise SerializationException(f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(text)}")
     try:
         return binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
@@ -355,7 +351,7 @@ def compare_values(a: AttributeValue, b: AttributeValue) -> int | None:
         return None
     x, y = a[kind], b[kind]
     if kind == "S":
-        return (x > y) - (x < y)
+        return int((x > y) - (x < y))
     if kind == "N":
         return compare_numbers(x, y)
     if kind == "B":
