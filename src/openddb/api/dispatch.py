@@ -43,6 +43,12 @@ def _handlers() -> dict[bytes, Handler]:
     return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
 
 
+def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
+    from openddb.api.legacy import REWRITERS
+
+    return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
+
+
 def _region_from(authorization: bytes) -> str:
     """The region of the SigV4 credential scope; signatures themselves are not verified yet."""
     if not authorization.startswith(b"AWS4-HMAC-SHA256"):
@@ -67,6 +73,7 @@ class Dispatcher:
         self.engine = engine
         self.account = account
         self.handlers = _handlers()
+        self.rewriters = _rewriters()
 
     def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
                request_id: bytes) -> tuple[int, bytes]:
@@ -86,6 +93,9 @@ class Dispatcher:
             if not isinstance(request, dict):
                 raise SerializationException("Start of list found where not expected"
                                              if isinstance(request, list) else None)
+            rewrite = self.rewriters.get(target)
+            if rewrite is not None:
+                request = rewrite(request)
             context = RequestContext(self.engine, region, self.account, request_id.decode())
             return 200, orjson.dumps(handler(context, request))
         except DynamoDBError as error:

@@ -1,0 +1,87 @@
+"""Several server processes on one port.
+
+Each worker is a forked process with its own event loop, its own listening socket bound with SO_REUSEPORT (so
+the kernel spreads connections across workers) and its own engine connection. Workers share nothing but the
+store: the engine's transactions keep conditional writes correct across them, and its catalog version makes a
+table created through one worker visible to all at once. The parent only supervises: it forwards SIGINT/SIGTERM
+and restarts a worker that died unexpectedly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("openddb.workers")
+
+
+def reuseport_socket(host: str, port: int) -> socket.socket:
+    """A listening socket that other processes may bind to the same address as well."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "SO_REUSEPORT"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def supervise(count: int, run_worker: Callable[[int], int]) -> int:
+    """Fork `count` workers running `run_worker(index)`; return when all have stopped after a signal."""
+    children: dict[int, int] = {}
+    stopping = False
+
+    def spawn(index: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            code = 1
+            try:
+                code = run_worker(index)
+            except BaseException:
+                log.exception("worker %d failed", index)
+            finally:
+                os._exit(code)
+        children[pid] = index
+
+    def forward(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    for index in range(count):
+        spawn(index)
+    restarts: list[float] = []
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        index = children.pop(pid, None)
+        if index is None or stopping:
+            continue
+        # A worker died on its own: restart it, unless workers keep dying (then give up and stop all).
+        now = time.monotonic()
+        restarts = [t for t in restarts if now - t < 10] + [now]
+        log.error("worker %d exited unexpectedly (status %d)", index, status)
+        if len(restarts) > 5:
+            log.error("workers keep failing; stopping")
+            forward(signal.SIGTERM, None)
+            continue
+        spawn(index)
+    return 0
