@@ -152,7 +152,11 @@ class IdempotentParameterMismatchException(DynamoDBError):
 
 
 class TransactionCanceledException(DynamoDBError):
-    """A transaction was cancelled; ``reasons`` holds one entry per action, in request order."""
+    """A transaction was cancelled; ``reasons`` holds one entry per action, in request order.
+
+    DynamoDB sends this one's text under a capitalised "Message", after the reasons."""
+
+    message_key = "Message"
 
     def __init__(self, reasons: list[dict[str, Any]]) -> None:
         codes = ", ".join(r.get("Code", "None") for r in reasons)
@@ -161,9 +165,7 @@ class TransactionCanceledException(DynamoDBError):
         self.reasons = reasons
 
     def to_wire(self) -> dict[str, Any]:
-        body = super().to_wire()
-        body["CancellationReasons"] = self.reasons
-        return body
+        return {"__type": self.type_name, "CancellationReasons": self.reasons, "Message": self.message}
 
 
 class InternalServerError(DynamoDBError):

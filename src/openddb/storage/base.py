@@ -56,6 +56,28 @@ class WriteResult:
     new_size: int
 
 
+# How long a TransactWriteItems ClientRequestToken is remembered: DynamoDB documents 10 minutes.
+TOKEN_LIFETIME = 600.0
+
+
+@dataclass(slots=True, frozen=True)
+class RequestToken:
+    """A ClientRequestToken as stored: the token, a digest of the request it came with, and when the request
+    that used it committed (epoch seconds)."""
+
+    token: str
+    request_hash: bytes
+    created_at: float
+
+
+class TokenInUse(Exception):
+    """Raised by `Engine.write` when its token is already recorded and still live; nothing was written."""
+
+    def __init__(self, existing: RequestToken) -> None:
+        super().__init__(existing.token)
+        self.existing = existing
+
+
 @dataclass(slots=True)
 class SortRange:
     """Bounds on the encoded sort key; None means unbounded on that side."""
@@ -104,8 +126,17 @@ class Engine(ABC):
         """Several rows read from one consistent snapshot."""
 
     @abstractmethod
-    def write(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Apply every op atomically, in order, in one transaction; any exception rolls all of them back."""
+    def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        """Apply every op atomically, in order, in one transaction; any exception rolls all of them back.
+
+        With `token`, the same transaction first looks the token up: if a record of it exists whose
+        `created_at` is later than `token.created_at - TOKEN_LIFETIME`, raise `TokenInUse(record)` before
+        applying any op; otherwise store `token` (replacing an expired record), so the token is committed if
+        and only if the ops are. Engines may drop expired records at any time."""
+
+    @abstractmethod
+    def get_token(self, token: str) -> RequestToken | None:
+        """The committed record of a ClientRequestToken (possibly expired; the caller checks its age), or None."""
 
     @abstractmethod
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,

@@ -20,7 +20,17 @@ import orjson
 from openddb.errors import ResourceInUseException
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
-from openddb.storage.base import Engine, Row, SortRange, StorageKey, WriteOp, WriteResult
+from openddb.storage.base import (
+    TOKEN_LIFETIME,
+    Engine,
+    RequestToken,
+    Row,
+    SortRange,
+    StorageKey,
+    TokenInUse,
+    WriteOp,
+    WriteResult,
+)
 
 SCHEMA_VERSION = 1
 
@@ -32,12 +42,18 @@ CREATE TABLE IF NOT EXISTS items (
     size INTEGER NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (tid, h, pk, sk)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS tokens_by_age ON tokens (created_at);
 INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 0), ('next_tid', 1);
 """
 
 _GET = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _UPSERT = "INSERT OR REPLACE INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?)"
 _DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+_GET_TOKEN = "SELECT hash, created_at FROM tokens WHERE token=?"
+_PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?, ?, ?)"
+# Expired tokens are swept once every this many token writes, so the table stays small without a timer.
+_TOKEN_SWEEP_EVERY = 256
 
 
 class SQLiteEngine(Engine):
@@ -68,6 +84,7 @@ class SQLiteEngine(Engine):
         self._tables: dict[str, TableMeta] = {}
         self._catalog_version = -1
         self._data_version = -1
+        self._token_writes = 0
 
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
@@ -161,11 +178,13 @@ class SQLiteEngine(Engine):
         finally:
             db.execute("COMMIT")
 
-    def write(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
+    def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         db = self._db
         results: list[WriteResult] = []
         db.execute("BEGIN IMMEDIATE")
         try:
+            if token is not None:
+                self._record_token(token)
             for op in ops:
                 key = op.key
                 params = (op.table.table_id, key.h, key.pk, key.sk)
@@ -191,6 +210,21 @@ class SQLiteEngine(Engine):
             db.execute("ROLLBACK")
             raise
         return results
+
+    def _record_token(self, token: RequestToken) -> None:
+        """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""
+        db = self._db
+        found = db.execute(_GET_TOKEN, (token.token,)).fetchone()
+        if found is not None and found[1] > token.created_at - TOKEN_LIFETIME:
+            raise TokenInUse(RequestToken(token.token, found[0], found[1]))
+        db.execute(_PUT_TOKEN, (token.token, token.request_hash, token.created_at))
+        self._token_writes += 1
+        if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
+            db.execute("DELETE FROM tokens WHERE created_at < ?", (token.created_at - TOKEN_LIFETIME,))
+
+    def get_token(self, token: str) -> RequestToken | None:
+        found = self._db.execute(_GET_TOKEN, (token,)).fetchone()
+        return None if found is None else RequestToken(token, found[0], found[1])
 
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
               after: bytes | None) -> Iterator[Row]:

@@ -1,0 +1,356 @@
+"""Transactions: TransactWriteItems and TransactGetItems.
+
+TransactWriteItems validates every action like its single-item twin before storage is touched, then hands the
+engine one `WriteOp` per action in a single `write` call. Every action's condition is evaluated (a failure is
+recorded, not raised, so every reason is reported); the last action's apply raises TransactionCanceledException
+if any action failed, which rolls the whole storage transaction back. A ClientRequestToken is recorded by the
+engine inside that same transaction, so it is committed exactly when the writes are.
+
+Isolation: a server process executes requests one at a time and the engine serialises writers across processes
+(SQLite: BEGIN IMMEDIATE), so transactions are serializable with respect to each other and to single-item writes,
+and TransactGetItems reads one snapshot. DynamoDB's TransactionConflict (a concurrent transaction in progress on
+the same item) cannot arise: a conflicting request simply waits for the storage lock and then runs against the
+committed result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from openddb.api import validation as v
+from openddb.api.common import (
+    consumed_capacity,
+    expression_attributes,
+    expression_text,
+    invalid,
+    item_key,
+    parse_key,
+    read_units,
+    write_units,
+)
+from openddb.api.context import RequestContext
+from openddb.errors import IdempotentParameterMismatchException, TransactionCanceledException, ValidationException
+from openddb.expressions import Condition, Projection, Update, compile_condition, compile_projection, compile_update
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
+from openddb.storage.base import TOKEN_LIFETIME, RequestToken, SortRange, StorageKey, TokenInUse, WriteOp, WriteResult
+
+MAX_ACTIONS = 100
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+_GIGABYTE = float(1 << 30)
+
+_ON_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
+_EXPRESSIONS = {"ExpressionAttributeNames": v.EXPRESSION_NAMES, "ExpressionAttributeValues": v.EXPRESSION_VALUES}
+_CONDITION_CHECK = v.Struct({
+    "Key": v.Any_(required=True),
+    "TableName": v.table_name_or_arn(),
+    "ConditionExpression": v.Str(required=True),
+    **_EXPRESSIONS,
+    "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
+})
+_PUT = v.Struct({
+    "Item": v.Any_(required=True),
+    "TableName": v.table_name_or_arn(),
+    "ConditionExpression": v.Str(),
+    **_EXPRESSIONS,
+    "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
+})
+_DELETE = v.Struct({
+    "Key": v.Any_(required=True),
+    "TableName": v.table_name_or_arn(),
+    "ConditionExpression": v.Str(),
+    **_EXPRESSIONS,
+    "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
+})
+_UPDATE = v.Struct({
+    "Key": v.Any_(required=True),
+    "UpdateExpression": v.Str(required=True),
+    "TableName": v.table_name_or_arn(),
+    "ConditionExpression": v.Str(),
+    **_EXPRESSIONS,
+    "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
+})
+TRANSACT_WRITE_ITEMS = v.Struct({
+    "TransactItems": v.List(v.Struct({"ConditionCheck": _CONDITION_CHECK, "Put": _PUT, "Delete": _DELETE,
+                                      "Update": _UPDATE}), required=True, min_len=1, max_len=MAX_ACTIONS),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
+    "ClientRequestToken": v.Str(min_len=1, max_len=36),
+})
+TRANSACT_GET_ITEMS = v.Struct({
+    "TransactItems": v.List(v.Struct({"Get": v.Struct({
+        "Key": v.Any_(required=True),
+        "TableName": v.table_name_or_arn(),
+        "ProjectionExpression": v.Str(),
+        "ExpressionAttributeNames": v.EXPRESSION_NAMES,
+    }, required=True)}), required=True, min_len=1, max_len=MAX_ACTIONS),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+})
+
+_KINDS = ("ConditionCheck", "Put", "Delete", "Update")
+_NONE = {"Code": "None"}
+_CONDITION_FAILED = "ConditionalCheckFailed"
+_CONDITION_FAILED_MESSAGE = "The conditional request failed"
+MULTIPLE_OPERATIONS = "Transaction request cannot include multiple operations on one item"
+TOO_LARGE = "Transaction request size has exceeded the maximum allowed size of 4 MB"  # best guess at AWS's text
+UPDATE_TOO_LARGE = "Item size to update has exceeded the maximum allowed size"
+TOKEN_MISMATCH = "The request uses the same client token as a previous, but non-identical request."
+
+
+@dataclass(slots=True)
+class _Action:
+    """One validated TransactWriteItems action, ready to run against the item's current state."""
+
+    kind: str
+    meta: TableMeta
+    key_item: Item
+    key: StorageKey
+    condition: Condition | None
+    on_failure: str | None
+    item: Item | None = None  # Put
+    update: Update | None = None  # Update
+
+    def run(self, old: Item | None) -> tuple[Item | None, dict[str, Any] | None]:
+        """(new item, None) or (old item, cancellation reason). Pure: `old` is never mutated."""
+        if self.condition is not None and not self.condition.evaluate(old):
+            reason: dict[str, Any] = {"Code": _CONDITION_FAILED, "Message": _CONDITION_FAILED_MESSAGE}
+            if self.on_failure == "ALL_OLD" and old is not None:
+                reason["Item"] = old
+            return old, reason
+        kind = self.kind
+        if kind == "Put":
+            return self.item, None
+        if kind == "Delete":
+            return None, None
+        if kind == "ConditionCheck":
+            return old, None
+        assert self.update is not None
+        try:
+            new = self.update.apply(old if old is not None else self.key_item)
+        except ValidationException as error:
+            return old, {"Code": "ValidationError", "Message": error.message}
+        if item_size(new) > MAX_ITEM_SIZE:
+            return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
+        return new, None
+
+
+def _condition(body: dict[str, Any], attrs: Any) -> Condition | None:
+    text = expression_text(body, "ConditionExpression")
+    return None if text is None else compile_condition(text, attrs, "ConditionExpression")
+
+
+def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tuple[_Action, int]:
+    """Validate one TransactItems entry as its single-item twin would be; returns it with its size in bytes."""
+    kinds = [kind for kind in _KINDS if entry is not None and entry.get(kind) is not None]
+    if len(kinds) > 1:
+        raise ValidationException("TransactItems can only contain one of Check, Put, Update or Delete")
+    if not kinds:
+        raise ValidationException("Invalid Request: TransactWriteRequest should contain Delete or Put or Update "
+                                  "request")
+    assert entry is not None
+    kind = kinds[0]
+    body: dict[str, Any] = entry[kind]
+    meta = context.table(body["TableName"])
+    on_failure = body.get("ReturnValuesOnConditionCheckFailure")
+    if kind == "Put":
+        item = validate_item(body["Item"])
+        key_item, key = item_key(meta, item)
+        size = item_size(item)
+        if size > MAX_ITEM_SIZE:
+            raise ValidationException("Item size has exceeded the maximum allowed size")
+        attrs = expression_attributes(body, ("ConditionExpression",))
+        condition = _condition(body, attrs)
+        attrs.check_all_used()
+        return _Action(kind, meta, key_item, key, condition, on_failure, item=item), size
+    key_item, key = parse_key(meta, body["Key"])
+    update: Update | None = None
+    if kind == "Update":
+        attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"))
+        text = expression_text(body, "UpdateExpression")
+        assert text is not None
+        update = compile_update(text, attrs)
+    else:
+        attrs = expression_attributes(body, ("ConditionExpression",))
+    condition = _condition(body, attrs)
+    attrs.check_all_used()
+    if update is not None:
+        for name in meta.key_names:
+            if name in update.assigned_top_level_names:
+                raise invalid(f"Cannot update attribute {name}. This attribute is part of the key")
+    return _Action(kind, meta, key_item, key, condition, on_failure, update=update), item_size(key_item)
+
+
+def _request_digest(items: list[Any]) -> bytes:
+    """A digest of the actions that ignores JSON member order (DynamoDB compares requests, not bytes)."""
+    return hashlib.sha256(orjson.dumps(items, option=orjson.OPT_SORT_KEYS)).digest()
+
+
+def _same_request(existing: RequestToken, record: RequestToken) -> None:
+    if existing.request_hash != record.request_hash:
+        raise IdempotentParameterMismatchException(TOKEN_MISMATCH)
+
+
+class _Outcome:
+    """Cancellation reasons gathered while the engine runs the actions of one attempt, in order."""
+
+    __slots__ = ("failed", "reasons")
+
+    def __init__(self, count: int) -> None:
+        self.reasons: list[dict[str, Any]] = [_NONE] * count
+        self.failed = False
+
+
+def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callable[[Item | None], Item | None]:
+    action = actions[index]
+    last = index == len(actions) - 1
+
+    def apply(old: Item | None) -> Item | None:
+        if index == 0:  # an engine may retry the whole transaction: start every attempt clean
+            outcome.reasons = [_NONE] * len(actions)
+            outcome.failed = False
+        new, reason = action.run(old)
+        if reason is not None:
+            outcome.reasons[index] = reason
+            outcome.failed = True
+        if last and outcome.failed:
+            raise TransactionCanceledException(outcome.reasons)
+        return new
+
+    return apply
+
+
+def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read: bool) -> list[dict[str, Any]]:
+    """One ConsumedCapacity entry per table, in order of first appearance."""
+    totals: dict[int, tuple[TableMeta, float]] = {}
+    for meta, units in charges:
+        previous = totals.get(meta.table_id)
+        totals[meta.table_id] = (meta, units + (previous[1] if previous else 0.0))
+    entries = [consumed_capacity(meta, mode, units, read=read, split=True) for meta, units in totals.values()]
+    return [entry for entry in entries if entry is not None]
+
+
+def _write_charge(action: _Action, result: WriteResult) -> float:
+    """Transactional writes cost 2 WCU per KB; a ConditionCheck is billed as a write of the item it reads."""
+    reads_only = action.kind in ("ConditionCheck", "Delete")
+    size = result.old_size if reads_only else max(result.old_size, result.new_size)
+    return 2 * write_units(size)
+
+
+def _collection_metrics(context: RequestContext, actions: list[_Action]) -> dict[str, list[dict[str, Any]]]:
+    """ItemCollectionMetrics for the written items of tables with a local secondary index."""
+    metrics: dict[str, list[dict[str, Any]]] = {}
+    seen: set[tuple[int, bytes]] = set()
+    for action in actions:
+        meta = action.meta
+        if action.kind == "ConditionCheck" or not any(index.kind == "LOCAL" for index in meta.indexes):
+            continue
+        if (meta.table_id, action.key.pk) in seen:
+            continue
+        seen.add((meta.table_id, action.key.pk))
+        size = sum(row.size for row in context.engine.query(meta, action.key.h, action.key.pk, SortRange(), True,
+                                                             None))
+        low = float(math.floor(size / _GIGABYTE))
+        hash_name = meta.hash_key.name
+        metrics.setdefault(meta.name, []).append({
+            "ItemCollectionKey": {hash_name: action.key_item[hash_name]},
+            "SizeEstimateRangeGB": [low, low + 1.0],
+        })
+    return metrics
+
+
+def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_Action]) -> dict[str, Any]:
+    """The answer to a repeat of a committed request: nothing is written; DynamoDB reports the reads it made."""
+    mode = request.get("ReturnConsumedCapacity")
+    if mode not in ("TOTAL", "INDEXES"):
+        return {}
+    rows = context.engine.get_many([(action.meta, action.key) for action in actions])
+    charges = [(action.meta, 2 * read_units(row.size if row else 0, True)) for action, row in zip(actions, rows)]
+    return {"ConsumedCapacity": _capacity(mode, charges, read=True)}
+
+
+def transact_write_items(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(TRANSACT_WRITE_ITEMS, request)
+    actions: list[_Action] = []
+    total_size = 0
+    for entry in request["TransactItems"]:
+        action, size = _parse_action(context, entry)
+        actions.append(action)
+        total_size += size
+    targets = {(a.meta.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
+    if len(targets) != len(actions):
+        raise ValidationException(MULTIPLE_OPERATIONS)
+    if total_size > MAX_TRANSACTION_BYTES:
+        raise ValidationException(TOO_LARGE)
+    record: RequestToken | None = None
+    token = request.get("ClientRequestToken")
+    if token is not None:
+        now = time.time()
+        record = RequestToken(token, _request_digest(request["TransactItems"]), now)
+        existing = context.engine.get_token(token)
+        if existing is not None and existing.created_at > now - TOKEN_LIFETIME:
+            _same_request(existing, record)
+            return _replayed(context, request, actions)
+    outcome = _Outcome(len(actions))
+    ops = [WriteOp(action.meta, action.key, _apply_for(actions, index, outcome))
+           for index, action in enumerate(actions)]
+    try:
+        results = context.engine.write(ops, token=record)
+    except TokenInUse as error:  # another process committed the same token since we looked
+        assert record is not None
+        _same_request(error.existing, record)
+        return _replayed(context, request, actions)
+    response: dict[str, Any] = {}
+    mode = request.get("ReturnConsumedCapacity")
+    if mode in ("TOTAL", "INDEXES"):
+        charges = [(action.meta, _write_charge(action, result)) for action, result in zip(actions, results)]
+        response["ConsumedCapacity"] = _capacity(mode, charges, read=False)
+    if request.get("ReturnItemCollectionMetrics") == "SIZE":
+        metrics = _collection_metrics(context, actions)
+        if metrics:
+            response["ItemCollectionMetrics"] = metrics
+    return response
+
+
+def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(TRANSACT_GET_ITEMS, request)
+    gets: list[tuple[TableMeta, StorageKey]] = []
+    projections: list[Projection | None] = []
+    for entry in request["TransactItems"]:
+        body = entry["Get"]
+        meta = context.table(body["TableName"])
+        _, key = parse_key(meta, body["Key"])
+        attrs = expression_attributes(body, ("ProjectionExpression",))
+        text = expression_text(body, "ProjectionExpression")
+        projections.append(None if text is None else compile_projection(text, attrs))
+        attrs.check_all_used()
+        gets.append((meta, key))
+    rows = context.engine.get_many(gets)
+    if sum(row.size for row in rows if row is not None) > MAX_TRANSACTION_BYTES:
+        raise ValidationException(TOO_LARGE)
+    responses: list[dict[str, Any]] = []
+    for row, projection in zip(rows, projections):
+        if row is None:
+            responses.append({})
+            continue
+        item = orjson.loads(row.data)
+        responses.append({"Item": projection.apply(item) if projection is not None else item})
+    response: dict[str, Any] = {"Responses": responses}
+    mode = request.get("ReturnConsumedCapacity")
+    if mode in ("TOTAL", "INDEXES"):
+        charges = [(meta, 2 * read_units(row.size if row else 0, True)) for (meta, _), row in zip(gets, rows)]
+        response["ConsumedCapacity"] = _capacity(mode, charges, read=True)
+    return response
+
+
+HANDLERS = {
+    "TransactWriteItems": transact_write_items,
+    "TransactGetItems": transact_get_items,
+}
