@@ -30,8 +30,10 @@ def _key_bytes(name: str, value: AttributeValue, limit: int, is_hash: bool) -> b
     encoded = encode_key(value)
     raw_length = len(encoded) if "N" not in value else len(value["N"])
     if raw_length == 0:
-        raise invalid(f"The AttributeValue for a key attribute cannot contain an empty "
-                      f"{'string' if 'S' in value else 'binary'} value. Key: {name}")
+        # Real DynamoDB words this one "are not valid." rather than "were invalid:".
+        raise ValidationException("One or more parameter values are not valid. The AttributeValue for a key "
+                                  f"attribute cannot contain an empty {'string' if 'S' in value else 'binary'} "
+                                  f"value. Key: {name}")
     if "N" not in value and raw_length > limit:
         if is_hash:
             raise invalid(f"Size of hashkey has exceeded the maximum size limit of{limit} bytes")
@@ -161,3 +163,11 @@ def consumed_capacity(meta: TableMeta, mode: str | None, units: float, *, read: 
     if mode == "INDEXES":
         consumed["Table"] = table
     return consumed
+
+
+# --- multi-item reads ----------------------------------------------------------------------------------
+
+
+def key_value_bytes(name: str, value: AttributeValue, *, is_hash: bool) -> bytes:
+    """Encoded bytes of one validated S/N/B key value, with DynamoDB's empty and oversize key errors."""
+    return _key_bytes(name, value, MAX_HASH_KEY_BYTES if is_hash else MAX_RANGE_KEY_BYTES, is_hash)

@@ -35,10 +35,10 @@ _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/
 
 
 def _handlers() -> dict[bytes, Handler]:
-    from openddb.api import items, reads, tables
+    from openddb.api import batch, items, reads, tables, transactions
 
     table: dict[str, Handler] = {}
-    for module in (tables, items, reads):
+    for module in (tables, items, reads, batch, transactions):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
 

@@ -1,10 +1,370 @@
-"""Multi-item reads and batches: Query, Scan, BatchGetItem, BatchWriteItem."""
+"""Multi-item reads: Query and Scan.
+
+Both validate the whole request and compile every expression before storage is touched, then read one page
+from an engine iterator: a Query is a range read on one partition (`Engine.query`), a Scan walks a range of
+partition hashes (`Engine.scan`; parallel-scan segment i of n is the hash range [i*2^32//n, (i+1)*2^32//n)).
+A page stops after `Limit` items *evaluated* or once the items read reach 1 MB, both counted before the
+filter, and then carries a LastEvaluatedKey even if nothing follows, as DynamoDB's does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from openddb.api.context import RequestContext
+import orjson
 
-HANDLERS: dict[str, Callable[[RequestContext, dict[str, Any]], dict[str, Any]]] = {}
+from openddb.api import validation as v
+from openddb.api.common import (
+    consumed_capacity,
+    expression_attributes,
+    expression_text,
+    invalid,
+    key_value_bytes,
+    read_units,
+    storage_key,
+)
+from openddb.api.context import RequestContext
+from openddb.api.items import reject_legacy
+from openddb.errors import ValidationException
+from openddb.expressions import (
+    Condition,
+    ExpressionAttributes,
+    Projection,
+    compile_condition,
+    compile_key_condition,
+    compile_projection,
+)
+from openddb.expressions.ast import Path
+from openddb.expressions.cache import condition_tree
+from openddb.model import AttributeValue, Item
+from openddb.model.keys import decode_key, encode_key, partition_hash
+from openddb.model.schema import TableMeta
+from openddb.model.values import validate_item
+from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
+
+MAX_PAGE_BYTES = 1024 * 1024
+
+_SELECT_VALUES = ("ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT")
+_SELECT = v.Str(enum=_SELECT_VALUES)
+_COMMON: dict[str, v.Shape] = {
+    "TableName": v.table_name_or_arn(),
+    "IndexName": v.Str(min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN),
+    "Select": _SELECT,
+    "AttributesToGet": v.List(v.Str(), min_len=1),
+    "Limit": v.Int(minimum=1, java="Integer"),
+    "ConsistentRead": v.Bool(),
+    "ExclusiveStartKey": v.Any_(),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "ProjectionExpression": v.Str(),
+    "FilterExpression": v.Str(),
+    "ExpressionAttributeNames": v.EXPRESSION_NAMES,
+    "ExpressionAttributeValues": v.EXPRESSION_VALUES,
+    "ConditionalOperator": v.Str(enum=("AND", "OR")),
+}
+QUERY = v.Struct({
+    **_COMMON,
+    "KeyConditions": v.Any_(),
+    "QueryFilter": v.Any_(),
+    "ScanIndexForward": v.Bool(),
+    "KeyConditionExpression": v.Str(),
+})
+SCAN = v.Struct({
+    **_COMMON,
+    "ScanFilter": v.Any_(),
+    "Segment": v.Int(minimum=0, maximum=999999, java="Integer"),
+    "TotalSegments": v.Int(minimum=1, maximum=1000000, java="Integer"),
+})
+
+# Captured from real DynamoDB (see the report of issue 3): these arrive inside the validation envelope.
+_PROJECTION_WITH_SELECT = "Cannot specify the ProjectionExpression when choosing to get {}"
+_SPECIFIC_WITHOUT_PROJECTION = ("Must specify the AttributesToGet or ProjectionExpression when choosing to get "
+                                "SPECIFIC_ATTRIBUTES")
+_PROJECTED_WITHOUT_INDEX = "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName"
+_TYPE_MISMATCH = "Condition parameter type does not match schema type"
+_START_INVALID = "The provided starting key is invalid"
+_START_SCHEMA = _START_INVALID + ": The provided key element does not match the schema"
+_START_OUTSIDE = "The provided starting key is outside query boundaries based on provided condition"
+_START_RANGE = "The provided starting key does not match the range key predicate"
+
+
+@dataclass(slots=True)
+class ReadPlan:
+    """The compiled, validated parts Query and Scan share."""
+
+    meta: TableMeta
+    select: str
+    projection: Projection | None
+    filter: Condition | None
+    limit: int | None
+    consistent: bool
+    capacity_mode: str | None
+
+
+def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
+    """Shape errors plus the Select/projection rules, reported together in DynamoDB's envelope."""
+    errors: list[str] = []
+    shape.check(request, "", errors)
+    select = request.get("Select")
+    has_projection = request.get("ProjectionExpression") is not None or request.get("AttributesToGet") is not None
+    if select in _SELECT_VALUES:
+        if has_projection and select != "SPECIFIC_ATTRIBUTES":
+            errors.append(_PROJECTION_WITH_SELECT.format("only the Count" if select == "COUNT" else select))
+        elif select == "SPECIFIC_ATTRIBUTES" and not has_projection:
+            errors.append(_SPECIFIC_WITHOUT_PROJECTION)
+        elif select == "ALL_PROJECTED_ATTRIBUTES" and request.get("IndexName") is None:
+            errors.append(_PROJECTED_WITHOUT_INDEX)
+    if errors:
+        raise ValidationException(v.validation_message(errors))
+
+
+def _plan(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes, *,
+          query: bool) -> ReadPlan:
+    meta = context.table(request["TableName"])
+    index = request.get("IndexName")
+    if index is not None:
+        raise ValidationException(f"The table does not have the specified index: {index}")
+    return _compile(meta, request, attrs, query=query)
+
+
+def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> ReadPlan:
+    text = expression_text(request, "FilterExpression")
+    condition = None
+    if text is not None:
+        condition = compile_condition(text, attrs, "FilterExpression")
+        if query:
+            for name in _top_level_names(condition_tree(text), attrs):
+                if name in meta.key_names:
+                    raise ValidationException(
+                        f"Filter Expression can only contain non-primary key attributes: Primary key attribute: {name}")
+    text = expression_text(request, "ProjectionExpression")
+    projection = None if text is None else compile_projection(text, attrs)
+    select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if projection is not None else "ALL_ATTRIBUTES")
+    limit = request.get("Limit")
+    return ReadPlan(meta, select, projection, condition, None if limit is None else int(limit),
+                    bool(request.get("ConsistentRead")), request.get("ReturnConsumedCapacity"))
+
+
+def _top_level_names(node: Any, attrs: ExpressionAttributes) -> set[str]:
+    """Top-level attribute names of every document path in an expression tree."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Path):
+            first = current.elements[0]
+            if isinstance(first, str):
+                names.add(attrs.names.get(first, first) if first.startswith("#") else first)
+        elif isinstance(current, tuple):
+            stack.extend(current)
+        elif dataclasses.is_dataclass(current):
+            stack.extend(getattr(current, f.name) for f in dataclasses.fields(current))
+    return names
+
+
+# --- ExclusiveStartKey / LastEvaluatedKey ----------------------------------------------------------------
+
+
+def _start_key(meta: TableMeta, raw: Any, mismatch: str) -> StorageKey:
+    """Validate an ExclusiveStartKey against the table's key schema; DynamoDB's wording on failure."""
+    try:
+        key = validate_item(raw, path="ExclusiveStartKey")
+    except ValidationException as error:
+        raise ValidationException(f"{_START_INVALID}: {error.message}") from None
+    if len(key) != len(meta.key_names):
+        raise ValidationException(mismatch)
+    for attribute in (meta.hash_key, meta.range_key):
+        if attribute is not None:
+            value = key.get(attribute.name)
+            if value is None or attribute.type not in value:
+                raise ValidationException(mismatch)
+    try:
+        return storage_key(meta, key)
+    except ValidationException as error:
+        raise ValidationException(f"{_START_INVALID}: {error.message}") from None
+
+
+def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
+    """The primary key of a stored row, in wire form (a LastEvaluatedKey)."""
+    out = {meta.hash_key.name: decode_key(meta.hash_key.type, key.pk)}
+    if meta.range_key is not None:
+        out[meta.range_key.name] = decode_key(meta.range_key.type, key.sk)
+    return out
+
+
+# --- one page --------------------------------------------------------------------------------------------
+
+
+def _read_page(plan: ReadPlan, rows: Iterator[Row]) -> dict[str, Any]:
+    """Evaluate rows until Limit or 1 MB (both before the filter) and build the response."""
+    items: list[Item] = []
+    count = scanned = size = 0
+    last: Row | None = None
+    limit = plan.limit
+    want_items = plan.select != "COUNT"
+    condition, projection = plan.filter, plan.projection
+    loads = orjson.loads
+    try:
+        for row in rows:
+            scanned += 1
+            size += row.size
+            if condition is None:
+                count += 1
+                if want_items:
+                    item = loads(row.data)
+                    items.append(item if projection is None else projection.apply(item))
+            else:
+                item = loads(row.data)
+                if condition.evaluate(item):
+                    count += 1
+                    if want_items:
+                        items.append(item if projection is None else projection.apply(item))
+            if scanned == limit or size >= MAX_PAGE_BYTES:
+                last = row
+                break
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+    response: dict[str, Any] = {}
+    if want_items:
+        response["Items"] = items
+    response["Count"] = count
+    response["ScannedCount"] = scanned
+    if last is not None:
+        response["LastEvaluatedKey"] = key_of_row(plan.meta, last.key)
+    consumed = consumed_capacity(plan.meta, plan.capacity_mode, read_units(size, plan.consistent), read=True)
+    if consumed is not None:
+        response["ConsumedCapacity"] = consumed
+    return response
+
+
+# --- Query -----------------------------------------------------------------------------------------------
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest byte string above every string starting with `prefix` (None: no such bound)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+def sort_range(meta: TableMeta, op: str | None, values: tuple[AttributeValue, ...]) -> SortRange:
+    """The encoded sort-key range of a key condition's sort clause (type-checked against the schema)."""
+    if op is None or meta.range_key is None:
+        return SortRange()
+    for value in values:
+        if meta.range_key.type not in value:
+            raise invalid(_TYPE_MISMATCH)
+    encoded = [encode_key(value) for value in values]
+    first = encoded[0]
+    if op == "=":
+        return SortRange(first, True, first, True)
+    if op == "<":
+        return SortRange(high=first, high_inclusive=False)
+    if op == "<=":
+        return SortRange(high=first)
+    if op == ">":
+        return SortRange(low=first, low_inclusive=False)
+    if op == ">=":
+        return SortRange(low=first)
+    if op == "BETWEEN":
+        return SortRange(first, True, encoded[1], True)
+    return SortRange(first, True, _prefix_end(first), False)  # begins_with
+
+
+def _start_inside(sort: SortRange, sk: bytes, forward: bool) -> bool:
+    """DynamoDB accepts a start key only if the range still to read lies inside the key condition's range and
+    is not empty: reading forward the start may sit on the lower bound but not on the upper, and backwards the
+    other way round (confirmed for `>=` read backwards from its bound, which DynamoDB rejects)."""
+    low, high = sort.low, sort.high
+    if forward:
+        return (low is None or sk >= low) and (high is None or sk < high)
+    return (low is None or sk > low) and (high is None or sk <= high)
+
+
+def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    _validate_shape(QUERY, request)
+    reject_legacy(request, "KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator")
+    if request.get("KeyConditionExpression") is None:
+        raise ValidationException(
+            "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+    attrs = expression_attributes(request, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
+    meta = context.table(request["TableName"])
+    index = request.get("IndexName")
+    if index is not None:
+        raise ValidationException(f"The table does not have the specified index: {index}")
+    text = expression_text(request, "KeyConditionExpression")
+    assert text is not None
+    range_name = meta.range_key.name if meta.range_key is not None else None
+    condition = compile_key_condition(text, attrs, meta.hash_key.name, range_name)
+    plan = _compile(meta, request, attrs, query=True)
+    attrs.check_all_used()
+    if meta.hash_key.type not in condition.hash_value:
+        raise invalid(_TYPE_MISMATCH)
+    sort = sort_range(meta, condition.range_op, condition.range_values)
+    pk = key_value_bytes(meta.hash_key.name, condition.hash_value, is_hash=True)
+    h = partition_hash(pk)
+    forward = request.get("ScanIndexForward", True) is not False
+    after: bytes | None = None
+    raw_start = request.get("ExclusiveStartKey")
+    if raw_start is not None:
+        start = _start_key(meta, raw_start, _START_INVALID)
+        if start.pk != pk:
+            raise ValidationException(_START_OUTSIDE)
+        if meta.range_key is not None and not _start_inside(sort, start.sk, forward):
+            raise ValidationException(_START_RANGE)
+        after = start.sk
+    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after))
+
+
+# --- Scan ------------------------------------------------------------------------------------------------
+
+
+def segment_bounds(segment: int, total: int) -> tuple[int, int]:
+    """The partition-hash range [low, high) of parallel-scan segment `segment` of `total`."""
+    return segment * HASH_SPACE // total, (segment + 1) * HASH_SPACE // total
+
+
+def _segments(request: dict[str, Any]) -> tuple[int, int] | None:
+    segment, total = request.get("Segment"), request.get("TotalSegments")
+    if segment is None and total is None:
+        return None
+    if total is None:
+        raise ValidationException("The TotalSegments parameter is required but was not present in the request "
+                                  "when Segment parameter is present")
+    if segment is None:
+        raise ValidationException("The Segment parameter is required but was not present in the request when "
+                                  "parameter TotalSegments is present")
+    segment, total = int(segment), int(total)
+    if segment >= total:
+        raise ValidationException("The Segment parameter is zero-based and must be less than parameter "
+                                  f"TotalSegments: Segment: {segment} is not less than TotalSegments: {total}")
+    return segment, total
+
+
+def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    _validate_shape(SCAN, request)
+    reject_legacy(request, "ScanFilter", "AttributesToGet", "ConditionalOperator")
+    segments = _segments(request)
+    attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
+    plan = _plan(context, request, attrs, query=False)
+    attrs.check_all_used()
+    low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
+    after: StorageKey | None = None
+    raw_start = request.get("ExclusiveStartKey")
+    if raw_start is not None:
+        after = _start_key(plan.meta, raw_start, _START_SCHEMA)
+        if segments is not None and not low <= after.h < high:
+            raise ValidationException(f"{_START_INVALID}: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
+                                      f"with correct Segment. TotalSegments: {segments[1]} Segment: {segments[0]}")
+    return _read_page(plan, context.engine.scan(plan.meta, low, high, after))
+
+
+HANDLERS = {
+    "Query": query,
+    "Scan": scan,
+}

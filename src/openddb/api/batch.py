@@ -1,0 +1,225 @@
+"""Batches: BatchGetItem and BatchWriteItem.
+
+Every key and item of a batch is validated (and every expression compiled) before storage is touched. A
+BatchGetItem reads all its keys from one snapshot (`Engine.get_many`); a BatchWriteItem is one `Engine.write`
+call, so a batch rejected for any reason writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from openddb.api import validation as v
+from openddb.api.common import (
+    consumed_capacity,
+    expression_attributes,
+    expression_text,
+    invalid,
+    item_key,
+    parse_key,
+    read_units,
+    write_units,
+)
+from openddb.api.context import RequestContext
+from openddb.api.items import reject_legacy
+from openddb.errors import ValidationException
+from openddb.expressions import Projection, compile_projection
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
+from openddb.storage.base import StorageKey, WriteOp
+
+MAX_GET_KEYS = 100
+MAX_WRITE_REQUESTS = 25
+MAX_GET_RESPONSE_BYTES = 16 * 1024 * 1024
+_DUPLICATES = "Provided list of item keys contains duplicates"
+
+KEYS_AND_ATTRIBUTES = v.Struct({
+    "Keys": v.List(v.Any_(), required=True, min_len=1, max_len=MAX_GET_KEYS),
+    "AttributesToGet": v.List(v.Str(), min_len=1),
+    "ConsistentRead": v.Bool(),
+    "ProjectionExpression": v.Str(),
+    "ExpressionAttributeNames": v.EXPRESSION_NAMES,
+})
+BATCH_GET_ITEM = v.Struct({
+    "RequestItems": v.Map(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+})
+WRITE_REQUEST = v.Struct({
+    "PutRequest": v.Struct({"Item": v.Any_(required=True)}),
+    "DeleteRequest": v.Struct({"Key": v.Any_(required=True)}),
+})
+BATCH_WRITE_ITEM = v.Struct({
+    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
+})
+
+
+# --- BatchGetItem ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TableGet:
+    """One table's part of a BatchGetItem, validated."""
+
+    name: str  # as the request spelled it (name or ARN): responses are keyed by it
+    meta: TableMeta
+    spec: dict[str, Any]
+    projection: Projection | None
+    consistent: bool
+    keys: list[tuple[Item, StorageKey]] = field(default_factory=list)
+
+
+def _table_get(context: RequestContext, name: str, spec: dict[str, Any]) -> _TableGet:
+    reject_legacy(spec, "AttributesToGet")
+    meta = context.table(name)
+    attrs = expression_attributes(spec, ("ProjectionExpression",))
+    text = expression_text(spec, "ProjectionExpression")
+    projection = None if text is None else compile_projection(text, attrs)
+    attrs.check_all_used()
+    part = _TableGet(name, meta, spec, projection, bool(spec.get("ConsistentRead")))
+    seen: set[StorageKey] = set()
+    for raw in spec["Keys"]:
+        key_item, key = parse_key(meta, raw)
+        if key in seen:
+            raise ValidationException(_DUPLICATES)
+        seen.add(key)
+        part.keys.append((key_item, key))
+    return part
+
+
+def _unprocessed_entry(part: _TableGet) -> dict[str, Any]:
+    """UnprocessedKeys for a table keeps the request's own options, so it can be sent again as is."""
+    entry = {k: val for k, val in part.spec.items() if k != "Keys" and val is not None}
+    entry["Keys"] = []
+    return entry
+
+
+def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("RequestItems") == {}:
+        raise ValidationException("The requestItems parameter is required for BatchGetItem")
+    v.validate(BATCH_GET_ITEM, request)
+    request_items: dict[str, Any] = request["RequestItems"]
+    if sum(len(spec["Keys"]) for spec in request_items.values()) > MAX_GET_KEYS:
+        raise ValidationException("Too many items requested for the BatchGetItem call")
+    parts = [_table_get(context, name, spec) for name, spec in request_items.items()]
+    rows = context.engine.get_many([(part.meta, key) for part in parts for _, key in part.keys])
+
+    responses: dict[str, list[Item]] = {part.name: [] for part in parts}
+    unprocessed: dict[str, dict[str, Any]] = {}
+    units: list[float] = []
+    budget = MAX_GET_RESPONSE_BYTES
+    full = False
+    position = 0
+    for part in parts:
+        table_units = 0.0
+        for key_item, _ in part.keys:
+            row = rows[position]
+            position += 1
+            if not full and row is not None:
+                item = orjson.loads(row.data)
+                if part.projection is not None:
+                    item = part.projection.apply(item)
+                size = row.size if part.projection is None else item_size(item)
+                if size > budget:
+                    full = True  # this key and every later one go back as UnprocessedKeys
+                else:
+                    budget -= size
+                    responses[part.name].append(item)
+            if full:
+                unprocessed.setdefault(part.name, _unprocessed_entry(part))["Keys"].append(key_item)
+                continue
+            table_units += read_units(row.size if row is not None else 0, part.consistent)
+        units.append(table_units)
+
+    response: dict[str, Any] = {"Responses": responses, "UnprocessedKeys": unprocessed}
+    mode = request.get("ReturnConsumedCapacity")
+    consumed = [consumed_capacity(part.meta, mode, table_units, read=True) for part, table_units in zip(parts, units)]
+    if consumed and consumed[0] is not None:
+        response["ConsumedCapacity"] = consumed
+    return response
+
+
+# --- BatchWriteItem --------------------------------------------------------------------------------------
+
+
+def _put(item: Item) -> Any:
+    return lambda old: item
+
+
+def _delete(old: Item | None) -> None:
+    return None
+
+
+def _check_request_lists(request_items: dict[str, Any]) -> None:
+    """DynamoDB reports a table's empty or over-long request list against the whole map."""
+    for name, requests in request_items.items():
+        if requests is None:
+            raise ValidationException(f"The batch write request list for a table cannot be null or empty: {name}")
+    if any(not 1 <= len(requests) <= MAX_WRITE_REQUESTS for requests in request_items.values()):
+        raise ValidationException(v.validation_message([
+            f"Value '{v.render(request_items)}' at 'requestItems' failed to satisfy constraint: Map value must "
+            f"satisfy constraint: [Member must have length less than or equal to {MAX_WRITE_REQUESTS}, "
+            "Member must have length greater than or equal to 1]"]))
+
+
+def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("RequestItems") == {}:
+        raise ValidationException("The requestItems parameter is required for BatchWriteItem")
+    v.validate(BATCH_WRITE_ITEM, request)
+    request_items: dict[str, Any] = request["RequestItems"]
+    _check_request_lists(request_items)
+    if sum(len(requests) for requests in request_items.values()) > MAX_WRITE_REQUESTS:
+        raise ValidationException("Too many items requested for the BatchWriteItem call")
+
+    ops: list[WriteOp] = []
+    tables: list[tuple[TableMeta, int]] = []  # each table and how many ops it owns, in request order
+    for name, requests in request_items.items():
+        meta = context.table(name)
+        seen: set[StorageKey] = set()
+        for write in requests:
+            put, delete = write.get("PutRequest"), write.get("DeleteRequest")
+            if (put is None) == (delete is None):
+                # Best guess at the wording: no capture of DynamoDB's message was found.
+                raise invalid("A WriteRequest must contain exactly one of PutRequest or DeleteRequest")
+            if put is not None:
+                item = validate_item(put["Item"])
+                _, key = item_key(meta, item)
+                if item_size(item) > MAX_ITEM_SIZE:
+                    raise ValidationException("Item size has exceeded the maximum allowed size")
+                apply = _put(item)
+            else:
+                _, key = parse_key(meta, delete["Key"])
+                apply = _delete
+            if key in seen:
+                raise ValidationException(_DUPLICATES)
+            seen.add(key)
+            ops.append(WriteOp(meta, key, apply))
+        tables.append((meta, len(requests)))
+
+    results = context.engine.write(ops)
+
+    response: dict[str, Any] = {"UnprocessedItems": {}}
+    mode = request.get("ReturnConsumedCapacity")
+    if mode in ("TOTAL", "INDEXES"):
+        consumed: list[dict[str, Any] | None] = []
+        position = 0
+        for meta, count in tables:
+            units = sum(write_units(max(r.old_size, r.new_size)) for r in results[position:position + count])
+            position += count
+            consumed.append(consumed_capacity(meta, mode, units, read=False))
+        response["ConsumedCapacity"] = consumed
+    if request.get("ReturnItemCollectionMetrics") == "SIZE":
+        # Item collection metrics describe tables with local secondary indexes; none exist yet.
+        response["ItemCollectionMetrics"] = {}
+    return response
+
+
+HANDLERS = {
+    "BatchGetItem": batch_get_item,
+    "BatchWriteItem": batch_write_item,
+}
