@@ -30,7 +30,13 @@ class ServerProcess:
         self.data_dir = data_dir
         self.endpoint = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--log-level", "warning"]
-        args += ["--in-memory"] if data_dir is None else ["--data-dir", data_dir]
+        engine = os.environ.get("OPENDDB_TEST_ENGINE")
+        if engine:
+            # The whole suite against a shared engine (e.g. PostgreSQL): every server, whatever its data dir,
+            # opens that same database, so "restart on the same data" still finds the data.
+            args += ["--engine", engine]
+        else:
+            args += ["--in-memory"] if data_dir is None else ["--data-dir", data_dir]
         args += list(extra)
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the fixture after stop()
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)

@@ -1,0 +1,468 @@
+"""The scale-out engine: PostgreSQL (and the engines that speak its protocol) through psycopg 3.
+
+Layout (see docs/SCALE-OUT.md): `openddb_items (tid, h, pk, sk, size, data)` with primary key
+`(tid, h, pk, sk)`: `h` is the 32-bit partition hash (the distribution column on Citus), `pk`/`sk` the
+order-preserving key encodings as `bytea`, `data` the item's JSON bytes, returned unchanged. A Query is a
+B-tree range read on one `(tid, h, pk)` prefix. `openddb_tables` is the catalog, `openddb_catalog` holds the
+schema version, the catalog version (bumped by every DDL) and the table-id counter.
+
+One connection per process: the server runs every request on one event-loop thread and engine calls are
+synchronous, so a process never has two statements in flight; a pool would only add a check-out per call.
+Several processes (nodes) share the database; each keeps a cache of table descriptions that a DDL on any node
+invalidates through NOTIFY (a socket poll per look-up, no round trip), or, where LISTEN is unsupported
+(CockroachDB, YugabyteDB), by reading the catalog version on each look-up.
+
+Isolation: every write runs at READ COMMITTED and locks each key it reads until it commits (strict two-phase
+locking on keys, hence serializable). A single-item write locks a present row with `SELECT ... FOR UPDATE` (a
+concurrent writer waits, then sees the committed row: a hot counter needs no retries) and creates an absent one
+with a plain INSERT, so a racing creator makes it fail with a unique violation and the write runs again. A
+multi-item write locks every key in key order with one `INSERT ... ON CONFLICT DO UPDATE` each: a present row
+gets a no-op update, an absent key an uncommitted placeholder row that concurrent writers of that key wait for.
+Deadlocks and unique violations are retried a few times, then reported as TransactionConflictException.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import errors as pgerrors
+
+from openddb.errors import ResourceInUseException, TransactionConflictException
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.model.values import item_size
+from openddb.storage.base import (
+    TOKEN_LIFETIME,
+    Engine,
+    RequestToken,
+    Row,
+    SortRange,
+    StorageKey,
+    TokenInUse,
+    WriteOp,
+    WriteResult,
+)
+
+log = logging.getLogger("openddb.storage")
+
+SCHEMA_VERSION = 1
+CHANNEL = "openddb_catalog"
+MAX_ATTEMPTS = 10
+
+# Migrations: target version -> statements. Only portable DDL (no extensions, no PostgreSQL-only types).
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE IF NOT EXISTS openddb_catalog (key VARCHAR(64) PRIMARY KEY, value BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS openddb_tables (name VARCHAR(1024) PRIMARY KEY, tid BIGINT NOT NULL UNIQUE, "
+        "version BIGINT NOT NULL, meta BYTEA NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS openddb_items (tid BIGINT NOT NULL, h BIGINT NOT NULL, pk BYTEA NOT NULL, "
+        "sk BYTEA NOT NULL, size INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (tid, h, pk, sk))",
+        "CREATE TABLE IF NOT EXISTS openddb_tokens (token VARCHAR(1024) PRIMARY KEY, hash BYTEA NOT NULL, "
+        "created_at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS openddb_tokens_by_age ON openddb_tokens (created_at)",
+    ],
+}
+
+_KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
+_GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
+_LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
+_INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (%s, %s, %s, %s, %s, %s)"
+_LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (%s, %s, %s, %s, -1, '') "
+                 "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
+_UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
+_DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
+_LOCK_TOKEN = "SELECT hash, created_at FROM openddb_tokens WHERE token=%s FOR UPDATE"
+_INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
+_UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s WHERE token=%s"
+# Expired tokens are swept once every this many token writes (per node), so the table stays small.
+_TOKEN_SWEEP_EVERY = 256
+_VERSION = "SELECT value FROM openddb_catalog WHERE key='catalog_version'"
+
+# Errors after which the whole transaction is run again: the outcome of a retry is a fresh, correct decision.
+_RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected, pgerrors.UniqueViolation,
+              pgerrors.LockNotAvailable)
+
+
+def query_statement(tid: int, h: int, pk: bytes, sort: SortRange, forward: bool, after: bytes | None,
+                    limit: int) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one page of a Query: a range read on the primary key's (tid, h, pk) prefix."""
+    clauses = ["tid=%s", "h=%s", "pk=%s"]
+    params: list[Any] = [tid, h, pk]
+    if sort.low is not None:
+        clauses.append("sk>=%s" if sort.low_inclusive else "sk>%s")
+        params.append(sort.low)
+    if sort.high is not None:
+        clauses.append("sk<=%s" if sort.high_inclusive else "sk<%s")
+        params.append(sort.high)
+    if after is not None:
+        clauses.append("sk>%s" if forward else "sk<%s")
+        params.append(after)
+    params.append(limit)
+    return (f"SELECT sk, size, data FROM openddb_items WHERE {' AND '.join(clauses)} "
+            f"ORDER BY sk {'ASC' if forward else 'DESC'} LIMIT %s"), params
+
+
+def scan_statement(tid: int, h_low: int, h_high: int, after: StorageKey | None,
+                   limit: int) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one page of a Scan segment, in (h, pk, sk) order."""
+    if after is None:
+        return ("SELECT h, pk, sk, size, data FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
+                "ORDER BY h, pk, sk LIMIT %s"), [tid, h_low, h_high, limit]
+    return ("SELECT h, pk, sk, size, data FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
+            "AND (h, pk, sk) > (%s, %s, %s) ORDER BY h, pk, sk LIMIT %s"), \
+        [tid, h_low, h_high, after.h, after.pk, after.sk, limit]
+
+
+def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
+    """Page sizes for keyset reads: small first (a Query with Limit=1 reads little), growing geometrically."""
+    size = first
+    while True:
+        yield size
+        size = min(size * 4, largest)
+
+
+class PostgresEngine(Engine):
+    def __init__(self, url: str, *, listen: bool | None = None) -> None:
+        """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
+
+        `listen`: invalidate the table cache through LISTEN/NOTIFY (None: if the server supports it)."""
+        self.url = url
+        self.location = _redact(url)
+        self._listen_wanted = listen
+        self._tables: dict[str, TableMeta] = {}
+        self._catalog_version = -1
+        self._stale = True
+        self._token_writes = 0
+        self._conn = self._connect()
+        self._migrate()
+
+    # --- connection ---------------------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        # autocommit: transactions are explicit (BEGIN with the isolation level each write needs);
+        # prepare_threshold=0: every statement is a prepared statement from its first use.
+        conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=0)
+        self.listening = False
+        if self._listen_wanted is not False:
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+                self.listening = True
+            except psycopg.Error:
+                if self._listen_wanted:
+                    raise
+        conn.add_notify_handler(self._on_notify)
+        self._cur = conn.cursor(binary=True)
+        self._tables.clear()
+        self._stale = True
+        return conn
+
+    def _on_notify(self, _notify: psycopg.Notify) -> None:
+        self._stale = True
+
+    def _cursor(self) -> psycopg.Cursor[Any]:
+        """The process's cursor; reconnects first if the connection was lost (a server restart, a failover)."""
+        if self._conn.closed or self._conn.broken:
+            log.warning("reconnecting to %s", self.location)
+            self._conn = self._connect()
+        return self._cur
+
+    def _migrate(self) -> None:
+        cur = self._cursor()
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                cur.execute("BEGIN")
+                cur.execute(_MIGRATIONS[1][0])
+                # Serialises concurrent starts: the second node waits here, then finds the schema current.
+                cur.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 0) ON CONFLICT (key) DO NOTHING")
+                row = cur.execute("SELECT value FROM openddb_catalog WHERE key='schema_version' FOR UPDATE").fetchone()
+                current = int(row[0])
+                if current > SCHEMA_VERSION:
+                    raise RuntimeError(f"the database has schema version {current}; this OpenDDB knows only "
+                                       f"up to {SCHEMA_VERSION}: upgrade OpenDDB")
+                for version in range(current + 1, SCHEMA_VERSION + 1):
+                    for statement in _MIGRATIONS[version]:
+                        cur.execute(statement)
+                cur.execute("INSERT INTO openddb_catalog VALUES ('catalog_version', 0), ('next_tid', 1) "
+                            "ON CONFLICT (key) DO NOTHING")
+                cur.execute("UPDATE openddb_catalog SET value=%s WHERE key='schema_version'", (SCHEMA_VERSION,))
+                cur.execute("COMMIT")
+                return
+            except (*_RETRYABLE, pgerrors.DuplicateTable, pgerrors.DuplicateObject):
+                # Two nodes racing through CREATE TABLE IF NOT EXISTS: the loser retries and finds it done.
+                cur.execute("ROLLBACK")
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        if not self._conn.broken and not self._conn.closed:
+            self._conn.execute("ROLLBACK")
+
+    # --- catalog ------------------------------------------------------------------------------
+    def _refresh_catalog(self) -> None:
+        """Drop cached table descriptions if any node changed the catalog since we last looked."""
+        cur = self._cursor()
+        if self.listening:
+            # A poll of the socket, no round trip: notifications that arrived while idle are queued there.
+            pgconn = self._conn.pgconn
+            pgconn.consume_input()
+            while pgconn.notifies() is not None:
+                self._stale = True
+            if not self._stale:
+                return
+            self._stale = False
+        version = cur.execute(_VERSION).fetchone()[0]
+        if version != self._catalog_version:
+            self._catalog_version = version
+            self._tables.clear()
+
+    def _ddl(self, cur: psycopg.Cursor[Any]) -> None:
+        """Inside a DDL transaction: bump the catalog version and tell the other nodes (delivered on commit)."""
+        cur.execute("UPDATE openddb_catalog SET value = value + 1 WHERE key='catalog_version'")
+        if self.listening:
+            cur.execute(f"NOTIFY {CHANNEL}")
+        self._tables.clear()
+        self._stale = True
+
+    def create_table(self, meta: TableMeta) -> TableMeta:
+        cur = self._cursor()
+        cur.execute("BEGIN")
+        try:
+            # Locking the counter row serialises DDL across nodes.
+            tid = cur.execute("UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' "
+                              "RETURNING value - 1").fetchone()[0]
+            if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
+                raise ResourceInUseException(f"Table already exists: {meta.name}")
+            meta.table_id = int(tid)
+            cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
+                        (meta.name, tid, meta.to_json()))
+            self._ddl(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return meta
+
+    def get_table(self, name: str) -> TableMeta | None:
+        self._refresh_catalog()
+        meta = self._tables.get(name)
+        if meta is None:
+            row = self._cur.execute("SELECT meta FROM openddb_tables WHERE name=%s", (name,)).fetchone()
+            if row is None:
+                return None
+            meta = TableMeta.from_json(row[0])
+            self._tables[name] = meta
+        return meta
+
+    def list_tables(self) -> list[str]:
+        # Sorted here, by code point like the embedded engine, whatever the database's collation.
+        return sorted(row[0] for row in self._cursor().execute("SELECT name FROM openddb_tables"))
+
+    def update_table(self, meta: TableMeta) -> None:
+        cur = self._cursor()
+        cur.execute("BEGIN")
+        try:
+            cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
+            cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
+                        (meta.to_json(), meta.name))
+            self._ddl(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def delete_table(self, name: str) -> None:
+        cur = self._cursor()
+        cur.execute("BEGIN")
+        try:
+            cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
+            row = cur.execute("SELECT tid FROM openddb_tables WHERE name=%s", (name,)).fetchone()
+            if row is not None:
+                cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
+                cur.execute("DELETE FROM openddb_tables WHERE name=%s", (name,))
+                self._ddl(cur)
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def table_stats(self, meta: TableMeta) -> tuple[int, int]:
+        count, size = self._cursor().execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s", (meta.table_id,)).fetchone()
+        return int(count), int(size)
+
+    # --- items --------------------------------------------------------------------------------
+    def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
+        found = self._cursor().execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+        if found is None:
+            return None
+        return Row(key, found[0], found[1])
+
+    def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        if len(requests) <= 1:
+            return [self.get(meta, key) for meta, key in requests]
+        cur = self._cursor()
+        # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
+        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            params = [(meta.table_id, key.h, key.pk, key.sk) for meta, key in requests]
+            cur.executemany(_GET, params, returning=True)
+            rows: list[Row | None] = []
+            for _meta, key in requests:
+                found = cur.fetchone()
+                rows.append(None if found is None else Row(key, found[0], found[1]))
+                cur.nextset()
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return rows
+
+    def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        cur = self._cursor()
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if token is not None:
+                    self._record_token(cur, token)
+                results = self._write_once(cur, ops)
+                cur.execute("COMMIT")
+                return results
+            except _RETRYABLE as error:
+                self._rollback()
+                log.debug("write conflict (attempt %d): %s", attempt + 1, error)
+                # Blocks this node's event loop, so kept short: just enough to let the other writer finish.
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            except BaseException:
+                self._rollback()
+                raise
+        raise TransactionConflictException("Transaction is ongoing for the item")
+
+    def _record_token(self, cur: psycopg.Cursor[Any], token: RequestToken) -> None:
+        """Inside a write transaction: refuse a live token, else store it (see `Engine.write`).
+
+        A token nobody holds yet is stored with a plain INSERT: a concurrent request with the same token makes one
+        of the two fail with a unique violation, and its retry then finds the other's record."""
+        found = cur.execute(_LOCK_TOKEN, (token.token,)).fetchone()
+        if found is None:
+            cur.execute(_INSERT_TOKEN, (token.token, token.request_hash, token.created_at))
+        elif found[1] > token.created_at - TOKEN_LIFETIME:
+            raise TokenInUse(RequestToken(token.token, found[0], found[1]))
+        else:
+            cur.execute(_UPDATE_TOKEN, (token.request_hash, token.created_at, token.token))
+        self._token_writes += 1
+        if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
+            cur.execute("DELETE FROM openddb_tokens WHERE created_at < %s", (token.created_at - TOKEN_LIFETIME,))
+
+    def get_token(self, token: str) -> RequestToken | None:
+        found = self._cursor().execute("SELECT hash, created_at FROM openddb_tokens WHERE token=%s",
+                                       (token,)).fetchone()
+        return None if found is None else RequestToken(token, found[0], found[1])
+
+    def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
+        """Lock, apply, write back; inside the caller's transaction."""
+        placeholders: set[tuple[int, int, bytes, bytes]] = set()
+        keys = [(op.table.table_id, op.key.h, op.key.pk, op.key.sk) for op in ops]
+        distinct = sorted(set(keys))
+        stored: dict[tuple[int, int, bytes, bytes], tuple[int, bytes] | None] = {}
+        if len(distinct) == 1:
+            stored[distinct[0]] = cur.execute(_LOCK, distinct[0]).fetchone()
+        else:
+            # Several items: lock every key, present or absent, in key order (so two such writes cannot
+            # deadlock each other), one statement per key so a key cannot change between "absent" and "locked".
+            # A present row is locked by a no-op update; an absent key by inserting a placeholder (size -1),
+            # never committed, which a concurrent writer of that key must wait for: a condition on an absent item
+            # cannot be skewed.
+            cur.executemany(_LOCK_OR_HOLD, distinct, returning=True)
+            for key in distinct:
+                found = cur.fetchone()
+                stored[key] = None if found is None or found[0] < 0 else found
+                if found is not None and found[0] < 0:
+                    placeholders.add(key)
+                cur.nextset()
+        # Apply in request order; a key seen twice sees the first op's outcome.
+        current: dict[tuple[int, int, bytes, bytes], tuple[Item | None, int]] = {}
+        results: list[WriteResult] = []
+        for op, key in zip(ops, keys):
+            if key in current:
+                old, old_size = current[key]
+            else:
+                found = stored[key]
+                old, old_size = (None, 0) if found is None else (orjson.loads(found[1]), found[0])
+            new = op.apply(old)
+            if new is old:
+                results.append(WriteResult(old, old, old_size, old_size))
+                current[key] = (old, old_size)
+                continue
+            new_size = 0 if new is None else item_size(new)
+            current[key] = (new, new_size)
+            results.append(WriteResult(old, new, old_size, new_size))
+        inserts, updates, deletes = [], [], []
+        for key, (new, new_size) in current.items():
+            existed = stored[key] is not None or key in placeholders
+            if new is None:
+                if existed:
+                    deletes.append(key)
+            elif existed:
+                updates.append((new_size, orjson.dumps(new), *key))
+            else:
+                inserts.append((*key, new_size, orjson.dumps(new)))
+        # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
+        # unique violation makes the whole write run again rather than overwrite what it did not see.
+        for sql, params in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
+            if len(params) == 1:
+                cur.execute(sql, params[0])
+            elif params:
+                cur.executemany(sql, params)
+        return results
+
+    def _read_pages(self, build: Any) -> Iterator[Any]:
+        """Rows of a keyset-paginated read; `build(after_row, limit)` gives the statement of the next page."""
+        last = None
+        for limit in _pages():
+            sql, params = build(last, limit)
+            rows = self._cursor().execute(sql, params).fetchall()
+            yield from rows
+            if len(rows) < limit:
+                return
+            last = rows[-1]
+
+    def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+              after: bytes | None) -> Iterator[Row]:
+        tid = meta.table_id
+
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
+            return query_statement(tid, h, pk, sort, forward, after if last is None else last[0], limit)
+
+        for sk, size, data in self._read_pages(build):
+            yield Row(StorageKey(h, pk, sk), size, data)
+
+    def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
+        tid = meta.table_id
+
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
+            start = after if last is None else StorageKey(last[0], last[1], last[2])
+            return scan_statement(tid, h_low, h_high, start, limit)
+
+        for h, pk, sk, size, data in self._read_pages(build):
+            yield Row(StorageKey(h, pk, sk), size, data)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for logs."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
