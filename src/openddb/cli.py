@@ -11,6 +11,8 @@ import socket
 import sys
 
 from openddb import __version__
+from openddb.server.workers import reuseport_socket, supervise
+from openddb.storage.base import Engine
 
 log = logging.getLogger("openddb")
 
@@ -26,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     store.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
                        help="directory of the durable store (default ./openddb-data)")
     store.add_argument("--in-memory", action="store_true", help="keep everything in memory (lost at exit)")
+    serve.add_argument("--engine", default=os.environ.get("OPENDDB_ENGINE"), metavar="URL",
+                       help="a shared database instead of the embedded store: postgresql://user@host:port/db "
+                            "(default: $OPENDDB_ENGINE, else the embedded SQLite store)")
+    serve.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="server processes sharing the port (default: one per CPU core; 1 with --in-memory)")
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
                        help="normal: durable across a crash of the server; full: fsync each commit")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
@@ -42,12 +49,30 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
-    from openddb.api.dispatch import Dispatcher
-    from openddb.server.http import serve
+def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
+    """The storage engine the options ask for, and how the start-up log line names it."""
+    if args.engine:
+        if not args.engine.startswith(("postgresql://", "postgres://")):
+            raise SystemExit(f"openddb: unsupported --engine {args.engine!r} (expected postgresql://...)")
+        from openddb.storage.postgres import PostgresEngine
+
+        try:
+            postgres = PostgresEngine(args.engine)
+        except Exception as error:  # psycopg.OperationalError and friends: say why, without a traceback
+            log.error("cannot open the engine %s: %s", args.engine.split("@")[-1], error)
+            raise SystemExit(1) from None
+        mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
+        return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
     from openddb.storage.sqlite import SQLiteEngine
 
-    engine = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync)
+    sqlite = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync, group_commit=True)
+    return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(sqlite.location))
+
+
+async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False) -> None:
+    from openddb.api.dispatch import Dispatcher
+    from openddb.server.http import serve
+    engine, where = _engine(args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -56,8 +81,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
     task = asyncio.create_task(serve(Dispatcher(engine), args.host, args.port, sock=sock, ready=ready, stop=stop))
     await ready.wait()
     host, port = sock.getsockname()[:2]
-    where = "memory" if args.in_memory else os.path.abspath(engine.location)
-    log.info("OpenDDB %s listening on http://%s:%d (data: %s)", __version__, host, port, where)
+    if not quiet:
+        log.info("OpenDDB %s listening on http://%s:%d (%s)", __version__, host, port, where)
     try:
         await task
     finally:
@@ -69,19 +94,40 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as error:
-        log.error("cannot listen on %s:%d: %s", args.host, args.port, error)
-        return 1
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    if args.in_memory:
+        workers = 1  # an in-memory store lives in one process
+    if workers < 1:
+        log.error("--workers must be at least 1")
+        return 2
     try:
         import uvloop
 
         runner = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
-    runner(_run(args, sock))
-    return 0
+    try:
+        sock = _bind(args.host, args.port) if workers == 1 else reuseport_socket(args.host, args.port)
+    except OSError as error:
+        log.error("cannot listen on %s:%d: %s", args.host, args.port, error)
+        return 1
+    if workers == 1:
+        runner(_run(args, sock))
+        return 0
+    if args.port == 0:
+        args.port = sock.getsockname()[1]
+
+    def run_worker(index: int) -> int:
+        # Worker 0 inherits the first socket; the others bind their own, and the kernel spreads connections.
+        own = sock if index == 0 else reuseport_socket(args.host, args.port)
+        if index != 0:
+            sock.close()
+        runner(_run(args, own, quiet=index != 0))
+        return 0
+
+    # Create the store once before forking, so workers never race to create its schema.
+    _engine(args)[0].close()
+    return supervise(workers, run_worker)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,13 @@ from email.utils import formatdate
 from typing import TYPE_CHECKING
 
 import httptools
+import orjson
+
+from openddb.errors import InternalServerError
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
+    from openddb.storage.base import Engine
 
 log = logging.getLogger("openddb.http")
 
@@ -173,7 +177,11 @@ class HttpProtocol(asyncio.Protocol):
         status, payload = self.dispatcher.handle(
             headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body,
             self._too_large, request_id)
-        transport.write(render_response(status, payload, content_type, request_id, keep_alive))
+        response = render_response(status, payload, content_type, request_id, keep_alive)
+        if self.dispatcher.engine.pending:
+            self.server.hold(transport, response, keep_alive, content_type, request_id)
+            return
+        transport.write(response)
         if not keep_alive:
             transport.close()
 
@@ -188,19 +196,49 @@ class HttpProtocol(asyncio.Protocol):
 
 
 class ServerState:
-    """What the protocol instances share: open connections and the shutdown flag."""
+    """What the protocol instances share: open connections, the shutdown flag, and group commit.
 
-    def __init__(self) -> None:
+    While the engine holds an open group transaction, responses are held here and released together
+    right after one commit, at the end of the current event-loop pass: several requests in flight share one
+    durable commit, and nothing is acknowledged before it is durable."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self.connections: set[HttpProtocol] = set()
         self.in_flight = 0
         self.closing = False
+        self._held: list[tuple[asyncio.Transport, bytes, bool, bytes, bytes]] = []
+
+    def hold(self, transport: asyncio.Transport, response: bytes, keep_alive: bool, content_type: bytes,
+             request_id: bytes) -> None:
+        if not self._held:
+            asyncio.get_running_loop().call_soon(self.release)
+        self._held.append((transport, response, keep_alive, content_type, request_id))
+
+    def release(self) -> None:
+        held, self._held = self._held, []
+        failed = False
+        try:
+            self.engine.flush()
+        except Exception:
+            log.exception("group commit failed; answering its %d requests with errors", len(held))
+            failed = True
+        for transport, response, keep_alive, content_type, request_id in held:
+            if failed:
+                error = InternalServerError("Internal server error")
+                response = render_response(error.status, orjson.dumps(error.to_wire()), content_type,
+                                           request_id, keep_alive)
+            if not transport.is_closing():
+                transport.write(response)
+                if not keep_alive:
+                    transport.close()
 
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: object = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections."""
     loop = asyncio.get_running_loop()
-    state = ServerState()
+    state = ServerState(dispatcher.engine)
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
     else:

@@ -91,6 +91,14 @@ class SortRange:
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
 
+    # Group commit: an engine may leave the transaction of `write` open so that the writes of several
+    # requests share one commit. While `pending` is true, nothing may be acknowledged to a client (reads
+    # included, since they may have seen the open transaction); `flush()` commits and makes it durable.
+    pending: bool = False
+
+    def flush(self) -> None:
+        """Commit whatever `write` left open; a no-op for engines that commit every write."""
+
     # --- catalog ------------------------------------------------------------------------------
     @abstractmethod
     def create_table(self, meta: TableMeta) -> TableMeta:

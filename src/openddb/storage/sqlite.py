@@ -57,8 +57,12 @@ _TOKEN_SWEEP_EVERY = 256
 
 
 class SQLiteEngine(Engine):
-    def __init__(self, path: str | None, *, sync: str = "normal") -> None:
-        """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory."""
+    def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False) -> None:
+        """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
+
+        With `group_commit`, `write` leaves its transaction open for `flush` (see `Engine.pending`)."""
+        self.group_commit = group_commit
+        self.pending = False
         if path is None:
             target = ":memory:"
         else:
@@ -103,6 +107,7 @@ class SQLiteEngine(Engine):
         self._tables.clear()
 
     def create_table(self, meta: TableMeta) -> TableMeta:
+        self.flush()
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -134,6 +139,7 @@ class SQLiteEngine(Engine):
         return [row[0] for row in self._db.execute("SELECT name FROM tables ORDER BY name")]
 
     def update_table(self, meta: TableMeta) -> None:
+        self.flush()
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -145,6 +151,7 @@ class SQLiteEngine(Engine):
             raise
 
     def delete_table(self, name: str) -> None:
+        self.flush()
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -171,6 +178,8 @@ class SQLiteEngine(Engine):
         return Row(key, found[0], found[1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        if self.pending:  # the open group transaction is already one consistent view
+            return [self.get(meta, key) for meta, key in requests]
         db = self._db
         db.execute("BEGIN")
         try:
@@ -181,7 +190,16 @@ class SQLiteEngine(Engine):
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         db = self._db
         results: list[WriteResult] = []
-        db.execute("BEGIN IMMEDIATE")
+        if self.group_commit:
+            # One savepoint per request inside the shared transaction: a failed request undoes only itself.
+            if not self.pending:
+                db.execute("BEGIN IMMEDIATE")
+                self.pending = True
+            db.execute("SAVEPOINT request")
+            commit, rollback = "RELEASE request", "ROLLBACK TO request"
+        else:
+            db.execute("BEGIN IMMEDIATE")
+            commit, rollback = "COMMIT", "ROLLBACK"
         try:
             if token is not None:
                 self._record_token(token)
@@ -205,11 +223,24 @@ class SQLiteEngine(Engine):
                 new_size = item_size(new)
                 db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                 results.append(WriteResult(old, new, old_size, new_size))
-            db.execute("COMMIT")
+            db.execute(commit)
         except BaseException:
-            db.execute("ROLLBACK")
+            db.execute(rollback)
+            if self.group_commit:
+                db.execute("RELEASE request")
             raise
         return results
+
+    def flush(self) -> None:
+        """Commit the transaction that grouped several requests' writes (see `Engine.pending`)."""
+        if self.pending:
+            self.pending = False
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     def _record_token(self, token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""
@@ -259,6 +290,7 @@ class SQLiteEngine(Engine):
 
     def close(self) -> None:
         try:
+            self.flush()
             if self.location != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
