@@ -57,17 +57,17 @@ class _RequestIds:
     """52-character request ids in DynamoDB's style (upper-case letters and digits).
 
     A random per-process prefix plus a counter: unique across processes and restarts, and far cheaper than
-    fresh randomness per request."""
+    fresh randomness per request. Forked workers re-seed the prefix."""
 
     def __init__(self) -> None:
-        self._prefix = ""
-        self._pid = -1
+        self._seed()
+        os.register_at_fork(after_in_child=self._seed)
+
+    def _seed(self) -> None:
+        self._prefix = base64.b32encode(os.urandom(25)).decode()[:36]
         self._counter = 0
 
     def next(self) -> bytes:
-        if self._pid != os.getpid():  # re-seed in forked workers
-            self._pid = os.getpid()
-            self._prefix = base64.b32encode(os.urandom(25)).decode()[:36]
         self._counter += 1
         return f"{self._prefix}{self._counter:016X}".encode()
 

@@ -2,8 +2,11 @@
 
 Layout: `tables` holds each table's description as JSON; `items` holds every item of every table under
 `(tid, h, pk, sk)`, a WITHOUT ROWID B-tree, so a Query is a range read on one `(tid, h, pk)` prefix and a Scan
-walks one table's rows in hash order. `catalog` keeps a version number that every DDL bumps, so processes that
-share the file notice another process's CreateTable/DeleteTable without restarting.
+walks one table's rows in hash order.
+
+Several worker processes may share the store. Writers serialize on a flock (`openddb.lock`) around each write
+transaction, and every committed DDL bumps a counter in a memory-mapped file (`openddb.catalog`), so a worker
+notices another's CreateTable/DeleteTable on its next request at the cost of an 8-byte compare.
 
 Durability: WAL with synchronous=NORMAL. A committed transaction is in the WAL file before `write` returns, so
 it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for power loss.
@@ -11,6 +14,8 @@ it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for
 
 from __future__ import annotations
 
+import fcntl
+import mmap
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -31,6 +36,66 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
 )
+from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes
+
+class _WriterLock:
+    """A cross-process writer lock (flock) taken around every write transaction.
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10... ms between retries, which stalls a worker's whole event
+    loop; a blocking flock is woken by the kernel the moment the other process commits."""
+
+    def __init__(self, path: str | None) -> None:
+        self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def acquire(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class _CatalogSignal:
+    """An 8-byte counter in a shared memory-mapped file, bumped after every committed DDL.
+
+    Reading it costs a memory compare, so every request can check whether another process changed the
+    catalog (and cached table descriptions must be dropped) without a query."""
+
+    def __init__(self, path: str | None) -> None:
+        self._map: mmap.mmap | None = None
+        self._local = 0
+        if path is not None:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(fd).st_size < 8:
+                    os.ftruncate(fd, 8)
+                self._map = mmap.mmap(fd, 8)
+            finally:
+                os.close(fd)
+        self.seen = self.current()
+
+    def current(self) -> bytes:
+        return self._map[:8] if self._map is not None else self._local.to_bytes(8, "little")
+
+    def bump(self) -> None:
+        """Call with the writer lock held, after the DDL committed."""
+        value = int.from_bytes(self.current(), "little") + 1
+        if self._map is not None:
+            self._map[:8] = value.to_bytes(8, "little")
+        else:
+            self._local = value
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
 
 SCHEMA_VERSION = 1
 
@@ -56,7 +121,7 @@ _PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?,
 _TOKEN_SWEEP_EVERY = 256
 
 
-class SQLiteEngine(Engine):
+class SQLiteEngine(SQLiteIndexes, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
 
@@ -69,6 +134,8 @@ class SQLiteEngine(Engine):
             os.makedirs(path, exist_ok=True)
             target = os.path.join(path, "openddb.sqlite3")
         self.location = target
+        self._lock = _WriterLock(None if path is None else os.path.join(path, "openddb.lock"))
+        self._signal = _CatalogSignal(None if path is None else os.path.join(path, "openddb.catalog"))
         self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
                                    cached_statements=256)
         db = self._db
@@ -76,40 +143,65 @@ class SQLiteEngine(Engine):
         if path is not None:
             db.execute("PRAGMA journal_mode = WAL")
         db.execute(f"PRAGMA synchronous = {'FULL' if sync == 'full' else 'NORMAL'}")
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
-            for statement in _SCHEMA.strip().split(";"):
+            for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
                 if statement.strip():
                     db.execute(statement)
-            db.execute("COMMIT")
+            self._commit()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._tables: dict[str, TableMeta] = {}
-        self._catalog_version = -1
-        self._data_version = -1
         self._token_writes = 0
 
     # --- catalog ------------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _commit(self) -> None:
+        try:
+            self._db.execute("COMMIT")
+        finally:
+            self._lock.release()
+
+    def _rollback(self) -> None:
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        finally:
+            self._lock.release()
+
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any process changed the catalog since we last looked."""
-        data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
-        if data_version == self._data_version:
-            return
-        self._data_version = data_version
-        version = self._db.execute("SELECT value FROM catalog WHERE key='catalog_version'").fetchone()[0]
-        if version != self._catalog_version:
-            self._catalog_version = version
+        current = self._signal.current()
+        if current != self._signal.seen:
+            self._signal.seen = current
             self._tables.clear()
 
     def _bump_catalog(self) -> None:
+        """Inside a DDL transaction: record the change in the store (for readers of the file alone)."""
         self._db.execute("UPDATE catalog SET value = value + 1 WHERE key='catalog_version'")
         self._tables.clear()
+
+    def _commit_ddl(self) -> None:
+        """Commit a DDL transaction, then tell the other processes (still under the writer lock)."""
+        try:
+            self._db.execute("COMMIT")
+            self._signal.bump()
+            self._signal.seen = self._signal.current()
+        finally:
+            self._lock.release()
 
     def create_table(self, meta: TableMeta) -> TableMeta:
         self.flush()
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
                 raise ResourceInUseException(f"Table already exists: {meta.name}")
@@ -118,9 +210,9 @@ class SQLiteEngine(Engine):
             meta.table_id = tid
             db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
             self._bump_catalog()
-            db.execute("COMMIT")
+            self._commit_ddl()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
         return meta
 
@@ -141,28 +233,29 @@ class SQLiteEngine(Engine):
     def update_table(self, meta: TableMeta) -> None:
         self.flush()
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
-            db.execute("COMMIT")
+            self._commit_ddl()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
 
     def delete_table(self, name: str) -> None:
         self.flush()
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             row = db.execute("SELECT tid FROM tables WHERE name=?", (name,)).fetchone()
             if row is not None:
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
+                db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM tables WHERE name=?", (name,))
                 self._bump_catalog()
-            db.execute("COMMIT")
+            self._commit_ddl()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
 
     def table_stats(self, meta: TableMeta) -> tuple[int, int]:
@@ -193,12 +286,12 @@ class SQLiteEngine(Engine):
         if self.group_commit:
             # One savepoint per request inside the shared transaction: a failed request undoes only itself.
             if not self.pending:
-                db.execute("BEGIN IMMEDIATE")
+                self._begin()
                 self.pending = True
             db.execute("SAVEPOINT request")
             commit, rollback = "RELEASE request", "ROLLBACK TO request"
         else:
-            db.execute("BEGIN IMMEDIATE")
+            self._begin()
             commit, rollback = "COMMIT", "ROLLBACK"
         try:
             if token is not None:
@@ -215,6 +308,7 @@ class SQLiteEngine(Engine):
                 if new is old:
                     results.append(WriteResult(old, old, old_size, old_size))
                     continue
+                self._maintain_indexes(op.table, key, old, new)
                 if new is None:
                     if old is not None:
                         db.execute(_DELETE, params)
@@ -223,11 +317,16 @@ class SQLiteEngine(Engine):
                 new_size = item_size(new)
                 db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                 results.append(WriteResult(old, new, old_size, new_size))
-            db.execute(commit)
-        except BaseException:
-            db.execute(rollback)
             if self.group_commit:
+                db.execute(commit)
+            else:
+                self._commit()
+        except BaseException:
+            if self.group_commit:
+                db.execute(rollback)
                 db.execute("RELEASE request")
+            else:
+                self._rollback()
             raise
         return results
 
@@ -236,10 +335,9 @@ class SQLiteEngine(Engine):
         if self.pending:
             self.pending = False
             try:
-                self._db.execute("COMMIT")
+                self._commit()
             except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
 
     def _record_token(self, token: RequestToken) -> None:
@@ -295,3 +393,5 @@ class SQLiteEngine(Engine):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self._db.close()
+            self._lock.close()
+            self._signal.close()
