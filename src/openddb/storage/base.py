@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from openddb.model import Item
-from openddb.model.schema import TableMeta
+from openddb.model.schema import IndexMeta, TableMeta
 
 # The partition-hash space: parallel-scan segments split [0, HASH_SPACE) into equal ranges.
 HASH_SPACE = 1 << 32
@@ -88,6 +88,27 @@ class SortRange:
     high_inclusive: bool = True
 
 
+@dataclass(slots=True, frozen=True)
+class IndexKey:
+    """Where an index entry sits: the index key in storage form (h, pk, sk, as `model.indexes.entry_of` computes
+    them) and the item's table key (tpk, tsk), which orders entries sharing one index key."""
+
+    h: int
+    pk: bytes
+    sk: bytes
+    tpk: bytes
+    tsk: bytes
+
+
+@dataclass(slots=True)
+class IndexRow:
+    """One index entry: its key, the size of the projected item, and the projected item (JSON bytes)."""
+
+    key: IndexKey
+    size: int
+    data: bytes
+
+
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
 
@@ -96,7 +117,7 @@ class Engine(ABC):
     # included, since they may have seen the open transaction); `flush()` commits and makes it durable.
     pending: bool = False
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Commit whatever `write` left open; a no-op for engines that commit every write."""
 
     # --- catalog ------------------------------------------------------------------------------
@@ -156,6 +177,43 @@ class Engine(ABC):
     @abstractmethod
     def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
         """Rows with h_low <= h < h_high in (h, pk, sk) order, strictly after `after` if given."""
+
+    # --- secondary indexes ----------------------------------------------------------------------
+    # An engine that sets `supports_indexes` also maintains, inside `write`'s transaction, every index of the
+    # table as the catalog holds it at that moment (not as the op's possibly stale TableMeta says): for each op
+    # that changes an item, the entry `model.indexes.entry_of(table, index, old)` is removed and the entry of
+    # `new` stored. Until an engine implements these, the API refuses to define indexes on it.
+    supports_indexes: bool = False
+
+    def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+                    after: IndexKey | None) -> Iterator[IndexRow]:
+        """Entries of one index partition in (sk, tpk, tsk) order (reversed if not forward), strictly after
+        `after` in that order if given. Consume or close the iterator before the next engine call."""
+        raise NotImplementedError
+
+    def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
+                   after: IndexKey | None) -> Iterator[IndexRow]:
+        """Entries with h_low <= h < h_high in (h, pk, sk, tpk, tsk) order, strictly after `after` if given."""
+        raise NotImplementedError
+
+    def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
+        """(entry count, total projected size in bytes) of an index."""
+        raise NotImplementedError
+
+    def backfill_index(self, meta: TableMeta, index: IndexMeta, after: StorageKey | None,
+                       limit: int) -> StorageKey | None:
+        """In one write transaction, (re)compute the entries of up to `limit` table rows strictly after `after`
+        in (h, pk, sk) order from their current state; return the last row's key, or None once no row is left.
+        Idempotent, so it may overlap with concurrent writes (which maintain the index themselves)."""
+        raise NotImplementedError
+
+    def drop_index(self, meta: TableMeta, index_id: int) -> None:
+        """Remove every entry of an index that is no longer in the table's description."""
+        raise NotImplementedError
+
+    def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
+        """Bytes of one item collection: the table items under a partition key plus their LSI entries."""
+        raise NotImplementedError
 
     @abstractmethod
     def close(self) -> None:

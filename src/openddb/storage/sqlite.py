@@ -38,6 +38,7 @@ from openddb.storage.base import (
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes
 
+
 class _WriterLock:
     """A cross-process writer lock (flock) taken around every write transaction.
 
