@@ -90,7 +90,8 @@ def render_response(status: int, body: bytes, content_type: bytes, request_id: b
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_body", "_body_size", "_headers", "_too_large", "_url", "dispatcher", "parser", "server",
+    __slots__ = ("_body", "_body_size", "_headers", "_too_large", "_url", "busy", "dispatcher", "held", "parser",
+                 "server",
                  "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
@@ -103,6 +104,8 @@ class HttpProtocol(asyncio.Protocol):
         self._body: list[bytes] = []
         self._body_size = 0
         self._too_large = False
+        self.busy = False  # a request is being received or handled
+        self.held = 0  # responses waiting for the group commit
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -128,7 +131,7 @@ class HttpProtocol(asyncio.Protocol):
         self._body = []
         self._body_size = 0
         self._too_large = False
-        self.server.in_flight += 1
+        self.busy = True
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -148,9 +151,9 @@ class HttpProtocol(asyncio.Protocol):
         try:
             self._respond()
         finally:
-            self.server.in_flight -= 1
-            if self.server.closing and self.transport is not None and self.server.in_flight == 0:
-                self.transport.close()
+            self.busy = False
+            if self.server.closing:
+                self.close_if_idle()
 
     # --- request handling ---------------------------------------------------------------------
     def _respond(self) -> None:
@@ -179,7 +182,8 @@ class HttpProtocol(asyncio.Protocol):
             self._too_large, request_id)
         response = render_response(status, payload, content_type, request_id, keep_alive)
         if self.dispatcher.engine.pending:
-            self.server.hold(transport, response, keep_alive, content_type, request_id)
+            self.held += 1
+            self.server.hold(self, response, keep_alive, content_type, request_id)
             return
         transport.write(response)
         if not keep_alive:
@@ -191,7 +195,8 @@ class HttpProtocol(asyncio.Protocol):
             self.transport.close()
 
     def close_if_idle(self) -> None:
-        if self.transport is not None and self.server.in_flight == 0:
+        """At shutdown: close unless a request is arriving or a response still waits for its commit."""
+        if self.transport is not None and not self.busy and not self.held:
             self.transport.close()
 
 
@@ -205,15 +210,14 @@ class ServerState:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.connections: set[HttpProtocol] = set()
-        self.in_flight = 0
         self.closing = False
-        self._held: list[tuple[asyncio.Transport, bytes, bool, bytes, bytes]] = []
+        self._held: list[tuple[HttpProtocol, bytes, bool, bytes, bytes]] = []
 
-    def hold(self, transport: asyncio.Transport, response: bytes, keep_alive: bool, content_type: bytes,
+    def hold(self, connection: HttpProtocol, response: bytes, keep_alive: bool, content_type: bytes,
              request_id: bytes) -> None:
         if not self._held:
             asyncio.get_running_loop().call_soon(self.release)
-        self._held.append((transport, response, keep_alive, content_type, request_id))
+        self._held.append((connection, response, keep_alive, content_type, request_id))
 
     def release(self) -> None:
         held, self._held = self._held, []
@@ -223,15 +227,20 @@ class ServerState:
         except Exception:
             log.exception("group commit failed; answering its %d requests with errors", len(held))
             failed = True
-        for transport, response, keep_alive, content_type, request_id in held:
+        for connection, response, keep_alive, content_type, request_id in held:
+            connection.held -= 1
             if failed:
                 error = InternalServerError("Internal server error")
                 response = render_response(error.status, orjson.dumps(error.to_wire()), content_type,
                                            request_id, keep_alive)
-            if not transport.is_closing():
-                transport.write(response)
-                if not keep_alive:
-                    transport.close()
+            transport = connection.transport
+            if transport is None or transport.is_closing():
+                continue
+            transport.write(response)
+            if not keep_alive:
+                transport.close()
+            elif self.closing:
+                connection.close_if_idle()
 
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: object = None,
