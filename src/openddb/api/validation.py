@@ -60,6 +60,14 @@ def _violation(value: Any, path: str, constraint: str) -> str:
     return f"Value {shown} at '{path}' failed to satisfy constraint: {constraint}"
 
 
+def _check_length(value: Any, path: str, length: int, min_len: int | None, max_len: int | None,
+                  errors: list[str]) -> None:
+    if min_len is not None and length < min_len:
+        errors.append(_violation(value, path, f"Member must have length greater than or equal to {min_len}"))
+    if max_len is not None and length > max_len:
+        errors.append(_violation(value, path, f"Member must have length less than or equal to {max_len}"))
+
+
 @dataclass
 class Str(Shape):
     required: bool = False
@@ -79,13 +87,7 @@ class Str(Shape):
         if self.enum is not None and value not in self.enum:
             errors.append(_violation(value, path, f"Member must satisfy enum value set: [{', '.join(self.enum)}]"))
             return
-        length = len(value)
-        if self.min_len is not None and length < self.min_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length greater than or equal to {self.min_len}"))
-        if self.max_len is not None and length > self.max_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length less than or equal to {self.max_len}"))
+        _check_length(value, path, len(value), self.min_len, self.max_len, errors)
         if self._regex is not None and not self._regex.fullmatch(value):
             errors.append(_violation(value, path,
                                      f"Member must satisfy regular expression pattern: {self.pattern}"))
@@ -159,13 +161,7 @@ class List(Shape):
             if element is None:
                 continue
             self.member.check(element, f"{path}.{index}.member", errors)
-        length = len(value)
-        if self.min_len is not None and length < self.min_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length greater than or equal to {self.min_len}"))
-        if self.max_len is not None and length > self.max_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length less than or equal to {self.max_len}"))
+        _check_length(value, path, len(value), self.min_len, self.max_len, errors)
 
 
 @dataclass
@@ -183,13 +179,7 @@ class Map(Shape):
             if element is None:
                 continue
             self.value.check(element, f"{path}.{key}.member", errors)
-        length = len(value)
-        if self.min_len is not None and length < self.min_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length greater than or equal to {self.min_len}"))
-        if self.max_len is not None and length > self.max_len:
-            errors.append(_violation(value, path,
-                                     f"Member must have length less than or equal to {self.max_len}"))
+        _check_length(value, path, len(value), self.min_len, self.max_len, errors)
 
 
 @dataclass
