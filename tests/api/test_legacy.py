@@ -413,8 +413,6 @@ def test_attribute_updates_type_mismatch_changes_nothing(ddb, hash_table):
     assert item_of(ddb, hash_table, pk) == {"pk": {"S": pk}, "a": {"S": "x"}}
 
 
-@pytest.mark.xfail(reason="items.py must reword the write-time type error for AttributeUpdates "
-                          "(legacy.legacy_origin(request, 'AttributeUpdates'))")
 def test_attribute_updates_type_mismatch_wording(ddb, hash_table):
     """A legacy update meeting an attribute of another type gets the legacy wording."""
     pk = new_key()
@@ -560,8 +558,6 @@ def test_query_legacy_errors(ddb, numbers, params, message):
     assert error_of(excinfo) == ("ValidationException", message)
 
 
-@pytest.mark.xfail(reason="reads.py must word the key-attribute check for a legacy QueryFilter "
-                          "(legacy.legacy_origin(request, 'QueryFilter'))")
 def test_query_filter_on_key_attribute(ddb, numbers):
     """QueryFilter may not filter on a key attribute; DynamoDB names the member QueryFilter."""
     with pytest.raises(ClientError) as excinfo:

@@ -14,10 +14,13 @@ import orjson
 
 from openddb.api import validation as v
 from openddb.api.common import (
+    capacity_with_indexes,
+    check_index_keys,
     consumed_capacity,
     expression_attributes,
     expression_text,
     invalid,
+    item_collection_metrics,
     item_key,
     parse_key,
     read_units,
@@ -28,6 +31,7 @@ from openddb.api.items import reject_legacy
 from openddb.errors import ValidationException
 from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
+from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
 from openddb.storage.base import StorageKey, WriteOp
@@ -189,6 +193,7 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
             if put is not None:
                 item = validate_item(put["Item"])
                 _, key = item_key(meta, item)
+                check_index_keys(meta, item)
                 if item_size(item) > MAX_ITEM_SIZE:
                     raise ValidationException("Item size has exceeded the maximum allowed size")
                 apply = _put(item)
@@ -209,13 +214,28 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
         consumed: list[dict[str, Any] | None] = []
         position = 0
         for meta, count in tables:
-            units = sum(write_units(max(r.old_size, r.new_size)) for r in results[position:position + count])
+            units = 0.0
+            index_units: dict[str, float] = {}
+            for r in results[position:position + count]:
+                units += write_units(max(r.old_size, r.new_size))
+                for name, cost in index_write_units(meta, r.old, r.new).items():
+                    index_units[name] = index_units.get(name, 0.0) + cost
             position += count
-            consumed.append(consumed_capacity(meta, mode, units, read=False))
+            consumed.append(capacity_with_indexes(meta, mode, units, index_units, read=False))
         response["ConsumedCapacity"] = consumed
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
-        # Item collection metrics describe tables with local secondary indexes; none exist yet.
-        response["ItemCollectionMetrics"] = {}
+        # Item collection metrics describe the written collections of tables with local secondary indexes.
+        collections: dict[str, list[dict[str, Any]]] = {}
+        seen_collections: set[tuple[int, bytes]] = set()
+        for op, result in zip(ops, results):
+            written = result.new if result.new is not None else result.old
+            if written is None or (op.table.table_id, op.key.pk) in seen_collections:
+                continue
+            seen_collections.add((op.table.table_id, op.key.pk))
+            metrics = item_collection_metrics(context.engine, op.table, written, op.key)
+            if metrics is not None:
+                collections.setdefault(op.table.name, []).append(metrics)
+        response["ItemCollectionMetrics"] = collections
     return response
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import orjson
+
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import TableMeta
-from openddb.model.values import validate_item, validate_value
+from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item, validate_value
 from openddb.storage.base import StorageKey
 
 MAX_HASH_KEY_BYTES = 2048
@@ -171,3 +173,73 @@ def consumed_capacity(meta: TableMeta, mode: str | None, units: float, *, read: 
 def key_value_bytes(name: str, value: AttributeValue, *, is_hash: bool) -> bytes:
     """Encoded bytes of one validated S/N/B key value, with DynamoDB's empty and oversize key errors."""
     return _key_bytes(name, value, MAX_HASH_KEY_BYTES if is_hash else MAX_RANGE_KEY_BYTES, is_hash)
+
+
+# --- item size -----------------------------------------------------------------------------------------
+
+
+def exceeds_item_size(item: Item) -> bool:
+    """True if a validated item is over DynamoDB's 400 KB limit.
+
+    Its compact JSON is never shorter than its DynamoDB size (every name and value is written out in full,
+    plus quotes and type keys that outweigh the 1-3 byte overheads), so the exact count, slow in Python, is
+    only needed for items whose JSON is over the limit."""
+    return len(orjson.dumps(item)) > MAX_ITEM_SIZE and item_size(item) > MAX_ITEM_SIZE
+
+
+# --- secondary indexes ---------------------------------------------------------------------------------
+
+_GIGABYTE = float(1 << 30)
+
+
+def check_index_keys(meta: TableMeta, item: Item) -> None:
+    """Refuse an item whose value for an index key attribute has the wrong type or is empty (an item that merely
+    lacks the attribute is fine: it stays out of that index). Call before the write, or inside `apply` for an
+    update, so that a refused write changes nothing."""
+    for index in meta.indexes:
+        for attribute in (*index.hash_keys, *index.range_keys):
+            value = item.get(attribute.name)
+            if value is None:
+                continue
+            if attribute.type not in value:
+                actual = next(iter(value))
+                raise invalid(f"Type mismatch for Index Key {attribute.name} Expected: {attribute.type} "
+                              f"Actual: {actual} IndexName: {index.name}")
+            if attribute.type != "N" and value[attribute.type] == "":
+                kind = "string" if attribute.type == "S" else "binary"
+                raise ValidationException(
+                    "One or more parameter values are not valid. A value specified for a secondary index key is not "
+                    f"supported. The AttributeValue for a key attribute cannot contain an empty {kind} value. "
+                    f"IndexName: {index.name}, IndexKey: {attribute.name}")
+
+
+def capacity_with_indexes(meta: TableMeta, mode: str | None, table_units: float, index_units: dict[str, float],
+                          *, read: bool, split: bool = False) -> dict[str, Any] | None:
+    """ConsumedCapacity including what secondary indexes consumed: the total under TOTAL; with INDEXES also the
+    table's share and one entry per index touched, under GlobalSecondaryIndexes / LocalSecondaryIndexes."""
+    consumed = consumed_capacity(meta, mode, table_units + sum(index_units.values()), read=read, split=split)
+    if consumed is None or mode != "INDEXES":
+        return consumed
+    kind = "ReadCapacityUnits" if read else "WriteCapacityUnits"
+    table: dict[str, Any] = {"CapacityUnits": table_units}
+    if split:
+        table[kind] = table_units
+    consumed["Table"] = table
+    for name, units in index_units.items():
+        index = meta.index(name)
+        member = "GlobalSecondaryIndexes" if index is None or index.is_global else "LocalSecondaryIndexes"
+        entry: dict[str, Any] = {"CapacityUnits": units}
+        if split:
+            entry[kind] = units
+        consumed.setdefault(member, {})[name] = entry
+    return consumed
+
+
+def item_collection_metrics(engine: Any, meta: TableMeta, key_item: Item, key: StorageKey) -> dict[str, Any] | None:
+    """ItemCollectionMetrics of the item collection a written key belongs to, for tables with an LSI (else None)."""
+    if not any(not index.is_global for index in meta.indexes):
+        return None
+    size = engine.collection_size(meta, key.h, key.pk)
+    low = float(math.floor(size / _GIGABYTE))
+    return {"ItemCollectionKey": {meta.hash_key.name: key_item[meta.hash_key.name]},
+            "SizeEstimateRangeGB": [low, low + 1.0]}

@@ -13,24 +13,34 @@ import orjson
 
 from openddb.api import validation as v
 from openddb.api.common import (
+    capacity_with_indexes,
+    check_index_keys,
     consumed_capacity,
+    exceeds_item_size,
     expression_attributes,
     expression_text,
     invalid,
+    item_collection_metrics,
     item_key,
     parse_key,
     read_units,
     write_units,
 )
 from openddb.api.context import RequestContext
+from openddb.api.legacy import legacy_origin
 from openddb.errors import ConditionalCheckFailedException, ValidationException
 from openddb.expressions import Condition, compile_condition, compile_projection, compile_update, updated_values
+from openddb.expressions.update import WRONG_TYPE
 from openddb.model import Item
-from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
-from openddb.storage.base import WriteOp
+from openddb.model.indexes import index_write_units
+from openddb.model.values import MSG_ITEM_SIZE, validate_item
+from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
-_RETURN_VALUES = v.Str(enum=("NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"))
+# DynamoDB lists the enum members in this (hash-set) order in its validation message.
+_RETURN_VALUES = v.Str(enum=("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW"))
 _ON_CONDITION_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
+# PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB's wording for the others.
+_INVALID_RETURN_VALUES = "Return values set to invalid value"
 _LEGACY = {"Expected": v.Any_(), "ConditionalOperator": v.Str(enum=("AND", "OR"))}
 
 PUT_ITEM = v.Struct({
@@ -101,13 +111,18 @@ def check_condition(condition: Condition | None, old: Item | None, on_failure: s
 
 
 def _write_response(request: dict[str, Any], context: RequestContext, meta: Any, units: float,
-                    attributes: Item | None) -> dict[str, Any]:
+                    attributes: Item | None, result: WriteResult, key_item: Item, key: StorageKey) -> dict[str, Any]:
     response: dict[str, Any] = {}
     if attributes:
         response["Attributes"] = attributes
-    consumed = consumed_capacity(meta, request.get("ReturnConsumedCapacity"), units, read=False)
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    mode = request.get("ReturnConsumedCapacity")
+    if mode in ("TOTAL", "INDEXES"):
+        index_units = index_write_units(meta, result.old, result.new)
+        response["ConsumedCapacity"] = capacity_with_indexes(meta, mode, units, index_units, read=False)
+    if request.get("ReturnItemCollectionMetrics") == "SIZE":
+        metrics = item_collection_metrics(context.engine, meta, key_item, key)
+        if metrics is not None:
+            response["ItemCollectionMetrics"] = metrics
     return response
 
 
@@ -117,11 +132,12 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     meta = context.table(request["TableName"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
+        raise ValidationException(_INVALID_RETURN_VALUES)
     item = validate_item(request["Item"])
-    _, key = item_key(meta, item)
-    if item_size(item) > MAX_ITEM_SIZE:
-        raise ValidationException("Item size has exceeded the maximum allowed size")
+    key_item, key = item_key(meta, item)
+    check_index_keys(meta, item)
+    if exceeds_item_size(item):
+        raise ValidationException(MSG_ITEM_SIZE)
     attrs = expression_attributes(request, ("ConditionExpression",))
     condition = condition_of(request, attrs)
     attrs.check_all_used()
@@ -133,7 +149,8 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
     result = context.engine.write([WriteOp(meta, key, apply)])[0]
     units = write_units(max(result.old_size, result.new_size))
-    return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None)
+    return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,
+                           result, key_item, key)
 
 
 def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -174,15 +191,25 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
             if name in update.assigned_top_level_names:
                 raise invalid(f"Cannot update attribute {name}. This attribute is part of the key")
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
+    legacy_updates = legacy_origin(request, "AttributeUpdates") is not None
 
     def apply(old: Item | None) -> Item | None:
         check_condition(condition, old, on_failure)
         base = old if old is not None else dict(key_item)
-        new = update.apply(base) if update is not None else base
-        if new is base and old is None:
-            new = dict(key_item)
-        if item_size(new) > MAX_ITEM_SIZE:
+        if update is None:
+            return base  # no update: an existing item is left untouched, a missing one is created key-only
+        try:
+            new = update.apply(base)
+        except ValidationException as error:
+            if legacy_updates and error.message == WRONG_TYPE:
+                raise ValidationException("Type mismatch for attribute to update") from None
+            raise
+        if old is None and len(new) == len(key_item):
+            # Only REMOVE/DELETE actions on a missing item: DynamoDB does not create it.
+            return None
+        if exceeds_item_size(new):
             raise ValidationException("Item size to update has exceeded the maximum allowed size")
+        check_index_keys(meta, new)
         return new
 
     result = context.engine.write([WriteOp(meta, key, apply)])[0]
@@ -195,17 +222,17 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     elif return_values in ("UPDATED_OLD", "UPDATED_NEW") and update is not None:
         source = result.old if return_values == "UPDATED_OLD" else result.new
         attributes = updated_values(update, source) if source is not None else None
-    return _write_response(request, context, meta, units, attributes)
+    return _write_response(request, context, meta, units, attributes, result, key_item, key)
 
 
 def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DELETE_ITEM, request)
     reject_legacy(request, "Expected", "ConditionalOperator")
     meta = context.table(request["TableName"])
-    _, key = parse_key(meta, request["Key"])
+    key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
+        raise ValidationException(_INVALID_RETURN_VALUES)
     attrs = expression_attributes(request, ("ConditionExpression",))
     condition = condition_of(request, attrs)
     attrs.check_all_used()
@@ -217,7 +244,8 @@ def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
     result = context.engine.write([WriteOp(meta, key, apply)])[0]
     units = write_units(result.old_size)
-    return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None)
+    return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,
+                           result, key_item, key)
 
 
 HANDLERS = {

@@ -27,7 +27,18 @@ from openddb.api.common import (
     storage_key,
 )
 from openddb.api.context import RequestContext
+from openddb.api.index_reads import (
+    IndexReadPlan,
+    check_filter_names,
+    check_query_start,
+    index_for_read,
+    key_range,
+    needs_fetch,
+    read_index_page,
+    start_key,
+)
 from openddb.api.items import reject_legacy
+from openddb.api.legacy import legacy_origin
 from openddb.errors import ValidationException
 from openddb.expressions import (
     Condition,
@@ -41,7 +52,7 @@ from openddb.expressions.ast import Path
 from openddb.expressions.cache import condition_tree
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
-from openddb.model.schema import TableMeta
+from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import validate_item
 from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
 
@@ -120,13 +131,56 @@ def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
         raise ValidationException(v.validation_message(errors))
 
 
-def _plan(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes, *,
-          query: bool) -> ReadPlan:
-    meta = context.table(request["TableName"])
-    index = request.get("IndexName")
-    if index is not None:
-        raise ValidationException(f"The table does not have the specified index: {index}")
-    return _compile(meta, request, attrs, query=query)
+def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attrs: ExpressionAttributes, *,
+                query: bool) -> IndexReadPlan:
+    base = _compile(meta, request, attrs, query=False)
+    wanted: set[str] = set()
+    text = request.get("FilterExpression")
+    if base.filter is not None and text is not None:
+        names = _top_level_names(condition_tree(text), attrs)
+        if query:
+            check_filter_names(index, names)
+        wanted |= names
+    if base.projection is not None:
+        wanted |= set(base.projection.top_level_names)
+    # Without Select or a projection, an index read returns what the index projects.
+    select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if base.projection else "ALL_PROJECTED_ATTRIBUTES")
+    return IndexReadPlan(meta, index, select, base.projection, base.filter, base.limit, base.consistent,
+                         base.capacity_mode, needs_fetch(meta, index, request, wanted))
+
+
+def _query_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
+                 meta: TableMeta) -> dict[str, Any]:
+    index = index_for_read(meta, request)
+    text = expression_text(request, "KeyConditionExpression")
+    assert text is not None
+    where = key_range(index, text, attrs)
+    plan = _index_plan(meta, index, request, attrs, query=True)
+    attrs.check_all_used()
+    forward = request.get("ScanIndexForward", True) is not False
+    after = None
+    raw_start = request.get("ExclusiveStartKey")
+    if raw_start is not None:
+        after = start_key(meta, index, raw_start)
+        check_query_start(after, where)
+    return read_index_page(context, plan,
+                           context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after))
+
+
+def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
+                meta: TableMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
+    index = index_for_read(meta, request)
+    plan = _index_plan(meta, index, request, attrs, query=False)
+    attrs.check_all_used()
+    low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
+    after = None
+    raw_start = request.get("ExclusiveStartKey")
+    if raw_start is not None:
+        after = start_key(meta, index, raw_start)
+        if segments is not None and not low <= after.h < high:
+            raise ValidationException(f"{_START_INVALID}: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
+                                      f"with correct Segment. TotalSegments: {segments[1]} Segment: {segments[0]}")
+    return read_index_page(context, plan, context.engine.index_scan(meta, index, low, high, after))
 
 
 def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> ReadPlan:
@@ -137,8 +191,9 @@ def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttribut
         if query:
             for name in _top_level_names(condition_tree(text), attrs):
                 if name in meta.key_names:
+                    member = "QueryFilter" if legacy_origin(request, "QueryFilter") is not None else "Filter Expression"
                     raise ValidationException(
-                        f"Filter Expression can only contain non-primary key attributes: Primary key attribute: {name}")
+                        f"{member} can only contain non-primary key attributes: Primary key attribute: {name}")
     text = expression_text(request, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
     select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if projection is not None else "ALL_ATTRIBUTES")
@@ -294,9 +349,8 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
     attrs = expression_attributes(request, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
     meta = context.table(request["TableName"])
-    index = request.get("IndexName")
-    if index is not None:
-        raise ValidationException(f"The table does not have the specified index: {index}")
+    if request.get("IndexName") is not None:
+        return _query_index(context, request, attrs, meta)
     text = expression_text(request, "KeyConditionExpression")
     assert text is not None
     range_name = meta.range_key.name if meta.range_key is not None else None
@@ -351,7 +405,10 @@ def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     reject_legacy(request, "ScanFilter", "AttributesToGet", "ConditionalOperator")
     segments = _segments(request)
     attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
-    plan = _plan(context, request, attrs, query=False)
+    meta = context.table(request["TableName"])
+    if request.get("IndexName") is not None:
+        return _scan_index(context, request, attrs, meta, segments)
+    plan = _compile(meta, request, attrs, query=False)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
     after: StorageKey | None = None

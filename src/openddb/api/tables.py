@@ -6,10 +6,11 @@ import time
 import uuid
 from typing import Any
 
+from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.context import RequestContext, table_name_from
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
-from openddb.model.schema import KeyAttribute, TableMeta
+from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
 MAX_THROUGHPUT = 40_000
@@ -26,16 +27,6 @@ _THROUGHPUT = v.Struct({
     "ReadCapacityUnits": v.Int(required=True, minimum=1),
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
 })
-_PROJECTION = v.Struct({
-    "ProjectionType": v.Str(enum=("ALL", "KEYS_ONLY", "INCLUDE")),
-    "NonKeyAttributes": v.List(v.Str(min_len=1, max_len=255), min_len=1, max_len=20),
-})
-_GSI = v.Struct({
-    "IndexName": v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN),
-    "KeySchema": v.List(_KEY_SCHEMA.member, required=True, min_len=1, max_len=2),
-    "Projection": v.Struct(_PROJECTION.fields, required=True),
-    "ProvisionedThroughput": _THROUGHPUT,
-})
 _SSE = v.Struct({
     "Enabled": v.Bool(),
     "SSEType": v.Str(enum=("AES256", "KMS")),
@@ -50,8 +41,8 @@ CREATE_TABLE = v.Struct({
     "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
     "TableName": v.table_name(),
     "KeySchema": _KEY_SCHEMA,
-    "LocalSecondaryIndexes": v.List(_GSI),
-    "GlobalSecondaryIndexes": v.List(_GSI),
+    "LocalSecondaryIndexes": v.List(ix.LSI),
+    "GlobalSecondaryIndexes": v.List(ix.GSI),
     "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
     "ProvisionedThroughput": _THROUGHPUT,
     "StreamSpecification": v.Struct({"StreamEnabled": v.Bool(required=True),
@@ -73,7 +64,7 @@ UPDATE_TABLE = v.Struct({
     "TableName": v.table_name_or_arn(),
     "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
     "ProvisionedThroughput": _THROUGHPUT,
-    "GlobalSecondaryIndexUpdates": v.List(v.Struct({})),
+    "GlobalSecondaryIndexUpdates": ix.GSI_UPDATES,
     "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
     "SSESpecification": _SSE,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
@@ -141,13 +132,16 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Cannot have two attributes with the same name")
         types[name] = definition["AttributeType"]
     hash_key, range_key = _key_schema(request["KeySchema"], types)
-    if request.get("LocalSecondaryIndexes") or request.get("GlobalSecondaryIndexes"):
-        raise ValidationException("Secondary indexes are not supported yet by this server")
-    used = {hash_key.name} | ({range_key.name} if range_key else set())
-    if len(types) != len(used):
-        raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
-                       "in AttributeDefinitions")
     billing_mode = request.get("BillingMode") or "PROVISIONED"
+    indexes = []
+    if request.get("LocalSecondaryIndexes") is not None or request.get("GlobalSecondaryIndexes") is not None:
+        _require_index_support(context)
+        indexes = ix.create_table_indexes(request, types, hash_key, range_key, billing_mode)
+    else:
+        used = {hash_key.name} | ({range_key.name} if range_key else set())
+        if len(types) != len(used):
+            raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
+                           "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
     now = time.time()
     sse = request.get("SSESpecification")
@@ -160,7 +154,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         tags=list(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)),
-        region=context.region, account=context.account)
+        indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
     meta = context.engine.create_table(meta)
     return {"TableDescription": describe(context, meta, status="CREATING", counts=False)}
 
@@ -202,7 +196,14 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
     description["DeletionProtectionEnabled"] = meta.deletion_protection
+    if meta.indexes:
+        description.update(ix.describe_indexes(context.engine, meta, creating=status == "CREATING", counts=counts))
     return description
+
+
+def _require_index_support(context: RequestContext) -> None:
+    if not context.engine.supports_indexes:
+        raise ValidationException("Secondary indexes are not supported by this server's storage engine yet")
 
 
 def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -234,9 +235,12 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         raise ValidationException(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
             "or SSESpecification or ReplicaUpdates is required")
-    if request.get("GlobalSecondaryIndexUpdates"):
-        raise ValidationException("Secondary indexes are not supported yet by this server")
     now = time.time()
+    created: list[IndexMeta] = []
+    dropped: list[int] = []
+    if request.get("GlobalSecondaryIndexUpdates") is not None:
+        _require_index_support(context)
+        created, dropped = ix.apply_index_updates(meta, request, now)
     billing_mode = request.get("BillingMode") or meta.billing_mode
     if billing_mode == "PAY_PER_REQUEST":
         if request.get("ProvisionedThroughput") is not None:
@@ -276,6 +280,10 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
     context.engine.update_table(meta)
+    for index_id in dropped:
+        context.engine.drop_index(meta, index_id)
+    for index in created:
+        ix.schedule_backfill(context.engine, meta, index)
     return {"TableDescription": describe(context, meta)}
 
 

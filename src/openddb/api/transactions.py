@@ -26,7 +26,8 @@ import orjson
 
 from openddb.api import validation as v
 from openddb.api.common import (
-    consumed_capacity,
+    capacity_with_indexes,
+    check_index_keys,
     expression_attributes,
     expression_text,
     invalid,
@@ -39,6 +40,7 @@ from openddb.api.context import RequestContext
 from openddb.errors import IdempotentParameterMismatchException, TransactionCanceledException, ValidationException
 from openddb.expressions import Condition, Projection, Update, compile_condition, compile_projection, compile_update
 from openddb.model import Item
+from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, SortRange, StorageKey, TokenInUse, WriteOp, WriteResult
@@ -139,6 +141,10 @@ class _Action:
             return old, {"Code": "ValidationError", "Message": error.message}
         if item_size(new) > MAX_ITEM_SIZE:
             return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
+        try:
+            check_index_keys(self.meta, new)
+        except ValidationException as error:
+            return old, {"Code": "ValidationError", "Message": error.message}
         return new, None
 
 
@@ -163,6 +169,7 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     if kind == "Put":
         item = validate_item(body["Item"])
         key_item, key = item_key(meta, item)
+        check_index_keys(meta, item)
         size = item_size(item)
         if size > MAX_ITEM_SIZE:
             raise ValidationException("Item size has exceeded the maximum allowed size")
@@ -227,13 +234,20 @@ def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callabl
     return apply
 
 
-def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read: bool) -> list[dict[str, Any]]:
-    """One ConsumedCapacity entry per table, in order of first appearance."""
+def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read: bool,
+              index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> list[dict[str, Any]]:
+    """One ConsumedCapacity entry per table, in order of first appearance (index units per table, if any)."""
     totals: dict[int, tuple[TableMeta, float]] = {}
     for meta, units in charges:
         previous = totals.get(meta.table_id)
         totals[meta.table_id] = (meta, units + (previous[1] if previous else 0.0))
-    entries = [consumed_capacity(meta, mode, units, read=read, split=True) for meta, units in totals.values()]
+    by_index: dict[int, dict[str, float]] = {}
+    for meta, costs in index_charges or []:
+        table_costs = by_index.setdefault(meta.table_id, {})
+        for name, cost in costs.items():
+            table_costs[name] = table_costs.get(name, 0.0) + cost
+    entries = [capacity_with_indexes(meta, mode, units, by_index.get(meta.table_id, {}), read=read, split=True)
+               for meta, units in totals.values()]
     return [entry for entry in entries if entry is not None]
 
 
@@ -311,7 +325,10 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
         charges = [(action.meta, _write_charge(action, result)) for action, result in zip(actions, results)]
-        response["ConsumedCapacity"] = _capacity(mode, charges, read=False)
+        # Transactional index writes cost twice too.
+        index_charges = [(action.meta, {n: 2 * u for n, u in index_write_units(action.meta, r.old, r.new).items()})
+                         for action, r in zip(actions, results)]
+        response["ConsumedCapacity"] = _capacity(mode, charges, read=False, index_charges=index_charges)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         metrics = _collection_metrics(context, actions)
         if metrics:

@@ -22,18 +22,44 @@ class KeyAttribute:
 
 @dataclass(slots=True)
 class IndexMeta:
-    """A secondary index: its own key schema over the table's items, and its projection."""
+    """A secondary index: its own key schema over the table's items, and its projection.
+
+    A key may be made of several attributes (a GSI's multi-attribute keys, up to four each for the partition
+    and the sort key, in KeySchema order); an LSI's partition key is the table's. `index_id` is unique within
+    the table for its whole life (never reused), so entries of a dropped index can never be mistaken for a
+    new one's."""
 
     name: str
     kind: str  # "GLOBAL" or "LOCAL"
-    hash_key: KeyAttribute
-    range_key: KeyAttribute | None
+    hash_keys: list[KeyAttribute]
+    range_keys: list[KeyAttribute] = field(default_factory=list)
     projection_type: str = "ALL"  # ALL, KEYS_ONLY, INCLUDE
     non_key_attributes: list[str] = field(default_factory=list)
-    status: str = "ACTIVE"
+    status: str = "ACTIVE"  # CREATING (online creation, backfilling), ACTIVE
     read_capacity: int = 0
     write_capacity: int = 0
     index_id: int = 0
+    last_increase: float | None = None
+    last_decrease: float | None = None
+    decreases_today: int = 0
+
+    @property
+    def is_global(self) -> bool:
+        return self.kind == "GLOBAL"
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.hash_keys) + tuple(a.name for a in self.range_keys)
+
+    def key_schema_wire(self) -> list[dict[str, str]]:
+        return ([{"AttributeName": a.name, "KeyType": "HASH"} for a in self.hash_keys]
+                + [{"AttributeName": a.name, "KeyType": "RANGE"} for a in self.range_keys])
+
+    def projection_wire(self) -> dict[str, Any]:
+        projection: dict[str, Any] = {"ProjectionType": self.projection_type}
+        if self.projection_type == "INCLUDE":
+            projection["NonKeyAttributes"] = list(self.non_key_attributes)
+        return projection
 
 
 @dataclass(slots=True)
@@ -58,6 +84,7 @@ class TableMeta:
     table_class: str | None = None
     deletion_protection: bool = False
     indexes: list[IndexMeta] = field(default_factory=list)
+    next_index_id: int = 1
     region: str = "us-east-1"
     account: str = "000000000000"
 
@@ -84,6 +111,12 @@ class TableMeta:
             schema.append({"AttributeName": self.range_key.name, "KeyType": "RANGE"})
         return schema
 
+    def index(self, name: str) -> IndexMeta | None:
+        for index in self.indexes:
+            if index.name == name:
+                return index
+        return None
+
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))
 
@@ -95,9 +128,8 @@ class TableMeta:
             raw["range_key"] = KeyAttribute(**raw["range_key"])
         indexes = []
         for index in raw.get("indexes", []):
-            index["hash_key"] = KeyAttribute(**index["hash_key"])
-            if index["range_key"] is not None:
-                index["range_key"] = KeyAttribute(**index["range_key"])
+            index["hash_keys"] = [KeyAttribute(**a) for a in index["hash_keys"]]
+            index["range_keys"] = [KeyAttribute(**a) for a in index["range_keys"]]
             indexes.append(IndexMeta(**index))
         raw["indexes"] = indexes
         return cls(**raw)

@@ -1,0 +1,296 @@
+"""Query and Scan with IndexName: key conditions on the index keys, projections, paging, capacity.
+
+An index read walks `Engine.index_query`/`index_scan` entries. Page size (1 MB) and read capacity count the
+projected entries' sizes. Items come back as projected; a local secondary index asked for attributes it does not
+project (Select ALL_ATTRIBUTES, or a projection or filter naming them) fetches each item from the table, charged
+to the table at one read of the whole item each (rounded up to 4 KB per item). A global secondary index cannot
+fetch: Select ALL_ATTRIBUTES on one that does not project ALL is refused, and other attributes are simply absent.
+LastEvaluatedKey holds the table key and the index key of the last entry evaluated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from openddb.api.common import capacity_with_indexes, invalid, key_value_bytes, read_units
+from openddb.api.context import RequestContext
+from openddb.errors import ValidationException
+from openddb.expressions import ExpressionAttributes, compile_key_condition
+from openddb.expressions.ast import ExpressionError, ValueRef
+from openddb.expressions.cache import condition_tree
+from openddb.expressions.compiler import invalid as invalid_expression
+from openddb.expressions.evaluate import compile_predicate
+from openddb.expressions.keycondition import _conjuncts, _operator_name, _split
+from openddb.model import AttributeValue, Item
+from openddb.model.indexes import component, encode_parts, projected_names
+from openddb.model.keys import encode_key, partition_hash
+from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
+from openddb.model.values import validate_item
+from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
+
+MAX_PAGE_BYTES = 1024 * 1024
+_NO_INDEX = "The table does not have the specified index: {}"
+_CONSISTENT_GSI = "Consistent reads are not supported on global secondary indexes"
+_BACKFILLING = "Cannot read from backfilling global secondary index"
+_SELECT_ALL = ("Select type ALL_ATTRIBUTES is not supported for global secondary index {} because its projection "
+               "type is not ALL")
+_TYPE_MISMATCH = "Condition parameter type does not match schema type"
+_START_SCHEMA = "The provided starting key is invalid: The provided key element does not match the schema"
+_START_OUTSIDE = "The provided starting key is outside query boundaries based on provided condition"
+
+
+def index_for_read(meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
+    """The index a Query/Scan names, with DynamoDB's refusals for reads it cannot serve."""
+    name = request["IndexName"]
+    index = meta.index(name)
+    if index is None:
+        raise ValidationException(_NO_INDEX.format(name))
+    if index.is_global:
+        if request.get("ConsistentRead"):
+            raise ValidationException(_CONSISTENT_GSI)
+        if index.status != "ACTIVE":
+            raise ValidationException(_BACKFILLING)
+        if request.get("Select") == "ALL_ATTRIBUTES" and index.projection_type != "ALL":
+            raise invalid(_SELECT_ALL.format(name))
+    return index
+
+
+def check_filter_names(index: IndexMeta, names: set[str]) -> None:
+    for name in index.key_names:
+        if name in names:
+            raise ValidationException(
+                f"Filter Expression can only contain non-primary key attributes: Primary key attribute: {name}")
+
+
+def needs_fetch(meta: TableMeta, index: IndexMeta, request: dict[str, Any], wanted: set[str]) -> bool:
+    """True if an LSI read must fetch items from the table: attributes it does not project are asked for."""
+    if index.is_global or index.projection_type == "ALL":
+        return False
+    if request.get("Select") == "ALL_ATTRIBUTES":
+        return True
+    held = projected_names(meta, index)
+    return held is not None and bool(wanted - held)
+
+
+# --- key conditions ------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class IndexKeyRange:
+    h: int
+    pk: bytes
+    sort: SortRange
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+def _range(op: str, values: list[bytes], prefix: bytes, multi: bool) -> SortRange:
+    """The byte range of `prefix` + one more sort-key component under `op` (see model/indexes.py)."""
+    term = (lambda e: component(e)) if multi else (lambda e: e)
+    first = prefix + term(values[0])
+    whole_low: bytes | None = prefix or None
+    whole_high = _prefix_end(prefix) if prefix else None
+    if op == "=":
+        return SortRange(first, True, _prefix_end(first), False) if multi else SortRange(first, True, first, True)
+    upper_of_first = _prefix_end(first) if multi else first  # everything equal to values[0] lies below this
+    if op == "<":
+        return SortRange(whole_low, True, first, False)
+    if op == "<=":
+        return SortRange(whole_low, True, upper_of_first, not multi)
+    if op == ">":
+        return SortRange(upper_of_first, multi, whole_high, False)
+    if op == ">=":
+        return SortRange(first, True, whole_high, False)
+    if op == "BETWEEN":
+        high = prefix + term(values[1])
+        return SortRange(first, True, _prefix_end(high) if multi else high, not multi)
+    # begins_with: no terminator, so every component starting with the value matches
+    start = prefix + (values[0].replace(b"\x00", b"\x00\xff") if multi else values[0])
+    return SortRange(start, True, _prefix_end(start), False)
+
+
+def _typed(attribute: KeyAttribute, value: AttributeValue) -> AttributeValue:
+    if attribute.type not in value:
+        raise invalid(_TYPE_MISMATCH)
+    return value
+
+
+def key_range(index: IndexMeta, text: str, attrs: ExpressionAttributes) -> IndexKeyRange:
+    """Compile a KeyConditionExpression against an index's (possibly multi-attribute) key schema."""
+    if len(index.hash_keys) == 1 and len(index.range_keys) <= 1:
+        range_key = index.range_keys[0] if index.range_keys else None
+        condition = compile_key_condition(text, attrs, index.hash_keys[0].name,
+                                          range_key.name if range_key else None)
+        hash_values = [_typed(index.hash_keys[0], condition.hash_value)]
+        clauses = [] if condition.range_op is None or range_key is None else [
+            (condition.range_op, [_typed(range_key, v) for v in condition.range_values])]
+    else:
+        hash_values, clauses = _multi_key_condition(index, text, attrs)
+    key_value_bytes(index.hash_keys[0].name, hash_values[0], is_hash=True)  # empty/oversize checks
+    pk = encode_parts(hash_values)
+    multi = len(index.range_keys) > 1
+    prefix = b""
+    for _op, values in clauses[:-1]:
+        prefix += component(encode_key(values[0]))
+    sort = SortRange(prefix or None, True, _prefix_end(prefix) if prefix else None, False)
+    if clauses:
+        op, values = clauses[-1]
+        sort = _range(op, [encode_key(v) for v in values], prefix, multi)
+    return IndexKeyRange(partition_hash(pk), pk, sort)
+
+
+def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttributes
+                         ) -> tuple[list[AttributeValue], list[tuple[str, list[AttributeValue]]]]:
+    """Multi-attribute keys: every partition-key attribute with `=`; sort-key attributes constrained left to
+    right without gaps, all with `=` but the last one."""
+    kind = "KeyConditionExpression"
+    try:
+        tree = condition_tree(text)
+        conjuncts: list[Any] = []
+        _conjuncts(tree, conjuncts)
+        for node in conjuncts:
+            name = _operator_name(node)
+            if name is not None:
+                raise ExpressionError(f"Invalid operator used in {kind}: {name}")
+        compile_predicate(tree, attrs)
+        found: dict[str, tuple[str, list[AttributeValue]]] = {}
+        for node in conjuncts:
+            path, op, operands = _split(node)
+            resolved = attrs.path(path)
+            if len(resolved) > 1:
+                raise ExpressionError("KeyConditionExpressions cannot have conditions on nested attributes")
+            values = [attrs.value(o.name) for o in operands if isinstance(o, ValueRef)]
+            if len(values) != len(operands):
+                raise ValidationException("Query key condition not supported")
+            name = str(resolved[0])
+            if name in found:
+                raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
+            if name not in index.key_names:
+                raise ValidationException(f"Query condition missed key schema element: {name}")
+            found[name] = (op, values)
+    except ExpressionError as error:
+        raise invalid_expression(kind, error) from None
+    hash_values: list[AttributeValue] = []
+    for attribute in index.hash_keys:
+        if attribute.name not in found:
+            raise ValidationException(f"Query condition missed key schema element: {attribute.name}")
+        op, values = found[attribute.name]
+        if op != "=":
+            raise ValidationException("Query key condition not supported")
+        hash_values.append(_typed(attribute, values[0]))
+    clauses: list[tuple[str, list[AttributeValue]]] = []
+    for attribute in index.range_keys:
+        if attribute.name not in found:
+            break
+        op, values = found[attribute.name]
+        if clauses and clauses[-1][0] != "=":
+            raise ValidationException("Query key condition not supported")  # a range before the last one
+        clauses.append((op, [_typed(attribute, v) for v in values]))
+    constrained = len(index.hash_keys) + len(clauses)
+    if len(found) != constrained:
+        missing = next(a.name for a in index.range_keys[len(clauses):])
+        raise ValidationException(f"Query condition missed key schema element: {missing}")
+    return hash_values, clauses
+
+
+# --- start keys and pages ------------------------------------------------------------------------------------
+
+
+def _key_names(meta: TableMeta, index: IndexMeta) -> list[str]:
+    names = list(meta.key_names)
+    names.extend(n for n in index.key_names if n not in names)
+    return names
+
+
+def start_key(meta: TableMeta, index: IndexMeta, raw: Any) -> IndexKey:
+    """An ExclusiveStartKey for an index read: the table key plus the index key of an entry."""
+    try:
+        key = validate_item(raw, path="ExclusiveStartKey")
+    except ValidationException as error:
+        raise ValidationException(f"The provided starting key is invalid: {error.message}") from None
+    names = _key_names(meta, index)
+    types = {a.name: a.type for a in (meta.hash_key, meta.range_key, *index.hash_keys, *index.range_keys) if a}
+    if len(key) != len(names) or any(n not in key or types[n] not in key[n] for n in names):
+        raise ValidationException(_START_SCHEMA)
+    pk = encode_parts([key[a.name] for a in index.hash_keys])
+    sk = encode_parts([key[a.name] for a in index.range_keys]) if index.range_keys else b""
+    tpk = encode_key(key[meta.hash_key.name])
+    tsk = encode_key(key[meta.range_key.name]) if meta.range_key else b""
+    return IndexKey(partition_hash(pk), pk, sk, tpk, tsk)
+
+
+def check_query_start(start: IndexKey, where: IndexKeyRange) -> None:
+    if start.pk != where.pk:
+        raise ValidationException(_START_OUTSIDE)
+
+
+@dataclass(slots=True)
+class IndexReadPlan:
+    meta: TableMeta
+    index: IndexMeta
+    select: str
+    projection: Any
+    filter: Any
+    limit: int | None
+    consistent: bool
+    capacity_mode: str | None
+    fetch: bool
+
+
+def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> dict[str, Any]:
+    """Evaluate entries until Limit or 1 MB (both before the filter) and build the response."""
+    page: list[IndexRow] = []
+    size = 0
+    try:
+        for row in rows:
+            page.append(row)
+            size += row.size
+            if len(page) == plan.limit or size >= MAX_PAGE_BYTES:
+                break
+        full = len(page) == plan.limit or size >= MAX_PAGE_BYTES
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+    meta, index = plan.meta, plan.index
+    table_units = 0.0
+    fetched: list[Item | None] = []
+    if plan.fetch and page:
+        found = context.engine.get_many([(meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in page])
+        for table_row in found:
+            fetched.append(None if table_row is None else orjson.loads(table_row.data))
+            table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
+    items: list[Item] = []
+    count = 0
+    want_items = plan.select != "COUNT"
+    last_item: Item | None = None
+    for position, row in enumerate(page):
+        item = orjson.loads(row.data)
+        last_item = item
+        if plan.fetch and fetched[position] is not None:
+            item = fetched[position]
+        if plan.filter is not None and not plan.filter.evaluate(item):
+            continue
+        count += 1
+        if want_items:
+            items.append(item if plan.projection is None else plan.projection.apply(item))
+    response: dict[str, Any] = {}
+    if want_items:
+        response["Items"] = items
+    response["Count"] = count
+    response["ScannedCount"] = len(page)
+    if full and last_item is not None:
+        response["LastEvaluatedKey"] = {n: last_item[n] for n in _key_names(meta, index) if n in last_item}
+    index_units = {index.name: read_units(size, plan.consistent)}
+    consumed = capacity_with_indexes(meta, plan.capacity_mode, table_units, index_units, read=True)
+    if consumed is not None:
+        response["ConsumedCapacity"] = consumed
+    return response

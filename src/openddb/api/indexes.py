@@ -1,0 +1,346 @@
+"""Secondary index definitions: CreateTable's and UpdateTable's index parts, their descriptions, online creation.
+
+Online creation (UpdateTable GlobalSecondaryIndexUpdates Create): the new index is committed to the catalog as
+CREATING first, so from that moment every write maintains it (`Engine.write`); then existing items are backfilled
+in chunks of `BACKFILL_CHUNK` rows, each chunk one short write transaction (`Engine.backfill_index`), scheduled
+one after another with `loop.call_soon` on the server's event loop, so requests keep being served between chunks.
+A chunk recomputes entries from the items' current state and is idempotent, so writes racing the backfill can
+neither lose nor duplicate an entry. When a chunk finds no rows left the index becomes ACTIVE. A backfill cut
+short (a restart) resumes from the start when the index is next described or read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
+from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
+from openddb.storage.base import Engine, StorageKey
+
+log = logging.getLogger("openddb.indexes")
+
+MAX_GSIS = 20
+MAX_LSIS = 5
+MAX_PROJECTED_ATTRIBUTES = 100
+MAX_KEY_ATTRIBUTES = 4  # per partition key and per sort key of a multi-attribute GSI key
+BACKFILL_CHUNK = 256
+# Seconds to wait between backfill chunks: 0 in service; tests raise it to widen the window of online creation.
+BACKFILL_PAUSE = float(os.environ.get("OPENDDB_BACKFILL_PAUSE", "0"))
+_MAX_THROUGHPUT = 40_000
+
+_KEY_ELEMENT = v.Struct({
+    "AttributeName": v.Str(required=True, min_len=1, max_len=255),
+    "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
+})
+_THROUGHPUT = v.Struct({
+    "ReadCapacityUnits": v.Int(required=True, minimum=1),
+    "WriteCapacityUnits": v.Int(required=True, minimum=1),
+})
+_PROJECTION = v.Struct({
+    "ProjectionType": v.Str(enum=("ALL", "KEYS_ONLY", "INCLUDE")),
+    "NonKeyAttributes": v.List(v.Str(min_len=1, max_len=255), min_len=1, max_len=20),
+}, required=True)
+_INDEX_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN)
+# Multi-attribute keys: a GSI KeySchema may hold up to four HASH and four RANGE elements.
+GSI = v.Struct({
+    "IndexName": _INDEX_NAME,
+    "KeySchema": v.List(_KEY_ELEMENT, required=True, min_len=1, max_len=2 * MAX_KEY_ATTRIBUTES),
+    "Projection": _PROJECTION,
+    "ProvisionedThroughput": _THROUGHPUT,
+})
+LSI = v.Struct({
+    "IndexName": _INDEX_NAME,
+    "KeySchema": v.List(_KEY_ELEMENT, required=True, min_len=1, max_len=2),
+    "Projection": _PROJECTION,
+})
+GSI_UPDATES = v.List(v.Struct({
+    "Create": GSI,
+    "Update": v.Struct({"IndexName": _INDEX_NAME, "ProvisionedThroughput": v.Struct(_THROUGHPUT.fields,
+                                                                                    required=True)}),
+    "Delete": v.Struct({"IndexName": _INDEX_NAME}),
+}))
+ONE_ONLINE_INDEX = "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
+
+
+def _invalid(detail: str) -> ValidationException:
+    return ValidationException(f"One or more parameter values were invalid: {detail}")
+
+
+# --- definitions ---------------------------------------------------------------------------------------------
+
+
+def _key_schema(name: str, schema: list[dict[str, str]], types: dict[str, str],
+                local: bool) -> tuple[list[KeyAttribute], list[KeyAttribute]]:
+    """An index KeySchema checked against AttributeDefinitions: HASH elements first, then RANGE elements."""
+    if schema[0]["KeyType"] != "HASH":
+        raise ValidationException("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+    hashes = [e for e in schema if e["KeyType"] == "HASH"]
+    ranges = [e for e in schema if e["KeyType"] == "RANGE"]
+    if schema != hashes + ranges:
+        # Best guess at the wording.
+        raise ValidationException("Invalid KeySchema: The KeySchemaElements of HASH key type must precede those "
+                                  "of RANGE key type")
+    if local and len(hashes) != 1:
+        raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+    if len(hashes) > MAX_KEY_ATTRIBUTES or len(ranges) > MAX_KEY_ATTRIBUTES:
+        raise _invalid(f"Index KeySchema can have at most {MAX_KEY_ATTRIBUTES} HASH and {MAX_KEY_ATTRIBUTES} RANGE "
+                       f"key attributes for index: {name}")  # best guess
+    names = [e["AttributeName"] for e in schema]
+    if len(set(names)) != len(names):
+        raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+    for element in schema:
+        if element["AttributeName"] not in types:
+            raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
+    return ([KeyAttribute(e["AttributeName"], types[e["AttributeName"]]) for e in hashes],
+            [KeyAttribute(e["AttributeName"], types[e["AttributeName"]]) for e in ranges])
+
+
+def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
+    kind = projection.get("ProjectionType")
+    non_key = projection.get("NonKeyAttributes")
+    if kind is None:
+        raise _invalid("Unknown ProjectionType: null")  # best guess
+    if kind == "INCLUDE" and not non_key:
+        raise _invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+    if kind != "INCLUDE" and non_key is not None:
+        raise _invalid(f"ProjectionType is {kind}, but NonKeyAttributes is specified")
+    return kind, list(non_key or [])
+
+
+def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str) -> tuple[int, int]:
+    throughput = spec.get("ProvisionedThroughput")
+    if billing_mode == "PAY_PER_REQUEST":
+        if throughput is not None:
+            raise _invalid(f"ProvisionedThroughput should not be specified for index: {name} when BillingMode is "
+                           "PAY_PER_REQUEST")
+        return 0, 0
+    if throughput is None:
+        raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")  # best guess
+    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
+    for unit, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
+        if value > _MAX_THROUGHPUT:
+            raise LimitExceededException(
+                f"Subscriber limit exceeded: Provisioned throughput for {unit} exceeds the maximum allowed "
+                f"per table ({_MAX_THROUGHPUT})")
+    return read, write
+
+
+def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int) -> IndexMeta:
+    name = spec["IndexName"]
+    hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=False)
+    kind, non_key = _projection(spec["Projection"])
+    read, write = _index_throughput(name, spec, billing_mode)
+    return IndexMeta(name, "GLOBAL", hashes, ranges, kind, non_key, "ACTIVE", read, write, index_id)
+
+
+def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_key: KeyAttribute,
+                         range_key: KeyAttribute | None, billing_mode: str) -> list[IndexMeta]:
+    """The indexes a CreateTable request defines, validated as DynamoDB does (the shape already checked)."""
+    gsis: list[dict[str, Any]] | None = request.get("GlobalSecondaryIndexes")
+    lsis: list[dict[str, Any]] | None = request.get("LocalSecondaryIndexes")
+    if gsis == []:
+        raise _invalid("List of GlobalSecondaryIndexes is empty")  # best guess
+    if lsis == []:
+        raise _invalid("List of LocalSecondaryIndexes is empty")  # best guess
+    gsis, lsis = gsis or [], lsis or []
+    if lsis and range_key is None:
+        raise _invalid("Table KeySchema does not have a range key, which is required when specifying a "
+                       "LocalSecondaryIndex")
+    if len(gsis) > MAX_GSIS:
+        raise _invalid(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")  # best guess
+    if len(lsis) > MAX_LSIS:
+        raise _invalid(f"LocalSecondaryIndex count exceeds the per-table limit of {MAX_LSIS}")  # best guess
+    indexes: list[IndexMeta] = []
+    seen: set[str] = set()
+    for spec in lsis:
+        name = spec["IndexName"]
+        if name in seen:
+            raise _invalid(f"Duplicate index name: {name}")  # best guess
+        seen.add(name)
+        hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=True)
+        if not ranges:
+            raise _invalid(f"Index KeySchema does not have a range key for index: {name}")  # best guess
+        if hashes[0].name != hash_key.name:
+            raise _invalid(f"Index KeySchema does not have the same leading hash key as table KeySchema for index: "
+                           f"{name}. index hash key: {hashes[0].name}, table hash key: {hash_key.name}")  # best guess
+        kind, non_key = _projection(spec["Projection"])
+        indexes.append(IndexMeta(name, "LOCAL", hashes, ranges, kind, non_key, index_id=len(indexes) + 1))
+    for spec in gsis:
+        if spec["IndexName"] in seen:
+            raise _invalid(f"Duplicate index name: {spec['IndexName']}")
+        seen.add(spec["IndexName"])
+        indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1))
+    projected = sum(len(index.non_key_attributes) for index in indexes)
+    if projected > MAX_PROJECTED_ATTRIBUTES:
+        raise _invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
+                       f"number of projected attributes: {projected}")  # best guess
+    used = {hash_key.name} | ({range_key.name} if range_key else set())
+    for index in indexes:
+        used.update(index.key_names)
+    if set(types) - used:
+        raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(sorted(types))}], "
+                       f"keys used: [{', '.join(sorted(used))}]")
+    return indexes
+
+
+# --- descriptions --------------------------------------------------------------------------------------------
+
+
+def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
+                     counts: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """The GlobalSecondaryIndexes / LocalSecondaryIndexes members of a TableDescription."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for index in meta.indexes:
+        count, size = engine.index_stats(meta, index) if counts else (0, 0)
+        description: dict[str, Any] = {
+            "IndexName": index.name,
+            "KeySchema": index.key_schema_wire(),
+            "Projection": index.projection_wire(),
+        }
+        if index.is_global:
+            status = "CREATING" if creating else index.status
+            description["IndexStatus"] = status
+            if status == "CREATING" and not creating:
+                description["Backfilling"] = True
+                schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
+            throughput: dict[str, Any] = {"NumberOfDecreasesToday": index.decreases_today,
+                                          "ReadCapacityUnits": index.read_capacity,
+                                          "WriteCapacityUnits": index.write_capacity}
+            if index.last_increase is not None:
+                throughput["LastIncreaseDateTime"] = index.last_increase
+            if index.last_decrease is not None:
+                throughput["LastDecreaseDateTime"] = index.last_decrease
+            description["ProvisionedThroughput"] = throughput
+        description["IndexSizeBytes"] = size
+        description["ItemCount"] = count
+        description["IndexArn"] = f"{meta.arn}/index/{index.name}"
+        out.setdefault("GlobalSecondaryIndexes" if index.is_global else "LocalSecondaryIndexes", []).append(
+            description)
+    return out
+
+
+# --- UpdateTable ---------------------------------------------------------------------------------------------
+
+
+def _find(meta: TableMeta, name: str) -> IndexMeta:
+    index = meta.index(name)
+    if index is None or not index.is_global:
+        # Best guess at the wording.
+        raise ResourceNotFoundException(f"Requested resource not found: Index: {name} not found")
+    return index
+
+
+def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) -> tuple[list[IndexMeta], list[int]]:
+    """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped."""
+    updates: list[dict[str, Any]] = request["GlobalSecondaryIndexUpdates"]
+    for update in updates:
+        if sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None) != 1:
+            raise _invalid("One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or "
+                           "GlobalSecondaryIndexUpdate.Delete must be specified")  # best guess
+    online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
+    if len(online) > 1 or (online and any(i.status == "CREATING" for i in meta.indexes)):
+        raise LimitExceededException(ONE_ONLINE_INDEX)
+    types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
+    created: list[IndexMeta] = []
+    dropped: list[int] = []
+    for update in updates:
+        if update.get("Create") is not None:
+            spec = update["Create"]
+            if meta.index(spec["IndexName"]) is not None:
+                raise ValidationException("Attempting to create an index which already exists")
+            if sum(1 for i in meta.indexes if i.is_global) >= MAX_GSIS:
+                raise LimitExceededException(f"Subscriber limit exceeded: the number of global secondary indexes "
+                                             f"per table is limited to {MAX_GSIS}")  # best guess
+            defined = {d["AttributeName"]: d["AttributeType"] for d in request.get("AttributeDefinitions") or []}
+            keys = [e["AttributeName"] for e in spec["KeySchema"]]
+            missing = [k for k in keys if k not in defined]
+            if missing:
+                raise _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
+                               f"[{', '.join(missing)}], AttributeDefinitions: [{', '.join(defined)}]")
+            for name, kind in defined.items():
+                if types.get(name, kind) != kind:
+                    raise _invalid(f"Cannot change the type of an attribute that is already defined: {name}")
+            index = parse_gsi(spec, {**types, **defined}, meta.billing_mode, meta.next_index_id)
+            index.status = "CREATING"
+            meta.next_index_id += 1
+            for name in keys:
+                if name not in types:
+                    types[name] = defined[name]
+                    meta.attribute_definitions.append({"AttributeName": name, "AttributeType": defined[name]})
+            meta.indexes.append(index)
+            created.append(index)
+        elif update.get("Delete") is not None:
+            index = _find(meta, update["Delete"]["IndexName"])
+            meta.indexes.remove(index)
+            dropped.append(index.index_id)
+            used = set(meta.key_names)
+            for other in meta.indexes:
+                used.update(other.key_names)
+            meta.attribute_definitions = [d for d in meta.attribute_definitions if d["AttributeName"] in used]
+        else:
+            spec = update["Update"]
+            index = _find(meta, spec["IndexName"])
+            if meta.billing_mode == "PAY_PER_REQUEST":
+                raise _invalid(f"ProvisionedThroughput should not be specified for index: {index.name} when "
+                               "BillingMode is PAY_PER_REQUEST")
+            read, write = _index_throughput(index.name, spec, "PROVISIONED")
+            if read > index.read_capacity or write > index.write_capacity:
+                index.last_increase = now
+            if read < index.read_capacity or write < index.write_capacity:
+                index.last_decrease = now
+                index.decreases_today += 1
+            index.read_capacity, index.write_capacity = read, write
+    return created, dropped
+
+
+# --- online creation -----------------------------------------------------------------------------------------
+
+_RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
+
+
+def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:
+    """Start filling a CREATING index from the table's items (see the module docstring); no-op if running."""
+    job = (meta.uuid, index.index_id)
+    if job in _RUNNING:
+        return
+    _RUNNING.add(job)
+    name, uuid, index_id = meta.name, meta.uuid, index.index_id
+    after: StorageKey | None = None
+
+    def step() -> bool:
+        """One chunk; True while more remain."""
+        nonlocal after
+        current = engine.get_table(name)
+        target = None if current is None or current.uuid != uuid else next(
+            (i for i in current.indexes if i.index_id == index_id), None)
+        if current is None or target is None or target.status != "CREATING":
+            _RUNNING.discard(job)
+            return False
+        after = engine.backfill_index(current, target, after, BACKFILL_CHUNK)
+        if after is not None:
+            return True
+        target.status = "ACTIVE"
+        engine.update_table(current)
+        _RUNNING.discard(job)
+        return False
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no server loop (a direct call): fill synchronously
+        while step():
+            pass
+        return
+
+    def run() -> None:
+        try:
+            if step():
+                loop.call_later(BACKFILL_PAUSE, run) if BACKFILL_PAUSE else loop.call_soon(run)
+        except Exception:
+            _RUNNING.discard(job)
+            log.exception("backfill of index %s of table %s failed", index.name, name)
+
+    loop.call_soon(run)

@@ -1,0 +1,188 @@
+"""Secondary indexes for the SQLite engine (a mixin of `SQLiteEngine`).
+
+Layout: every entry of every index lives in `index_entries`, a WITHOUT ROWID B-tree keyed
+`(tid, iid, h, pk, sk, tpk, tsk)`: (h, pk, sk) is the index key as `model.indexes.entry_of` encodes it and
+(tpk, tsk) the item's table key, so many items may share one index key (GSIs) and a Query on an index is a range
+read on one `(tid, iid, h, pk)` prefix. `data` is the projected item's JSON and `size` its DynamoDB size, which is
+what index reads count and charge.
+
+Maintenance runs inside `SQLiteEngine.write`'s transaction (`_maintain_indexes`, once per changed item), so an
+index never shows a state the table never had. It uses the index list the catalog holds *inside* that
+transaction: another process may have created an index after this request read its TableMeta, and the write must
+still maintain it, or an item the backfill has already passed would be missed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from openddb.errors import ItemCollectionSizeLimitExceededException
+from openddb.model import Item
+from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
+from openddb.model.schema import IndexMeta, TableMeta
+from openddb.model.values import item_size
+from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
+
+INDEX_SCHEMA = """;
+CREATE TABLE IF NOT EXISTS index_entries (
+    tid INTEGER NOT NULL, iid INTEGER NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL, sk BLOB NOT NULL,
+    tpk BLOB NOT NULL, tsk BLOB NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (tid, iid, h, pk, sk, tpk, tsk)
+) WITHOUT ROWID
+"""
+
+_PUT = ("INSERT OR REPLACE INTO index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_DELETE = "DELETE FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=? AND sk=? AND tpk=? AND tsk=?"
+_ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording
+
+
+class SQLiteIndexes:
+    """Index storage and maintenance; mixed into SQLiteEngine, whose connection and catalog cache it uses."""
+
+    _db: sqlite3.Connection
+    _tables: dict[str, TableMeta]
+    _signal: Any  # SQLiteEngine's _CatalogSignal
+    supports_indexes = True
+
+    # Provided by SQLiteEngine: commit a pending group, and the writer-locked transaction bracket.
+    def flush(self) -> None: ...
+    def _begin(self) -> None: ...
+    def _commit(self) -> None: ...
+    def _rollback(self) -> None: ...
+
+    # --- maintenance (inside write's transaction) ---------------------------------------------------
+    def _live_table(self, table: TableMeta) -> TableMeta | None:
+        """`table` if the catalog has not changed since this process last loaded it, else the committed one."""
+        signal = self._signal
+        current = signal.current()
+        if current == signal.seen:  # an 8-byte compare: no process committed DDL since our descriptions were read
+            return table
+        # Another process changed the catalog (we hold the writer lock, so its commit is complete): drop every
+        # cached description and use the committed one of this table.
+        signal.seen = current
+        self._tables.clear()
+        row = self._db.execute("SELECT meta FROM tables WHERE tid=?", (table.table_id,)).fetchone()
+        return None if row is None else TableMeta.from_json(row[0])
+
+    def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None, new: Item | None) -> None:
+        """Replace `old`'s index entries by `new`'s; called by `write` for each item it changes."""
+        live = self._live_table(table)
+        if live is None or not live.indexes:
+            return
+        db = self._db
+        tid = live.table_id
+        has_local = False
+        # Sizes are counted once per item, not once per index (entry_of reuses them for ALL projections).
+        old_size = item_size(old) if old is not None else 0
+        new_size = item_size(new) if new is not None else 0
+        for index in live.indexes:
+            has_local = has_local or not index.is_global
+            before, after = entry_of(live, index, old, old_size), entry_of(live, index, new, new_size)
+            if before is not None and (after is None or (before.pk, before.sk) != (after.pk, after.sk)):
+                db.execute(_DELETE, (tid, index.index_id, before.h, before.pk, before.sk, key.pk, key.sk))
+                before = None
+            if after is not None and (before is None or before.item != after.item):
+                db.execute(_PUT, (tid, index.index_id, after.h, after.pk, after.sk, key.pk, key.sk, after.size,
+                                  orjson.dumps(after.item)))
+        if has_local and new is not None:
+            # The item row itself is written after this call: count the new item instead of the old one.
+            grown = self.collection_size(live, key.h, key.pk) - old_size + new_size
+            if new_size > old_size and grown > ITEM_COLLECTION_LIMIT:
+                    raise ItemCollectionSizeLimitExceededException(_ITEMS_COLLECTION_ERROR)
+
+    # --- reads --------------------------------------------------------------------------------------
+    def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+                    after: IndexKey | None) -> Iterator[IndexRow]:
+        clauses = ["tid=?", "iid=?", "h=?", "pk=?"]
+        params: list[object] = [meta.table_id, index.index_id, h, pk]
+        if sort.low is not None:
+            clauses.append("sk>=?" if sort.low_inclusive else "sk>?")
+            params.append(sort.low)
+        if sort.high is not None:
+            clauses.append("sk<=?" if sort.high_inclusive else "sk<?")
+            params.append(sort.high)
+        if after is not None:
+            clauses.append("(sk, tpk, tsk) > (?, ?, ?)" if forward else "(sk, tpk, tsk) < (?, ?, ?)")
+            params.extend((after.sk, after.tpk, after.tsk))
+        order = "ASC" if forward else "DESC"
+        sql = (f"SELECT sk, tpk, tsk, size, data FROM index_entries WHERE {' AND '.join(clauses)} "
+               f"ORDER BY sk {order}, tpk {order}, tsk {order}")
+        for sk, tpk, tsk, size, data in self._db.execute(sql, params):
+            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+
+    def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
+                   after: IndexKey | None) -> Iterator[IndexRow]:
+        sql = "SELECT h, pk, sk, tpk, tsk, size, data FROM index_entries WHERE tid=? AND iid=? AND h>=? AND h<?"
+        params: list[object] = [meta.table_id, index.index_id, h_low, h_high]
+        if after is not None:
+            sql += " AND (h, pk, sk, tpk, tsk) > (?, ?, ?, ?, ?)"
+            params.extend((after.h, after.pk, after.sk, after.tpk, after.tsk))
+        sql += " ORDER BY h, pk, sk, tpk, tsk"
+        for h, pk, sk, tpk, tsk, size, data in self._db.execute(sql, params):
+            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+
+    def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
+        count, size = self._db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM index_entries WHERE tid=? AND iid=?",
+            (meta.table_id, index.index_id)).fetchone()
+        return int(count), int(size)
+
+    def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
+        db = self._db
+        size = db.execute("SELECT coalesce(sum(size), 0) FROM items WHERE tid=? AND h=? AND pk=?",
+                          (meta.table_id, h, pk)).fetchone()[0]
+        for index in meta.indexes:
+            if not index.is_global:
+                size += db.execute(
+                    "SELECT coalesce(sum(size), 0) FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=?",
+                    (meta.table_id, index.index_id, h, pk)).fetchone()[0]
+        return int(size)
+
+    # --- online creation and deletion ---------------------------------------------------------------
+    def backfill_index(self, meta: TableMeta, index: IndexMeta, after: StorageKey | None,
+                       limit: int) -> StorageKey | None:
+        self.flush()
+        db = self._db
+        self._begin()
+        try:
+            row = db.execute("SELECT meta FROM tables WHERE tid=?", (meta.table_id,)).fetchone()
+            live = None if row is None else TableMeta.from_json(row[0])
+            current = None if live is None else next(
+                (i for i in live.indexes if i.index_id == index.index_id), None)
+            last: StorageKey | None = None
+            if live is not None and current is not None:
+                if after is None:
+                    rows = db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? ORDER BY h, pk, sk LIMIT ?",
+                                      (live.table_id, limit)).fetchall()
+                else:
+                    rows = db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? AND (h, pk, sk) > (?, ?, ?) "
+                                      "ORDER BY h, pk, sk LIMIT ?",
+                                      (live.table_id, after.h, after.pk, after.sk, limit)).fetchall()
+                for _h, pk, sk, data in rows:
+                    entry = entry_of(live, current, orjson.loads(data))
+                    if entry is not None:
+                        db.execute(_PUT, (live.table_id, current.index_id, entry.h, entry.pk, entry.sk, pk, sk,
+                                          entry.size, orjson.dumps(entry.item)))
+                if len(rows) == limit:
+                    last = StorageKey(rows[-1][0], rows[-1][1], rows[-1][2])
+            self._commit()
+        except BaseException:
+            self._rollback()
+            raise
+        return last
+
+    def drop_index(self, meta: TableMeta, index_id: int) -> None:
+        self.flush()
+        db = self._db
+        self._begin()
+        try:
+            db.execute("DELETE FROM index_entries WHERE tid=? AND iid=?", (meta.table_id, index_id))
+            self._commit()
+        except BaseException:
+            self._rollback()
+            raise

@@ -1,0 +1,169 @@
+"""Online index creation, deletion and throughput updates (UpdateTable GlobalSecondaryIndexUpdates)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.api.test_indexes import INVALID, defs, error_of, gsi, schema
+from tests.conftest import ServerProcess, make_client, unique_name
+
+CREATE_G = {"Create": gsi("byG", "g", ranges=0)}
+
+
+def base_table(ddb, items: int = 0) -> str:  # type: ignore[no-untyped-def]
+    name = unique_name("online")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S"),
+                     KeySchema=schema("pk", ranges=0))
+    for start in range(0, items, 25):
+        ddb.batch_write_item(RequestItems={name: [
+            {"PutRequest": {"Item": {"pk": {"S": f"k{n:05d}"}, "g": {"S": f"g{n % 7}"}}}}
+            for n in range(start, min(start + 25, items))]})
+    return name
+
+
+def wait_active(ddb, name: str, index: str) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for description in ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes", []):
+            if description["IndexName"] == index and description["IndexStatus"] == "ACTIVE":
+                return description  # type: ignore[no-any-return]
+        time.sleep(0.02)
+    raise AssertionError("index never became ACTIVE")
+
+
+def scan_index(ddb, name: str, index: str) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
+    items, start = [], None
+    while True:
+        page = ddb.scan(TableName=name, IndexName=index, **({"ExclusiveStartKey": start} if start else {}))
+        items.extend(page["Items"])
+        start = page.get("LastEvaluatedKey")
+        if start is None:
+            return items
+
+
+@pytest.fixture
+def slow_backfill(monkeypatch):  # type: ignore[no-untyped-def]
+    """A server whose backfill pauses 20 ms between chunks, so writes surely race it."""
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.02")
+    process = ServerProcess(None)
+    try:
+        yield process
+    finally:
+        process.stop()
+        output = process.output()
+        process.log.close()
+        assert "Traceback" not in output, output
+
+
+def test_online_creation_under_concurrent_writes(slow_backfill):
+    """Items written, moved and deleted while the index backfills are in it exactly once when it is ACTIVE."""
+    server = slow_backfill
+    ddb = make_client(server.endpoint)
+    name = base_table(ddb, 3000)
+    response = ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"),
+                                GlobalSecondaryIndexUpdates=[CREATE_G])
+    (created,) = response["TableDescription"]["GlobalSecondaryIndexes"]
+    assert created["IndexStatus"] == "CREATING" and created["Backfilling"] is True
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=name, IndexName="byG", KeyConditionExpression="g = :g",
+                  ExpressionAttributeValues={":g": {"S": "g1"}})
+    assert error_of(excinfo) == ("ValidationException", "Cannot read from backfilling global secondary index")
+
+    writer = make_client(server.endpoint)
+    stop = threading.Event()
+    rounds = [0]
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            rounds[0] = n
+            writer.put_item(TableName=name, Item={"pk": {"S": f"new{n:05d}"}, "g": {"S": "fresh"}})
+            writer.update_item(TableName=name, Key={"pk": {"S": f"k{(n * 7) % 3000:05d}"}},
+                               UpdateExpression="SET g = :m", ExpressionAttributeValues={":m": {"S": "moved"}})
+            writer.delete_item(TableName=name, Key={"pk": {"S": f"k{(n * 13 + 5) % 3000:05d}"}})
+            n += 1
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        wait_active(ddb, name, "byG")
+    finally:
+        stop.set()
+        thread.join()
+    assert rounds[0] > 0  # the writer really ran while the index was backfilling
+    table = {i["pk"]["S"]: i["g"]["S"] for i in scan_index_or_table(ddb, name)}
+    indexed = Counter(i["pk"]["S"] for i in scan_index(ddb, name, "byG"))
+    assert set(indexed) == set(table) and max(indexed.values()) == 1
+    assert {i["pk"]["S"]: i["g"]["S"] for i in scan_index(ddb, name, "byG")} == table
+
+
+def scan_index_or_table(ddb, name: str) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
+    items, start = [], None
+    while True:
+        page = ddb.scan(TableName=name, **({"ExclusiveStartKey": start} if start else {}))
+        items.extend(page["Items"])
+        start = page.get("LastEvaluatedKey")
+        if start is None:
+            return items
+
+
+def test_one_online_change_at_a_time(ddb):
+    """Only one index may be created or deleted per UpdateTable, and none while another is building."""
+    name = base_table(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S", h="S"), GlobalSecondaryIndexUpdates=[
+            CREATE_G, {"Create": gsi("byH", "h", ranges=0)}])
+    assert error_of(excinfo) == ("LimitExceededException", "Subscriber limit exceeded: Only 1 online index can be "
+                                 "created or deleted simultaneously per table")
+
+
+def test_create_needs_definitions_and_unique_name(ddb):
+    """A new index's key attributes must be defined; its name must be new."""
+    name = base_table(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[CREATE_G])
+    code, message = error_of(excinfo)
+    assert code == "ValidationException" and message.startswith(INVALID)
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    wait_active(ddb, name, "byG")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    assert error_of(excinfo) == ("ValidationException", "Attempting to create an index which already exists")
+
+
+def test_delete_index(ddb):
+    """Deleting an index removes it, its entries and its now unused attribute definition."""
+    name = base_table(ddb, 30)
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    assert wait_active(ddb, name, "byG")["ItemCount"] == 30
+    ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert "GlobalSecondaryIndexes" not in table
+    assert table["AttributeDefinitions"] == defs(pk="S")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=name, IndexName="byG")
+    assert error_of(excinfo) == ("ValidationException", "The table does not have the specified index: byG")
+    # A new index of the same name starts from the table's items, not the old entries.
+    ddb.put_item(TableName=name, Item={"pk": {"S": "late"}, "g": {"S": "x"}})
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    assert wait_active(ddb, name, "byG")["ItemCount"] == 31
+    assert len(scan_index(ddb, name, "byG")) == 31
+
+
+def test_update_index_throughput(ddb):
+    """Update changes a provisioned GSI's throughput."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+                     GlobalSecondaryIndexes=[{**gsi("byG", "g", ranges=0), "ProvisionedThroughput": {
+                         "ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}])
+    ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {
+        "IndexName": "byG", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 6}}}])
+    throughput = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (5, 6)
+    assert "LastIncreaseDateTime" in throughput

@@ -1,0 +1,202 @@
+"""Query and Scan on secondary indexes through boto3: key conditions, projections, paging, capacity."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.api.test_indexes import INVALID, defs, error_of, gsi, schema
+from tests.conftest import unique_name
+
+
+@pytest.fixture(scope="module")
+def shop(ddb) -> str:  # type: ignore[no-untyped-def]
+    """Orders by customer (pk) and id (sk); a KEYS_ONLY GSI, an INCLUDE GSI and an INCLUDE LSI."""
+    name = unique_name("shop")
+    ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=defs(pk="S", sk="S", status="S", amt="N", placed="S"),
+        KeySchema=schema("pk", "sk"),
+        GlobalSecondaryIndexes=[
+            gsi("byStatus", "status", "amt", projection={"ProjectionType": "KEYS_ONLY"}),
+            gsi("byStatusInc", "status", "amt", projection={"ProjectionType": "INCLUDE",
+                                                              "NonKeyAttributes": ["note"]}),
+        ],
+        LocalSecondaryIndexes=[{"IndexName": "byPlaced", "KeySchema": schema("pk", "placed"),
+                                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["note"]}}])
+    for n in range(10):
+        ddb.put_item(TableName=name, Item={
+            "pk": {"S": "c1" if n < 6 else "c2"}, "sk": {"S": f"o{n}"}, "status": {"S": "open" if n % 2 else "done"},
+            "amt": {"N": str(n * 10)}, "placed": {"S": f"2024-01-{10 - n:02d}"}, "note": {"S": f"n{n}"},
+            "big": {"S": "x" * 100}})
+    return name
+
+
+def values(**kwargs: str) -> dict:  # type: ignore[type-arg]
+    return {f":{k}": ({"N": v[1:]} if v.startswith("#") else {"S": v}) for k, v in kwargs.items()}
+
+
+def test_query_gsi_keys_only(ddb, shop):
+    """A KEYS_ONLY GSI returns table and index keys only, in index sort order, both directions."""
+    result = ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s AND amt > :t",
+                       ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="open", t="#20"))
+    assert [i["amt"]["N"] for i in result["Items"]] == ["30", "50", "70", "90"]
+    assert set(result["Items"][0]) == {"pk", "sk", "status", "amt"}
+    backwards = ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s",
+                          ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="open"),
+                          ScanIndexForward=False)
+    assert [i["amt"]["N"] for i in backwards["Items"]] == ["90", "70", "50", "30", "10"]
+
+
+def test_include_projection_and_projection_expression(ddb, shop):
+    """INCLUDE returns the keys plus its attributes; a ProjectionExpression on a GSI sees only those."""
+    result = ddb.query(TableName=shop, IndexName="byStatusInc", KeyConditionExpression="#s = :s AND amt = :t",
+                       ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="done", t="#40"))
+    assert result["Items"] == [{"pk": {"S": "c1"}, "sk": {"S": "o4"}, "status": {"S": "done"}, "amt": {"N": "40"},
+                                "note": {"S": "n4"}}]
+    projected = ddb.query(TableName=shop, IndexName="byStatusInc", KeyConditionExpression="#s = :s AND amt = :t",
+                          ExpressionAttributeNames={"#s": "status"}, ProjectionExpression="note, big",
+                          ExpressionAttributeValues=values(s="done", t="#40"))
+    assert projected["Items"] == [{"note": {"S": "n4"}}]
+
+
+def test_gsi_refusals(ddb, shop):
+    """ConsistentRead and Select ALL_ATTRIBUTES on a partial GSI, and unknown indexes, are refused."""
+    base = {"TableName": shop, "KeyConditionExpression": "#s = :s", "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": values(s="open")}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(IndexName="byStatus", ConsistentRead=True, **base)
+    assert error_of(excinfo) == ("ValidationException", "Consistent reads are not supported on global secondary "
+                                 "indexes")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(IndexName="byStatus", Select="ALL_ATTRIBUTES", **base)
+    assert error_of(excinfo) == ("ValidationException", INVALID + "Select type ALL_ATTRIBUTES is not supported for "
+                                 "global secondary index byStatus because its projection type is not ALL")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(IndexName="nope", **base)
+    assert error_of(excinfo) == ("ValidationException", "The table does not have the specified index: nope")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName="byStatus", ConsistentRead=True)
+    assert error_of(excinfo)[1] == "Consistent reads are not supported on global secondary indexes"
+
+
+def test_lsi_query_fetches_from_table(ddb, shop):
+    """An LSI serves its projection, allows ConsistentRead, and fetches whole items for ALL_ATTRIBUTES."""
+    projected = ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p AND placed < :d",
+                          ExpressionAttributeValues=values(p="c1", d="2024-01-07"), ConsistentRead=True)
+    assert [i["sk"]["S"] for i in projected["Items"]] == ["o5", "o4"]
+    assert "big" not in projected["Items"][0] and projected["Items"][0]["note"] == {"S": "n5"}
+    full = ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p AND placed < :d",
+                     ExpressionAttributeValues=values(p="c1", d="2024-01-07"), Select="ALL_ATTRIBUTES",
+                     ReturnConsumedCapacity="INDEXES")
+    assert full["Items"][0]["big"] == {"S": "x" * 100}
+    capacity = full["ConsumedCapacity"]
+    assert capacity["Table"]["CapacityUnits"] == 1.0  # two fetches of 0.5
+    assert capacity["LocalSecondaryIndexes"] == {"byPlaced": {"CapacityUnits": 0.5}}
+    assert capacity["CapacityUnits"] == 1.5
+
+
+def test_paging_carries_index_and_table_keys(ddb, shop):
+    """LastEvaluatedKey holds the table and index keys; paging visits every entry once."""
+    seen, start, pages = [], None, 0
+    while True:
+        kwargs = {"ExclusiveStartKey": start} if start else {}
+        page = ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s", Limit=2,
+                         ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="done"),
+                         **kwargs)
+        pages += 1
+        seen.extend(i["sk"]["S"] for i in page["Items"])
+        start = page.get("LastEvaluatedKey")
+        if start is None:
+            break
+        assert set(start) == {"pk", "sk", "status", "amt"}
+    assert seen == ["o0", "o2", "o4", "o6", "o8"] and pages == 3
+
+
+def test_scan_index_parallel(ddb, shop):
+    """Parallel segments of an index scan partition its entries."""
+    found = []
+    for segment in range(3):
+        result = ddb.scan(TableName=shop, IndexName="byStatus", Segment=segment, TotalSegments=3)
+        found.extend(i["sk"]["S"] for i in result["Items"])
+    assert sorted(found) == [f"o{n}" for n in range(10)]
+
+
+def test_filter_on_index_key_refused(ddb, shop):
+    """A Query filter may not name the index's key attributes."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s", FilterExpression="amt > :t",
+                  ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="open", t="#1"))
+    assert error_of(excinfo) == ("ValidationException", "Filter Expression can only contain non-primary key "
+                                 "attributes: Primary key attribute: amt")
+
+
+def test_read_capacity_counts_projected_size(ddb, shop):
+    """Index reads are charged on projected entries and reported per index with INDEXES."""
+    result = ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s",
+                       ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="open"),
+                       ReturnConsumedCapacity="INDEXES")
+    assert result["ConsumedCapacity"] == {"TableName": shop, "CapacityUnits": 0.5, "Table": {"CapacityUnits": 0.0},
+                                          "GlobalSecondaryIndexes": {"byStatus": {"CapacityUnits": 0.5}}}
+
+
+def test_write_capacity_per_index(ddb):
+    """Writes report index units: a put into an index, a key change as delete plus put, none when untouched."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", a="S", b="S"),
+                     KeySchema=schema("pk", ranges=0),
+                     GlobalSecondaryIndexes=[gsi("byA", "a", ranges=0), gsi("byB", "b", ranges=0)])
+    put = ddb.put_item(TableName=name, Item={"pk": {"S": "1"}, "a": {"S": "x"}}, ReturnConsumedCapacity="INDEXES")
+    assert put["ConsumedCapacity"] == {"TableName": name, "CapacityUnits": 2.0, "Table": {"CapacityUnits": 1.0},
+                                       "GlobalSecondaryIndexes": {"byA": {"CapacityUnits": 1.0}}}
+    moved = ddb.update_item(TableName=name, Key={"pk": {"S": "1"}}, UpdateExpression="SET a = :y",
+                            ExpressionAttributeValues={":y": {"S": "y"}}, ReturnConsumedCapacity="INDEXES")
+    assert moved["ConsumedCapacity"]["GlobalSecondaryIndexes"] == {"byA": {"CapacityUnits": 2.0}}
+    other = ddb.update_item(TableName=name, Key={"pk": {"S": "1"}}, UpdateExpression="SET c = :y",
+                            ExpressionAttributeValues={":y": {"S": "y"}}, ReturnConsumedCapacity="TOTAL")
+    assert other["ConsumedCapacity"] == {"TableName": name, "CapacityUnits": 2.0}  # ALL projection: byA rewritten
+    gone = ddb.delete_item(TableName=name, Key={"pk": {"S": "1"}}, ReturnConsumedCapacity="INDEXES")
+    assert gone["ConsumedCapacity"]["GlobalSecondaryIndexes"] == {"byA": {"CapacityUnits": 1.0}}
+
+
+def test_multi_attribute_keys(ddb):
+    """A GSI whose partition and sort keys are several attributes, queried left to right."""
+    name = unique_name()
+    ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=defs(id="S", tournament="S", rgn="S", round="S", bracket="N"),
+        KeySchema=schema("id", ranges=0),
+        GlobalSecondaryIndexes=[{"IndexName": "matches", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": schema("tournament", "rgn", "round", "bracket", ranges=2)}])
+    described = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["KeySchema"]
+    assert [e["KeyType"] for e in described] == ["HASH", "HASH", "RANGE", "RANGE"]
+    rows = [("w24", "eu", "final", 1), ("w24", "eu", "semi", 2), ("w24", "eu", "semi", 1), ("w24", "na", "semi", 1)]
+    for n, (t, r, rnd, b) in enumerate(rows):
+        ddb.put_item(TableName=name, Item={"id": {"S": f"m{n}"}, "tournament": {"S": t}, "rgn": {"S": r},
+                                           "round": {"S": rnd}, "bracket": {"N": str(b)}})
+    ddb.put_item(TableName=name, Item={"id": {"S": "sparse"}, "tournament": {"S": "w24"}, "rgn": {"S": "eu"}})
+
+    def query(condition: str, **vals: str) -> list[str]:
+        result = ddb.query(TableName=name, IndexName="matches", KeyConditionExpression=condition,
+                           ExpressionAttributeNames={"#r": "round"}, ExpressionAttributeValues=values(**vals))
+        return [i["id"]["S"] for i in result["Items"]]
+
+    assert query("tournament = :t AND rgn = :g AND #r = :r", t="w24", g="eu", r="semi") == ["m2", "m1"]
+    assert query("tournament = :t AND rgn = :g AND #r = :r AND bracket > :b", t="w24", g="eu", r="semi",
+                 b="#1") == ["m1"]
+    assert query("tournament = :t AND rgn = :g AND #r >= :r", t="w24", g="eu", r="semi") == ["m2", "m1"]
+    with pytest.raises(ClientError) as excinfo:
+        query("tournament = :t AND #r = :r", t="w24", r="semi")
+    assert error_of(excinfo) == ("ValidationException", "Query condition missed key schema element: rgn")
+
+
+def test_transaction_capacity_per_index(ddb):
+    """TransactWriteItems charges index writes at the transactional rate, per index, with INDEXES."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", a="S"),
+                     KeySchema=schema("pk", ranges=0), GlobalSecondaryIndexes=[gsi("byA", "a", ranges=0)])
+    result = ddb.transact_write_items(TransactItems=[{"Put": {"TableName": name, "Item": {
+        "pk": {"S": "1"}, "a": {"S": "x"}}}}], ReturnConsumedCapacity="INDEXES")
+    (consumed,) = result["ConsumedCapacity"]
+    assert consumed["CapacityUnits"] == 4.0 and consumed["Table"]["CapacityUnits"] == 2.0
+    assert consumed["GlobalSecondaryIndexes"] == {"byA": {"CapacityUnits": 2.0, "WriteCapacityUnits": 2.0}}

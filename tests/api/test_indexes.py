@@ -1,0 +1,286 @@
+"""Secondary index definitions and maintenance through boto3: CreateTable validation, DescribeTable, writes."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.conftest import unique_name
+
+INVALID = "One or more parameter values were invalid: "
+
+
+def error_of(excinfo) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    error = excinfo.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+def defs(**types: str) -> list[dict[str, str]]:
+    return [{"AttributeName": name, "AttributeType": kind} for name, kind in types.items()]
+
+
+def schema(*names: str, ranges: int = 1) -> list[dict[str, str]]:
+    """KeySchema with the last `ranges` names as RANGE elements (0: all HASH)."""
+    split = len(names) - ranges
+    return ([{"AttributeName": n, "KeyType": "HASH"} for n in names[:split]]
+            + [{"AttributeName": n, "KeyType": "RANGE"} for n in names[split:]])
+
+
+def gsi(name: str, *keys: str, ranges: int = 1, projection: dict | None = None) -> dict:  # type: ignore[type-arg]
+    return {"IndexName": name, "KeySchema": schema(*keys, ranges=ranges),
+            "Projection": projection or {"ProjectionType": "ALL"}}
+
+
+def single_table(ddb) -> str:  # type: ignore[no-untyped-def]
+    """The single-table design: PK/SK plus an overloaded GSI1PK/GSI1SK index."""
+    name = unique_name("single")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=defs(PK="S", SK="S", GSI1PK="S", GSI1SK="S"),
+                     KeySchema=schema("PK", "SK"), GlobalSecondaryIndexes=[gsi("GSI1", "GSI1PK", "GSI1SK")])
+    return name
+
+
+def create(ddb, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    kwargs.setdefault("TableName", unique_name())
+    kwargs.setdefault("BillingMode", "PAY_PER_REQUEST")
+    ddb.create_table(**kwargs)
+
+
+def rejected(ddb, **kwargs) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    with pytest.raises(ClientError) as excinfo:
+        create(ddb, **kwargs)
+    return error_of(excinfo)
+
+
+def test_create_and_describe(ddb):
+    """DescribeTable reports each index with its schema, projection, status, counts and ARN."""
+    name = unique_name()
+    created = ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S", g="N", l="S"),
+        KeySchema=schema("pk", "sk"),
+        GlobalSecondaryIndexes=[gsi("byG", "g", ranges=0, projection={"ProjectionType": "KEYS_ONLY"})],
+        LocalSecondaryIndexes=[{"IndexName": "byL", "KeySchema": schema("pk", "l"),
+                                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["x"]}}],
+    )["TableDescription"]
+    assert created["GlobalSecondaryIndexes"][0]["IndexStatus"] == "CREATING"
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "g": {"N": "5"}, "l": {"S": "z"}})
+    table = ddb.describe_table(TableName=name)["Table"]
+    (g,) = table["GlobalSecondaryIndexes"]
+    assert g["IndexName"] == "byG" and g["IndexStatus"] == "ACTIVE"
+    assert g["KeySchema"] == [{"AttributeName": "g", "KeyType": "HASH"}]
+    assert g["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert g["IndexArn"] == f"arn:aws:dynamodb:us-east-1:000000000000:table/{name}/index/byG"
+    assert g["ItemCount"] == 1 and g["IndexSizeBytes"] > 0
+    assert g["ProvisionedThroughput"] == {"NumberOfDecreasesToday": 0, "ReadCapacityUnits": 0,
+                                          "WriteCapacityUnits": 0}
+    (lsi,) = table["LocalSecondaryIndexes"]
+    assert lsi["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["x"]}
+    assert lsi["ItemCount"] == 1 and "IndexStatus" not in lsi
+
+
+def test_provisioned_gsi_throughput(ddb):
+    """A GSI on a provisioned table carries its own throughput."""
+    name = unique_name()
+    index = {**gsi("gs1", "g", ranges=0), "ProvisionedThroughput": {"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}}
+    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+                     GlobalSecondaryIndexes=[index])
+    throughput = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (3, 4)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"AttributeDefinitions": defs(pk="S", g="S", extra="S"), "KeySchema": schema("pk", ranges=0),
+      "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0)]},
+     INVALID + "Some AttributeDefinitions are not used. AttributeDefinitions: [extra, g, pk], keys used: [g, pk]"),
+    ({"AttributeDefinitions": defs(pk="S"), "KeySchema": schema("pk", ranges=0),
+      "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0)]},
+     "Invalid KeySchema: Some index key attribute have no definition"),
+    ({"AttributeDefinitions": defs(pk="S", l="S"), "KeySchema": schema("pk", ranges=0),
+      "LocalSecondaryIndexes": [gsi("ls1", "pk", "l")]},
+     INVALID + "Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex"),
+    ({"AttributeDefinitions": defs(pk="S", g="S"), "KeySchema": schema("pk", ranges=0),
+      "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0, projection={"ProjectionType": "INCLUDE"})]},
+     INVALID + "ProjectionType is INCLUDE, but NonKeyAttributes is not specified"),
+    ({"AttributeDefinitions": defs(pk="S", g="S"), "KeySchema": schema("pk", ranges=0),
+      "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0, projection={"ProjectionType": "ALL",
+                                                                       "NonKeyAttributes": ["a"]})]},
+     INVALID + "ProjectionType is ALL, but NonKeyAttributes is specified"),
+    ({"AttributeDefinitions": defs(pk="S", g="S"), "KeySchema": schema("pk", ranges=0),
+      "GlobalSecondaryIndexes": [{**gsi("gs1", "g", ranges=0),
+                                  "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}]},
+     INVALID + "ProvisionedThroughput should not be specified for index: gs1 when BillingMode is PAY_PER_REQUEST"),
+])
+def test_definition_errors(ddb, kwargs, message):
+    """Index definitions are validated with DynamoDB's messages."""
+    assert rejected(ddb, **kwargs) == ("ValidationException", message)
+
+
+def test_name_and_count_limits(ddb):
+    """Index names are unique across both kinds; at most 20 GSIs and 5 LSIs."""
+    code, message = rejected(ddb, AttributeDefinitions=defs(pk="S", sk="S", g="S"), KeySchema=schema("pk", "sk"),
+                             GlobalSecondaryIndexes=[gsi("same", "g", ranges=0)],
+                             LocalSecondaryIndexes=[gsi("same", "pk", "g")])
+    assert code == "ValidationException" and "same" in message
+    many = defs(pk="S", **{f"a{i}": "S" for i in range(21)})
+    code, message = rejected(ddb, AttributeDefinitions=many, KeySchema=schema("pk", ranges=0),
+                             GlobalSecondaryIndexes=[gsi(f"g{i:02d}", f"a{i}", ranges=0) for i in range(21)])
+    assert code == "ValidationException" and "20" in message
+
+
+def test_projected_attribute_limit(ddb):
+    """At most 100 NonKeyAttributes summed across all indexes."""
+    projection = {"ProjectionType": "INCLUDE", "NonKeyAttributes": [f"n{i}" for i in range(20)]}
+    code, message = rejected(ddb, AttributeDefinitions=defs(pk="S", **{f"a{i}": "S" for i in range(6)}),
+                             KeySchema=schema("pk", ranges=0),
+                             GlobalSecondaryIndexes=[gsi(f"gx{i}", f"a{i}", ranges=0, projection=projection)
+                                                     for i in range(6)])
+    assert code == "ValidationException" and "100" in message
+
+
+def test_lsi_needs_table_hash_key(ddb):
+    """An LSI shares the table's partition key."""
+    code, message = rejected(ddb, AttributeDefinitions=defs(pk="S", sk="S", other="S"), KeySchema=schema("pk", "sk"),
+                             LocalSecondaryIndexes=[gsi("ls1", "other", "sk")])
+    assert code == "ValidationException" and "ls1" in message
+
+
+def test_index_key_type_mismatch_rejected(ddb):
+    """A write whose index key attribute has the wrong type is refused and nothing is written."""
+    name = single_table(ddb)
+    item = {"PK": {"S": "u#1"}, "SK": {"S": "profile"}, "GSI1PK": {"N": "1"}}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=name, Item=item)
+    assert error_of(excinfo) == ("ValidationException", INVALID + "Type mismatch for Index Key GSI1PK Expected: S "
+                                 "Actual: N IndexName: GSI1")
+    assert "Item" not in ddb.get_item(TableName=name, Key={"PK": {"S": "u#1"}, "SK": {"S": "profile"}})
+    ddb.put_item(TableName=name, Item={"PK": {"S": "u#1"}, "SK": {"S": "profile"}})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=name, Key={"PK": {"S": "u#1"}, "SK": {"S": "profile"}},
+                        UpdateExpression="SET GSI1SK = :v", ExpressionAttributeValues={":v": {"B": b"x"}})
+    assert error_of(excinfo)[1] == INVALID + "Type mismatch for Index Key GSI1SK Expected: S Actual: B IndexName: GSI1"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": item}}]})
+    assert error_of(excinfo)[0] == "ValidationException"
+
+
+def test_empty_index_key_rejected(ddb):
+    """An empty string in an index key attribute is refused."""
+    name = single_table(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=name, Item={"PK": {"S": "a"}, "SK": {"S": "b"}, "GSI1PK": {"S": ""}})
+    assert error_of(excinfo) == (
+        "ValidationException", "One or more parameter values are not valid. A value specified for a secondary index "
+        "key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. "
+        "IndexName: GSI1, IndexKey: GSI1PK")
+
+
+def test_sparse_and_overloaded_index(ddb):
+    """Items without the index keys stay out of the index; one GSI serves several entity types."""
+    name = single_table(ddb)
+    writes = [
+        {"PK": {"S": "USER#1"}, "SK": {"S": "PROFILE"}, "GSI1PK": {"S": "ORG#a"}, "GSI1SK": {"S": "USER#1"}},
+        {"PK": {"S": "USER#2"}, "SK": {"S": "PROFILE"}, "GSI1PK": {"S": "ORG#a"}, "GSI1SK": {"S": "USER#2"}},
+        {"PK": {"S": "ORDER#9"}, "SK": {"S": "META"}, "GSI1PK": {"S": "USER#1"}, "GSI1SK": {"S": "ORDER#9"}},
+        {"PK": {"S": "USER#3"}, "SK": {"S": "PROFILE"}, "GSI1PK": {"S": "ORG#a"}},  # no sort key: not indexed
+        {"PK": {"S": "LOG#1"}, "SK": {"S": "X"}},
+    ]
+    for item in writes:
+        ddb.put_item(TableName=name, Item=item)
+    org = ddb.query(TableName=name, IndexName="GSI1", KeyConditionExpression="GSI1PK = :o",
+                    ExpressionAttributeValues={":o": {"S": "ORG#a"}})
+    assert [i["PK"]["S"] for i in org["Items"]] == ["USER#1", "USER#2"]
+    orders = ddb.query(TableName=name, IndexName="GSI1", KeyConditionExpression="GSI1PK = :u AND "
+                       "begins_with(GSI1SK, :p)", ExpressionAttributeValues={":u": {"S": "USER#1"},
+                                                                            ":p": {"S": "ORDER#"}})
+    assert [i["PK"]["S"] for i in orders["Items"]] == ["ORDER#9"]
+    assert ddb.scan(TableName=name, IndexName="GSI1")["Count"] == 3
+    # Moving an item to another index key, and out of the index, updates the index in the same write.
+    ddb.update_item(TableName=name, Key={"PK": {"S": "USER#2"}, "SK": {"S": "PROFILE"}},
+                    UpdateExpression="SET GSI1PK = :b", ExpressionAttributeValues={":b": {"S": "ORG#b"}})
+    ddb.update_item(TableName=name, Key={"PK": {"S": "USER#1"}, "SK": {"S": "PROFILE"}},
+                    UpdateExpression="REMOVE GSI1SK")
+    ddb.delete_item(TableName=name, Key={"PK": {"S": "ORDER#9"}, "SK": {"S": "META"}})
+    keys = sorted((i["GSI1PK"]["S"], i["PK"]["S"]) for i in ddb.scan(TableName=name, IndexName="GSI1")["Items"])
+    assert keys == [("ORG#b", "USER#2")]
+
+
+def test_duplicate_index_keys(ddb):
+    """A GSI holds many items under one index key, ordered by the table key."""
+    name = single_table(ddb)
+    for n in (3, 1, 2):
+        ddb.put_item(TableName=name, Item={"PK": {"S": f"p{n}"}, "SK": {"S": "s"}, "GSI1PK": {"S": "same"},
+                                           "GSI1SK": {"S": "same"}})
+    result = ddb.query(TableName=name, IndexName="GSI1", KeyConditionExpression="GSI1PK = :v AND GSI1SK = :v",
+                       ExpressionAttributeValues={":v": {"S": "same"}})
+    assert [i["PK"]["S"] for i in result["Items"]] == ["p1", "p2", "p3"]
+
+
+def test_transaction_and_batch_maintain_indexes(ddb):
+    """TransactWriteItems and BatchWriteItem maintain indexes like single writes."""
+    name = single_table(ddb)
+    ddb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": name, "Item": {"PK": {"S": "t1"}, "SK": {"S": "s"}, "GSI1PK": {"S": "g"},
+                                             "GSI1SK": {"S": "1"}}}},
+        {"Put": {"TableName": name, "Item": {"PK": {"S": "t2"}, "SK": {"S": "s"}, "GSI1PK": {"S": "g"},
+                                             "GSI1SK": {"S": "2"}}}},
+    ])
+    ddb.batch_write_item(RequestItems={name: [
+        {"DeleteRequest": {"Key": {"PK": {"S": "t1"}, "SK": {"S": "s"}}}},
+        {"PutRequest": {"Item": {"PK": {"S": "t3"}, "SK": {"S": "s"}, "GSI1PK": {"S": "g"}, "GSI1SK": {"S": "3"}}}},
+    ]})
+    result = ddb.query(TableName=name, IndexName="GSI1", KeyConditionExpression="GSI1PK = :g",
+                       ExpressionAttributeValues={":g": {"S": "g"}})
+    assert [i["PK"]["S"] for i in result["Items"]] == ["t2", "t3"]
+
+
+def test_delete_table_with_indexes(ddb):
+    """Deleting a table removes its index entries too (a new table of that name starts empty)."""
+    name = single_table(ddb)
+    ddb.put_item(TableName=name, Item={"PK": {"S": "a"}, "SK": {"S": "b"}, "GSI1PK": {"S": "g"},
+                                       "GSI1SK": {"S": "s"}})
+    ddb.delete_table(TableName=name)
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=defs(PK="S", SK="S", GSI1PK="S", GSI1SK="S"),
+                     KeySchema=schema("PK", "SK"), GlobalSecondaryIndexes=[gsi("GSI1", "GSI1PK", "GSI1SK")])
+    assert ddb.scan(TableName=name, IndexName="GSI1")["Count"] == 0
+
+
+def lsi_table(ddb) -> str:  # type: ignore[no-untyped-def]
+    name = unique_name("lsi")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S", l="S"),
+                     KeySchema=schema("pk", "sk"), LocalSecondaryIndexes=[gsi("byL", "pk", "l")])
+    return name
+
+
+def test_item_collection_metrics(ddb):
+    """Writes to a table with an LSI report their item collection's size estimate."""
+    name = lsi_table(ddb)
+    put = ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "l": {"S": "x"}},
+                       ReturnItemCollectionMetrics="SIZE")
+    assert put["ItemCollectionMetrics"] == {"ItemCollectionKey": {"pk": {"S": "a"}}, "SizeEstimateRangeGB": [0.0, 1.0]}
+    batch = ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": {"pk": {"S": "b"}, "sk": {"S": "1"}}}}]},
+                                 ReturnItemCollectionMetrics="SIZE")
+    assert batch["ItemCollectionMetrics"][name][0]["ItemCollectionKey"] == {"pk": {"S": "b"}}
+
+
+def test_item_collection_size_limit(monkeypatch):
+    """An LSI table refuses a write that would grow an item collection past the limit (lowered here)."""
+    from tests.conftest import ServerProcess, make_client
+
+    monkeypatch.setenv("OPENDDB_ITEM_COLLECTION_LIMIT", "2000")
+    process = ServerProcess(None)
+    try:
+        client = make_client(process.endpoint)
+        name = lsi_table(client)
+        client.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "l": {"S": "x" * 700}})
+        with pytest.raises(ClientError) as excinfo:
+            client.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
+        assert error_of(excinfo)[0] == "ItemCollectionSizeLimitExceededException"
+        assert "Item" not in client.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "2"}})
+        client.put_item(TableName=name, Item={"pk": {"S": "b"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
+    finally:
+        process.stop()
+        output = process.output()
+        process.log.close()
+    assert "Traceback" not in output, output
