@@ -125,10 +125,12 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
             row = rows[position]
             position += 1
             if not full and row is not None:
-                item = orjson.loads(row.data)
-                if part.projection is not None:
-                    item = part.projection.apply(item)
-                size = row.size if part.projection is None else item_size(item)
+                if part.projection is None:
+                    item: Any = orjson.Fragment(row.data)  # the stored JSON is the wire JSON
+                    size = row.size
+                else:
+                    item = part.projection.apply(orjson.loads(row.data))
+                    size = item_size(item)
                 if size > budget:
                     full = True  # this key and every later one go back as UnprocessedKeys
                 else:

@@ -166,8 +166,8 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     consistent = bool(request.get("ConsistentRead"))
     response: dict[str, Any] = {}
     if row is not None:
-        item = orjson.loads(row.data)
-        response["Item"] = projection.apply(item) if projection is not None else item
+        # The stored JSON is the wire JSON: without a projection it is sent as it is, never parsed.
+        response["Item"] = orjson.Fragment(row.data) if projection is None else projection.apply(orjson.loads(row.data))
     consumed = consumed_capacity(meta, request.get("ReturnConsumedCapacity"),
                                  read_units(row.size if row else 0, consistent), read=True)
     if consumed is not None:

@@ -254,13 +254,13 @@ def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
 
 def _read_page(plan: ReadPlan, rows: Iterator[Row]) -> dict[str, Any]:
     """Evaluate rows until Limit or 1 MB (both before the filter) and build the response."""
-    items: list[Item] = []
+    items: list[Any] = []
     count = scanned = size = 0
     last: Row | None = None
     limit = plan.limit
     want_items = plan.select != "COUNT"
     condition, projection = plan.filter, plan.projection
-    loads = orjson.loads
+    loads, fragment = orjson.loads, orjson.Fragment
     try:
         for row in rows:
             scanned += 1
@@ -268,8 +268,8 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row]) -> dict[str, Any]:
             if condition is None:
                 count += 1
                 if want_items:
-                    item = loads(row.data)
-                    items.append(item if projection is None else projection.apply(item))
+                    # Unfiltered, unprojected items go out as their stored JSON, never parsed.
+                    items.append(fragment(row.data) if projection is None else projection.apply(loads(row.data)))
             else:
                 item = loads(row.data)
                 if condition.evaluate(item):

@@ -357,8 +357,8 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
         if row is None:
             responses.append({})
             continue
-        item = orjson.loads(row.data)
-        responses.append({"Item": projection.apply(item) if projection is not None else item})
+        responses.append({"Item": orjson.Fragment(row.data) if projection is None
+                          else projection.apply(orjson.loads(row.data))})
     response: dict[str, Any] = {"Responses": responses}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
