@@ -288,16 +288,17 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         db = self._db
         results: list[WriteResult] = []
+        # Inside a shared group transaction a request needs a savepoint to undo only itself, unless it is one
+        # item with no index: then nothing is written before its apply() can fail, and one statement writes it.
+        savepoint = self.group_commit and (len(ops) != 1 or token is not None or bool(ops[0].table.indexes))
         if self.group_commit:
-            # One savepoint per request inside the shared transaction: a failed request undoes only itself.
             if not self.pending:
                 self._begin()
                 self.pending = True
-            db.execute("SAVEPOINT request")
-            commit, rollback = "RELEASE request", "ROLLBACK TO request"
+            if savepoint:
+                db.execute("SAVEPOINT request")
         else:
             self._begin()
-            commit, rollback = "COMMIT", "ROLLBACK"
         try:
             if token is not None:
                 self._record_token(token)
@@ -322,15 +323,15 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 new_size = item_size(new)
                 db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                 results.append(WriteResult(old, new, old_size, new_size))
-            if self.group_commit:
-                db.execute(commit)
-            else:
+            if savepoint:
+                db.execute("RELEASE request")
+            elif not self.group_commit:
                 self._commit()
         except BaseException:
-            if self.group_commit:
-                db.execute(rollback)
+            if savepoint:
+                db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
-            else:
+            elif not self.group_commit:
                 self._rollback()
             raise
         return results
