@@ -69,10 +69,13 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
     return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(sqlite.location))
 
 
-async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False) -> None:
+async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False) -> None:
+    """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = _engine(args)
+    # Workers sharing a store do not block their event loop on another's write lock; they retry shortly.
+    engine.lock_wait = not shared
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         own = sock if index == 0 else reuseport_socket(args.host, args.port)
         if index != 0:
             sock.close()
-        runner(_run(args, own, quiet=index != 0))
+        runner(_run(args, own, quiet=index != 0, shared=True))
         return 0
 
     # Create the store once before forking, so workers never race to create its schema.

@@ -1,4 +1,5 @@
-"""PostgreSQL layout: a Query must be a B-tree range read on the primary key, never a sequential scan or a sort."""
+"""PostgreSQL layout: a Query (of a table or an index) must be a B-tree range read on a primary key, never a
+sequential scan or a sort; the schema migrates on start."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from openddb.storage.base import HASH_SPACE, SortRange, StorageKey, WriteOp
+from openddb.model.keys import encode_key, partition_hash
+from openddb.model.schema import IndexMeta, KeyAttribute
+from openddb.storage.base import HASH_SPACE, IndexKey, SortRange, StorageKey, WriteOp
 from tests.storage.conftest import POSTGRES_URL, needs_postgres
 from tests.storage.test_engine_contract import new_meta
 
@@ -79,3 +82,91 @@ def test_polling_mode_sees_ddl_at_once() -> None:
     finally:
         first.close()
         second.close()
+
+
+@pytest.fixture(scope="module")
+def indexed() -> Any:
+    """A table with a GSI over 4,000 items in 400 index partitions (10 items share each index key), analysed."""
+    from openddb.storage.postgres import PostgresEngine
+
+    engine = PostgresEngine(str(POSTGRES_URL))
+    meta = new_meta()
+    meta.indexes = [IndexMeta("by-g", "GLOBAL", [KeyAttribute("g", "S")], [KeyAttribute("n", "N")], index_id=1)]
+    meta = engine.create_table(meta)
+    for part in range(400):
+        engine.write([WriteOp(meta, _table_key(part, i),
+                              lambda old, part=part, i=i: {"pk": {"S": f"p{part}-{i}"}, "sk": {"S": "s"},
+                                                           "g": {"S": f"g{part}"}, "n": {"N": str(i)}})
+                      for i in range(10)])
+    engine._cursor().execute("ANALYZE openddb_index_entries")
+    yield engine, meta
+    engine.delete_table(meta.name)
+    engine.close()
+
+
+def _table_key(part: int, i: int) -> StorageKey:
+    pk = encode_key({"S": f"p{part}-{i}"})
+    return StorageKey(partition_hash(pk), pk, encode_key({"S": "s"}))
+
+
+@pytest.mark.parametrize(("sort", "forward", "after"), [
+    (SortRange(), True, None),
+    (SortRange(encode_key({"N": "2"}), True, encode_key({"N": "7"}), False), True, None),
+    (SortRange(low=encode_key({"N": "3"})), False, IndexKey(0, b"", encode_key({"N": "8"}), b"p", b"s")),
+])
+def test_index_query_is_an_index_range_read(indexed: Any, sort: SortRange, forward: bool,
+                                            after: IndexKey | None) -> None:
+    """An index Query reads one (tid, iid, h, pk) prefix of the entries' primary key in index order (no Sort)."""
+    from openddb.storage.postgres_indexes import index_query_statement
+
+    engine, meta = indexed
+    pk = encode_key({"S": "g7"})
+    h = partition_hash(pk)
+    index = meta.indexes[0]
+    text = plan(engine, *index_query_statement(meta.table_id, index.index_id, h, pk, sort, forward, after, 16))
+    assert "Index Scan" in text and "openddb_index_entries_pkey" in text, text
+    assert "Seq Scan" not in text and "Sort" not in text, text
+    assert "Index Cond: ((tid = " in text and "(iid = " in text and "(h = " in text and "(pk = " in text, text
+    rows = list(engine.index_query(meta, index, h, pk, sort, forward, after))
+    assert rows and all(row.key.pk == pk for row in rows)
+
+
+def test_index_scan_page_is_an_index_range_read(indexed: Any) -> None:
+    """An index Scan page resumes from its last entry with a row comparison the index serves directly."""
+    from openddb.storage.postgres_indexes import index_scan_statement
+
+    engine, meta = indexed
+    start = IndexKey(HASH_SPACE // 2, b"g200", b"", b"p", b"s")
+    text = plan(engine, *index_scan_statement(meta.table_id, meta.indexes[0].index_id, 0, HASH_SPACE, start, 64))
+    assert "Index Scan" in text and "Seq Scan" not in text and "Sort" not in text, text
+
+
+def test_a_version_1_database_migrates_on_start() -> None:
+    """A database created by the previous schema version gains the index-entries table when a node starts."""
+    import psycopg
+
+    from openddb.storage.postgres import _MIGRATIONS, SCHEMA_VERSION, PostgresEngine
+
+    name = f"openddb_migrate_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
+        try:
+            admin.execute(f"CREATE DATABASE {name}")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("the test role may not create databases")
+        try:
+            url = str(POSTGRES_URL).rsplit("/", 1)[0] + "/" + name
+            with psycopg.connect(url, autocommit=True) as old:
+                for statement in _MIGRATIONS[1]:
+                    old.execute(statement)
+                old.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 1), ('catalog_version', 0), "
+                            "('next_tid', 1)")
+            engine = PostgresEngine(url)
+            try:
+                version = engine._cursor().execute(
+                    "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
+                assert version == SCHEMA_VERSION == 2
+                assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
+            finally:
+                engine.close()
+        finally:
+            admin.execute(f"DROP DATABASE {name}")

@@ -24,7 +24,7 @@ from openddb.errors import (
     SerializationException,
     UnknownOperationException,
 )
-from openddb.storage.base import Engine
+from openddb.storage.base import Engine, EngineBusy
 
 log = logging.getLogger("openddb.api")
 
@@ -100,6 +100,8 @@ class Dispatcher:
             return 200, orjson.dumps(handler(context, request))
         except DynamoDBError as error:
             return error.status, orjson.dumps(error.to_wire())
+        except EngineBusy:
+            return 0, b""  # nothing happened: the server runs the request again shortly
         except Exception:
             log.exception("internal error handling %s", target.decode("latin-1"))
             error = InternalServerError("Internal server error")

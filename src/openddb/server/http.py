@@ -13,8 +13,9 @@ import logging
 import os
 import time
 import zlib
+from collections import deque
 from email.utils import formatdate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import httptools
 import orjson
@@ -87,12 +88,26 @@ def render_response(status: int, body: bytes, content_type: bytes, request_id: b
     return head + body
 
 
+class _Request(NamedTuple):
+    target: bytes
+    authorization: bytes | None
+    body: bytes
+    too_large: bool
+    request_id: bytes
+    content_type: bytes
+    keep_alive: bool
+
+
+# A request that found the writer lock taken is tried again after this long, and after this many tries it waits.
+_RETRY_SECONDS = 0.001
+_MAX_ATTEMPTS = 20
+
+
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_body", "_body_size", "_headers", "_too_large", "_url", "busy", "dispatcher", "held", "parser",
-                 "server",
-                 "transport")
+    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_headers", "_too_large", "_url", "busy",
+                 "dispatcher", "held", "parser", "server", "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -106,6 +121,9 @@ class HttpProtocol(asyncio.Protocol):
         self._too_large = False
         self.busy = False  # a request is being received or handled
         self.held = 0  # responses waiting for the group commit
+        # Requests waiting for another worker to release the store's writer lock, in arrival order.
+        self._deferred: deque[_Request] = deque()
+        self._attempts = 0
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -176,18 +194,61 @@ class HttpProtocol(asyncio.Protocol):
         content_type = headers.get(b"content-type", b"application/x-amz-json-1.0")
         if not content_type.startswith(b"application/x-amz-json-1.1"):
             content_type = b"application/x-amz-json-1.0"
-        body = b"".join(self._body)
-        status, payload = self.dispatcher.handle(
-            headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body,
-            self._too_large, request_id)
-        response = render_response(status, payload, content_type, request_id, keep_alive)
+        request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"),
+                           b"".join(self._body), self._too_large, request_id, content_type, keep_alive)
+        if self._deferred:  # keep this connection's answers in request order
+            self._deferred.append(request)
+        elif not self._execute(request):
+            self._defer(request)
+
+    def _execute(self, request: _Request) -> bool:
+        """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
+        status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
+                                                 request.too_large, request.request_id)
+        if status == 0:
+            return False
+        response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
         if self.dispatcher.engine.pending:
             self.held += 1
-            self.server.hold(self, response, keep_alive, content_type, request_id)
-            return
-        transport.write(response)
-        if not keep_alive:
-            transport.close()
+            self.server.hold(self, response, request.keep_alive, request.content_type, request.request_id)
+            return True
+        transport = self.transport
+        if transport is not None:
+            transport.write(response)
+            if not request.keep_alive:
+                transport.close()
+        return True
+
+    def _defer(self, request: _Request) -> None:
+        """Another worker holds the writer lock: stop reading and try again shortly, instead of blocking the
+        event loop (and every other connection of this worker) until it lets go."""
+        self._deferred.append(request)
+        if self.transport is not None:
+            self.transport.pause_reading()
+        asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
+
+    def _retry(self) -> None:
+        engine = self.dispatcher.engine
+        while self._deferred:
+            self._attempts += 1
+            # After a while, wait for the lock outright so that a busy neighbour cannot starve us.
+            patient = self._attempts > _MAX_ATTEMPTS
+            if patient:
+                engine.lock_wait = True
+            try:
+                done = self._execute(self._deferred[0])
+            finally:
+                if patient:
+                    engine.lock_wait = False
+            if not done:
+                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
+                return
+            self._deferred.popleft()
+            self._attempts = 0
+        if self.transport is not None:
+            self.transport.resume_reading()
+            if self.server.closing:
+                self.close_if_idle()
 
     def _fail(self, status: int) -> None:
         if self.transport is not None:
@@ -196,7 +257,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def close_if_idle(self) -> None:
         """At shutdown: close unless a request is arriving or a response still waits for its commit."""
-        if self.transport is not None and not self.busy and not self.held:
+        if self.transport is not None and not self.busy and not self.held and not self._deferred:
             self.transport.close()
 
 

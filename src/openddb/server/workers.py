@@ -9,14 +9,18 @@ and restarts a worker that died unexpectedly.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 
 log = logging.getLogger("openddb.workers")
+
+_PR_SET_PDEATHSIG = 1
 
 
 def reuseport_socket(host: str, port: int) -> socket.socket:
@@ -32,16 +36,32 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _stop_with_parent(parent: int) -> None:
+    """Ask the kernel to send this worker SIGTERM when the supervisor dies, even by kill -9, so no orphaned
+    worker keeps serving (and holding the store) after its server is gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the supervisor died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def supervise(count: int, run_worker: Callable[[int], int]) -> int:
     """Fork `count` workers running `run_worker(index)`; return when all have stopped after a signal."""
     children: dict[int, int] = {}
     stopping = False
+
+    parent = os.getpid()
 
     def spawn(index: int) -> None:
         pid = os.fork()
         if pid == 0:  # the worker
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _stop_with_parent(parent)
             code = 1
             try:
                 code = run_worker(index)
@@ -63,6 +83,8 @@ def supervise(count: int, run_worker: Callable[[int], int]) -> int:
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
     for index in range(count):
+        if stopping:  # a signal arrived while starting: do not fork workers nobody will stop
+            break
         spawn(index)
     restarts: list[float] = []
     while children:

@@ -109,8 +109,18 @@ class IndexRow:
     data: bytes
 
 
+class EngineBusy(Exception):
+    """`write` could not start: another process holds the store's writer lock and `lock_wait` is off.
+
+    Raised before anything is read or written, so the whole request can simply be run again later."""
+
+
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
+
+    # When false, `write` raises EngineBusy instead of blocking the event loop while another worker process
+    # holds the writer lock (engines without such a lock ignore it).
+    lock_wait: bool = True
 
     # Group commit: an engine may leave the transaction of `write` open so that the writes of several
     # requests share one commit. While `pending` is true, nothing may be acknowledged to a client (reads

@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import orjson
 import psycopg
@@ -48,10 +48,11 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
 )
+from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 
@@ -67,6 +68,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         "created_at DOUBLE PRECISION NOT NULL)",
         "CREATE INDEX IF NOT EXISTS openddb_tokens_by_age ON openddb_tokens (created_at)",
     ],
+    2: INDEX_MIGRATION,  # secondary index entries (postgres_indexes.py)
 }
 
 _KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
@@ -127,7 +129,10 @@ def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
         size = min(size * 4, largest)
 
 
-class PostgresEngine(Engine):
+T = TypeVar("T")
+
+
+class PostgresEngine(PostgresIndexes, Engine):
     def __init__(self, url: str, *, listen: bool | None = None) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
 
@@ -136,6 +141,7 @@ class PostgresEngine(Engine):
         self.location = _redact(url)
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
+        self._live: dict[int, tuple[int, TableMeta]] = {}
         self._catalog_version = -1
         self._stale = True
         self._token_writes = 0
@@ -284,10 +290,13 @@ class PostgresEngine(Engine):
         cur.execute("BEGIN")
         try:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
-            row = cur.execute("SELECT tid FROM openddb_tables WHERE name=%s", (name,)).fetchone()
+            # The catalog row first: that waits for the writes in flight (they hold it FOR SHARE) and holds back
+            # new ones before they lock any item, so deleting the items cannot deadlock with them.
+            row = cur.execute("DELETE FROM openddb_tables WHERE name=%s RETURNING tid", (name,)).fetchone()
             if row is not None:
                 cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
-                cur.execute("DELETE FROM openddb_tables WHERE name=%s", (name,))
+                cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
+                self._live.pop(row[0], None)
                 self._ddl(cur)
             cur.execute("COMMIT")
         except BaseException:
@@ -327,15 +336,22 @@ class PostgresEngine(Engine):
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        def body(cur: psycopg.Cursor[Any]) -> list[WriteResult]:
+            if token is not None:
+                self._record_token(cur, token)
+            return self._write_once(cur, ops)
+
+        return self._transact(body)
+
+    def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
+        """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE)."""
         cur = self._cursor()
         for attempt in range(MAX_ATTEMPTS):
             try:
                 cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                if token is not None:
-                    self._record_token(cur, token)
-                results = self._write_once(cur, ops)
+                result = body(cur)
                 cur.execute("COMMIT")
-                return results
+                return result
             except _RETRYABLE as error:
                 self._rollback()
                 log.debug("write conflict (attempt %d): %s", attempt + 1, error)
@@ -368,10 +384,12 @@ class PostgresEngine(Engine):
         return None if found is None else RequestToken(token, found[0], found[1])
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Lock, apply, write back; inside the caller's transaction."""
+        """Lock, apply, write back, maintain the indexes; inside the caller's transaction."""
         placeholders: set[tuple[int, int, bytes, bytes]] = set()
         keys = [(op.table.table_id, op.key.h, op.key.pk, op.key.sk) for op in ops]
         distinct = sorted(set(keys))
+        # First the catalog rows (DDL waits for this write; see postgres_indexes.py), then the items, in key order.
+        live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
         stored: dict[tuple[int, int, bytes, bytes], tuple[int, bytes] | None] = {}
         if len(distinct) == 1:
             stored[distinct[0]] = cur.execute(_LOCK, distinct[0]).fetchone()
@@ -390,6 +408,7 @@ class PostgresEngine(Engine):
                 cur.nextset()
         # Apply in request order; a key seen twice sees the first op's outcome.
         current: dict[tuple[int, int, bytes, bytes], tuple[Item | None, int]] = {}
+        loaded: dict[tuple[int, int, bytes, bytes], tuple[Item | None, int]] = {}
         results: list[WriteResult] = []
         for op, key in zip(ops, keys):
             if key in current:
@@ -397,6 +416,7 @@ class PostgresEngine(Engine):
             else:
                 found = stored[key]
                 old, old_size = (None, 0) if found is None else (orjson.loads(found[1]), found[0])
+                loaded[key] = (old, old_size)
             new = op.apply(old)
             if new is old:
                 results.append(WriteResult(old, old, old_size, old_size))
@@ -406,8 +426,12 @@ class PostgresEngine(Engine):
             current[key] = (new, new_size)
             results.append(WriteResult(old, new, old_size, new_size))
         inserts, updates, deletes = [], [], []
+        changes: list[tuple[tuple[int, int, bytes, bytes], Item | None, Item | None, int, int]] = []
         for key, (new, new_size) in current.items():
             existed = stored[key] is not None or key in placeholders
+            old, old_size = loaded[key]
+            if new is not old:  # the index entries change from the item as read to its final state
+                changes.append((key, old, new, old_size, new_size))
             if new is None:
                 if existed:
                     deletes.append(key)
@@ -422,6 +446,8 @@ class PostgresEngine(Engine):
                 cur.execute(sql, params[0])
             elif params:
                 cur.executemany(sql, params)
+        if changes:
+            self._maintain_indexes(cur, live, changes)
         return results
 
     def _read_pages(self, build: Any) -> Iterator[Any]:

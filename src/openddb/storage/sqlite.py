@@ -28,6 +28,7 @@ from openddb.model.values import item_size
 from openddb.storage.base import (
     TOKEN_LIFETIME,
     Engine,
+    EngineBusy,
     RequestToken,
     Row,
     SortRange,
@@ -48,9 +49,14 @@ class _WriterLock:
     def __init__(self, path: str | None) -> None:
         self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
-    def acquire(self) -> None:
+    def acquire(self, wait: bool = True) -> bool:
+        """Take the lock; with wait=False return False at once if another process holds it."""
         if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+        return True
 
     def release(self) -> None:
         if self._fd >= 0:
@@ -161,8 +167,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         self._token_writes = 0
 
     # --- catalog ------------------------------------------------------------------------------
-    def _begin(self) -> None:
-        self._lock.acquire()
+    def _begin(self, wait: bool = True) -> None:
+        if not self._lock.acquire(wait):
+            raise EngineBusy()
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except BaseException:
@@ -293,7 +300,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         savepoint = self.group_commit and (len(ops) != 1 or token is not None or bool(ops[0].table.indexes))
         if self.group_commit:
             if not self.pending:
-                self._begin()
+                self._begin(self.lock_wait)
                 self.pending = True
             if savepoint:
                 db.execute("SAVEPOINT request")

@@ -1,0 +1,229 @@
+"""Secondary indexes for the PostgreSQL engine (a mixin of `PostgresEngine`); same semantics as `sqlite_indexes.py`.
+
+Layout: every entry of every index lives in `openddb_index_entries`, primary key `(tid, iid, h, pk, sk, tpk, tsk)`:
+(h, pk, sk) is the index key as `model.indexes.entry_of` encodes it, (tpk, tsk) the item's table key, so a Query on
+an index is a B-tree range read on one `(tid, iid, h, pk)` prefix. `h` is the hash of the *index* partition key
+(the Citus distribution column): an LSI entry shares its item's `h` and shard, a GSI entry usually does not.
+
+Maintenance runs inside `write`'s transaction with the table description as committed at that moment: each write
+first takes a FOR SHARE lock on its tables' catalog rows (`_lock_tables`). UpdateTable's UPDATE of that row waits
+for the writes in flight and every later write reads the new description, so once an index is in the catalog no
+write can commit without maintaining it, and a backfill started after that commit misses nothing. The lock
+returns the row's version, so the description is parsed again only when it changed.
+
+A backfill chunk locks the rows it reads (FOR SHARE, one router statement per key, in key order like writers), so
+a write cannot replace an item between the chunk reading it and storing its entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+
+from openddb.errors import ItemCollectionSizeLimitExceededException
+from openddb.model import Item
+from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
+from openddb.model.schema import IndexMeta, TableMeta
+from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
+
+T = TypeVar("T")
+
+INDEX_MIGRATION = [
+    "CREATE TABLE IF NOT EXISTS openddb_index_entries (tid BIGINT NOT NULL, iid BIGINT NOT NULL, h BIGINT NOT NULL, "
+    "pk BYTEA NOT NULL, sk BYTEA NOT NULL, tpk BYTEA NOT NULL, tsk BYTEA NOT NULL, size INTEGER NOT NULL, "
+    "data BYTEA NOT NULL, PRIMARY KEY (tid, iid, h, pk, sk, tpk, tsk))",
+]
+
+_ENTRY_KEY = "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s"
+_PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
+        "DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data")
+_DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
+_TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
+_TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
+_SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s FOR SHARE"
+_ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording, as SQLite's
+
+ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
+
+
+def index_query_statement(tid: int, iid: int, h: int, pk: bytes, sort: SortRange, forward: bool,
+                          after: IndexKey | None, limit: int) -> tuple[str, list[Any]]:
+    """One page of an index Query: a range read on the (tid, iid, h, pk) prefix in (sk, tpk, tsk) order."""
+    clauses = ["tid=%s", "iid=%s", "h=%s", "pk=%s"]
+    params: list[Any] = [tid, iid, h, pk]
+    if sort.low is not None:
+        clauses.append("sk>=%s" if sort.low_inclusive else "sk>%s")
+        params.append(sort.low)
+    if sort.high is not None:
+        clauses.append("sk<=%s" if sort.high_inclusive else "sk<%s")
+        params.append(sort.high)
+    if after is not None:
+        clauses.append("(sk, tpk, tsk) > (%s, %s, %s)" if forward else "(sk, tpk, tsk) < (%s, %s, %s)")
+        params.extend((after.sk, after.tpk, after.tsk))
+    params.append(limit)
+    order = "ASC" if forward else "DESC"
+    return (f"SELECT sk, tpk, tsk, size, data FROM openddb_index_entries WHERE {' AND '.join(clauses)} "
+            f"ORDER BY sk {order}, tpk {order}, tsk {order} LIMIT %s"), params
+
+
+def index_scan_statement(tid: int, iid: int, h_low: int, h_high: int, after: IndexKey | None,
+                         limit: int) -> tuple[str, list[Any]]:
+    """One page of an index Scan segment, in (h, pk, sk, tpk, tsk) order."""
+    sql = "SELECT h, pk, sk, tpk, tsk, size, data FROM openddb_index_entries WHERE tid=%s AND iid=%s AND h>=%s AND h<%s"
+    params: list[Any] = [tid, iid, h_low, h_high]
+    if after is not None:
+        sql += " AND (h, pk, sk, tpk, tsk) > (%s, %s, %s, %s, %s)"
+        params.extend((after.h, after.pk, after.sk, after.tpk, after.tsk))
+    params.append(limit)
+    return sql + " ORDER BY h, pk, sk, tpk, tsk LIMIT %s", params
+
+
+class PostgresIndexes:
+    """Index storage and maintenance; mixed into PostgresEngine, whose connection and transactions it uses."""
+
+    supports_indexes = True
+    # tid -> (catalog row version, description parsed from it): the committed descriptions writes maintain.
+    _live: dict[int, tuple[int, TableMeta]]
+
+    # Provided by PostgresEngine.
+    def _cursor(self) -> psycopg.Cursor[Any]: ...
+    def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
+    def _read_pages(self, build: Any) -> Iterator[Any]: ...
+
+    # --- maintenance (inside write's transaction) ---------------------------------------------------
+    def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int]) -> dict[int, TableMeta | None]:
+        """Lock the catalog rows of `tids` (in order) against DDL until commit; their committed descriptions."""
+        live: dict[int, TableMeta | None] = {}
+        for tid in tids:
+            row = cur.execute(_TABLE_VERSION, (tid,)).fetchone()
+            if row is None:  # deleted meanwhile: the write lands in a dead table id, as on SQLite
+                live[tid] = None
+                continue
+            cached = self._live.get(tid)
+            if cached is None or cached[0] != row[0]:
+                version, meta = cur.execute(_TABLE_META, (tid,)).fetchone()
+                cached = self._live[tid] = (version, TableMeta.from_json(meta))
+            live[tid] = cached[1]
+        return live
+
+    def _maintain_indexes(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
+                          changes: list[tuple[ItemKey, Item | None, Item | None, int, int]]) -> None:
+        """Replace each changed item's old index entries by its new ones; `changes` holds
+        (key, old, new, old_size, new_size) per item, after the item rows themselves were written."""
+        deletes: list[tuple[Any, ...]] = []
+        puts: list[tuple[Any, ...]] = []
+        grown: list[tuple[TableMeta, ItemKey]] = []
+        for key, old, new, old_size, new_size in changes:
+            table = live[key[0]]
+            if table is None or not table.indexes:
+                continue
+            tid, _h, tpk, tsk = key
+            has_local = False
+            for index in table.indexes:
+                has_local = has_local or not index.is_global
+                before, after = entry_of(table, index, old, old_size), entry_of(table, index, new, new_size)
+                if before is not None and (after is None or (before.pk, before.sk) != (after.pk, after.sk)):
+                    deletes.append((tid, index.index_id, before.h, before.pk, before.sk, tpk, tsk))
+                    before = None
+                if after is not None and (before is None or before.item != after.item):
+                    puts.append((tid, index.index_id, after.h, after.pk, after.sk, tpk, tsk, after.size,
+                                 orjson.dumps(after.item)))
+            if has_local and new is not None and new_size > old_size:
+                grown.append((table, key))
+        for sql, params in ((_DELETE, deletes), (_PUT, puts)):
+            if len(params) == 1:
+                cur.execute(sql, params[0])
+            elif params:
+                cur.executemany(sql, params)
+        for table, (_tid, h, pk, _sk) in grown:
+            if self.collection_size(table, h, pk) > ITEM_COLLECTION_LIMIT:
+                raise ItemCollectionSizeLimitExceededException(_ITEMS_COLLECTION_ERROR)
+
+    # --- reads --------------------------------------------------------------------------------------
+    def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
+                    after: IndexKey | None) -> Iterator[IndexRow]:
+        tid, iid = meta.table_id, index.index_id
+
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
+            start = after if last is None else IndexKey(h, pk, last[0], last[1], last[2])
+            return index_query_statement(tid, iid, h, pk, sort, forward, start, limit)
+
+        for sk, tpk, tsk, size, data in self._read_pages(build):
+            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+
+    def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
+                   after: IndexKey | None) -> Iterator[IndexRow]:
+        tid, iid = meta.table_id, index.index_id
+
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
+            start = after if last is None else IndexKey(*last[:5])
+            return index_scan_statement(tid, iid, h_low, h_high, start, limit)
+
+        for h, pk, sk, tpk, tsk, size, data in self._read_pages(build):
+            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+
+    def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
+        count, size = self._cursor().execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM openddb_index_entries WHERE tid=%s AND iid=%s",
+            (meta.table_id, index.index_id)).fetchone()
+        return int(count), int(size)
+
+    def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
+        cur = self._cursor()
+        size = cur.execute("SELECT coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s",
+                           (meta.table_id, h, pk)).fetchone()[0]
+        local = [index.index_id for index in meta.indexes if not index.is_global]
+        if local:
+            size += cur.execute("SELECT coalesce(sum(size), 0) FROM openddb_index_entries "
+                                "WHERE tid=%s AND h=%s AND pk=%s AND iid = ANY(%s)",
+                                (meta.table_id, h, pk, local)).fetchone()[0]
+        return int(size)
+
+    # --- online creation and deletion ---------------------------------------------------------------
+    def backfill_index(self, meta: TableMeta, index: IndexMeta, after: StorageKey | None,
+                       limit: int) -> StorageKey | None:
+        tid = meta.table_id
+
+        def chunk(cur: psycopg.Cursor[Any]) -> StorageKey | None:
+            live = self._lock_tables(cur, [tid])[tid]
+            current = None if live is None else next(
+                (i for i in live.indexes if i.index_id == index.index_id), None)
+            if live is None or current is None:
+                return None
+            # The chunk's keys, unlocked (a multi-shard read on Citus, where FOR SHARE must be a router query);
+            # then each row locked and re-read by key. A row inserted meanwhile was written by a write that
+            # already maintains this index; one deleted meanwhile needs no entry.
+            if after is None:
+                keys = cur.execute("SELECT h, pk, sk FROM openddb_items WHERE tid=%s ORDER BY h, pk, sk LIMIT %s",
+                                   (tid, limit)).fetchall()
+            else:
+                keys = cur.execute("SELECT h, pk, sk FROM openddb_items WHERE tid=%s AND (h, pk, sk) > (%s, %s, %s) "
+                                   "ORDER BY h, pk, sk LIMIT %s", (tid, after.h, after.pk, after.sk, limit)).fetchall()
+            if not keys:
+                return None
+            cur.executemany(_SHARE_ITEM, [(tid, h, pk, sk) for h, pk, sk in keys], returning=True)
+            puts = []
+            for _h, pk, sk in keys:
+                found = cur.fetchone()
+                cur.nextset()
+                if found is None:
+                    continue
+                entry = entry_of(live, current, orjson.loads(found[0]))
+                if entry is not None:
+                    puts.append((tid, current.index_id, entry.h, entry.pk, entry.sk, pk, sk, entry.size,
+                                 orjson.dumps(entry.item)))
+            if puts:
+                cur.executemany(_PUT, puts)
+            return StorageKey(*keys[-1]) if len(keys) == limit else None
+
+        return self._transact(chunk)
+
+    def drop_index(self, meta: TableMeta, index_id: int) -> None:
+        def drop(cur: psycopg.Cursor[Any]) -> None:
+            cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s AND iid=%s", (meta.table_id, index_id))
+
+        self._transact(drop)

@@ -1,0 +1,111 @@
+"""Several worker processes on one port share one store consistently."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.conftest import ServerProcess, create_table, make_client, unique_name
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), reason="embedded engine workers")
+
+
+@pytest.fixture
+def workers(tmp_path):
+    process = ServerProcess(str(tmp_path / "data"), "--workers", "2")
+    yield process
+    process.stop()
+    process.log.close()
+
+
+def children_of(pid: int, expected: int = 2) -> list[int]:
+    """The supervisor's worker processes (the listening socket is ready a moment before the forks)."""
+    deadline = time.monotonic() + 10
+    while True:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            children = [int(p) for p in handle.read().split()]
+        if len(children) >= expected or time.monotonic() > deadline:
+            return children
+        time.sleep(0.02)
+
+
+def test_two_workers_are_running(workers):
+    """--workers 2 forks two worker processes under one supervisor."""
+    assert len(children_of(workers.process.pid)) == 2
+
+
+def test_table_created_through_one_worker_is_seen_by_all(workers):
+    """A table created on one connection is usable at once on fresh connections, whichever worker they reach."""
+    name = create_table(make_client(workers.endpoint), unique_name("w"))
+    for index in range(20):  # new clients open new connections, spread over the workers by the kernel
+        client = make_client(workers.endpoint)
+        client.put_item(TableName=name, Item={"pk": {"S": f"k{index}"}, "sk": {"S": "0"}})
+        assert client.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE"
+    client = make_client(workers.endpoint)
+    client.delete_table(TableName=name)
+    for _ in range(20):
+        with pytest.raises(ClientError) as excinfo:
+            make_client(workers.endpoint).get_item(TableName=name, Key={"pk": {"S": "k0"}, "sk": {"S": "0"}})
+        assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_conditional_increments_across_workers(workers):
+    """50 clients doing read-then-conditional-increment across both workers end at exactly +50."""
+    name = create_table(make_client(workers.endpoint), unique_name("w"), range_type=None)
+    make_client(workers.endpoint).put_item(TableName=name, Item={"pk": {"S": "c"}, "n": {"N": "0"}})
+    errors: list[BaseException] = []
+
+    def increment() -> None:
+        client = make_client(workers.endpoint)
+        try:
+            while True:
+                current = client.get_item(TableName=name, Key={"pk": {"S": "c"}}, ConsistentRead=True)["Item"]["n"]
+                try:
+                    client.update_item(TableName=name, Key={"pk": {"S": "c"}}, UpdateExpression="SET n = n + :one",
+                                       ConditionExpression="n = :seen",
+                                       ExpressionAttributeValues={":one": {"N": "1"}, ":seen": current})
+                    return
+                except ClientError as error:
+                    if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                        raise
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=increment) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    item = make_client(workers.endpoint).get_item(TableName=name, Key={"pk": {"S": "c"}}, ConsistentRead=True)
+    assert item["Item"]["n"] == {"N": "50"}
+
+
+def test_workers_stop_with_the_supervisor(workers):
+    """SIGTERM to the server stops every worker; no worker outlives it."""
+    pids = children_of(workers.process.pid)
+    workers.process.send_signal(signal.SIGTERM)
+    assert workers.process.wait(timeout=20) == 0
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_workers_do_not_outlive_a_killed_supervisor(workers):
+    """kill -9 of the supervisor takes its workers down too (they would keep the port and the store)."""
+    pids = children_of(workers.process.pid)
+    workers.process.kill()
+    workers.process.wait(timeout=20)
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        state = open(f"/proc/{pid}/stat").read().split()[2] if os.path.exists(f"/proc/{pid}") else "gone"
+        assert state in ("gone", "Z"), state
