@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -107,5 +108,5 @@ def test_workers_do_not_outlive_a_killed_supervisor(workers):
         deadline = time.monotonic() + 10
         while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
             time.sleep(0.05)
-        state = open(f"/proc/{pid}/stat").read().split()[2] if os.path.exists(f"/proc/{pid}") else "gone"
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2] if os.path.exists(f"/proc/{pid}") else "gone"
         assert state in ("gone", "Z"), state

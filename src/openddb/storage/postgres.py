@@ -5,6 +5,8 @@ Layout (see docs/SCALE-OUT.md): `openddb_items (tid, h, pk, sk, size, data)` wit
 order-preserving key encodings as `bytea`, `data` the item's JSON bytes, returned unchanged. A Query is a
 B-tree range read on one `(tid, h, pk)` prefix. `openddb_tables` is the catalog, `openddb_catalog` holds the
 schema version, the catalog version (bumped by every DDL) and the table-id counter.
+Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
+`postgres_indexes.py`.
 
 One connection per process: the server runs every request on one event-loop thread and engine calls are
 synchronous, so a process never has two statements in flight; a pool would only add a check-out per call.
