@@ -17,6 +17,7 @@ from openddb.api.common import (
     capacity_with_indexes,
     check_index_keys,
     consumed_capacity,
+    exceeds_item_size,
     expression_attributes,
     expression_text,
     invalid,
@@ -33,7 +34,7 @@ from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
+from openddb.model.values import item_size, validate_item
 from openddb.storage.base import StorageKey, WriteOp
 
 MAX_GET_KEYS = 100
@@ -184,8 +185,10 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
 
     ops: list[WriteOp] = []
     tables: list[tuple[TableMeta, int]] = []  # each table and how many ops it owns, in request order
+    wants_capacity = request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES")
     for name, requests in request_items.items():
         meta = context.table(name)
+        blind = not wants_capacity and not meta.indexes  # no old items needed: write without reading them
         seen: set[StorageKey] = set()
         for write in requests:
             put, delete = write.get("PutRequest"), write.get("DeleteRequest")
@@ -196,7 +199,7 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
                 item = validate_item(put["Item"])
                 _, key = item_key(meta, item)
                 check_index_keys(meta, item)
-                if item_size(item) > MAX_ITEM_SIZE:
+                if exceeds_item_size(item):
                     raise ValidationException("Item size has exceeded the maximum allowed size")
                 apply = _put(item)
             else:
@@ -205,7 +208,7 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
             if key in seen:
                 raise ValidationException(_DUPLICATES)
             seen.add(key)
-            ops.append(WriteOp(meta, key, apply))
+            ops.append(WriteOp(meta, key, apply, blind))
         tables.append((meta, len(requests)))
 
     results = context.engine.write(ops)

@@ -147,7 +147,9 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         check_condition(condition, old, on_failure)
         return item
 
-    result = context.engine.write([WriteOp(meta, key, apply)])[0]
+    blind = condition is None and return_values == "NONE" and not meta.indexes and \
+        request.get("ReturnConsumedCapacity") not in ("TOTAL", "INDEXES")
+    result = context.engine.write([WriteOp(meta, key, apply, blind)])[0]
     units = write_units(max(result.old_size, result.new_size))
     return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,
                            result, key_item, key)
@@ -242,7 +244,9 @@ def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         check_condition(condition, old, on_failure)
         return None
 
-    result = context.engine.write([WriteOp(meta, key, apply)])[0]
+    blind = condition is None and return_values == "NONE" and not meta.indexes and \
+        request.get("ReturnConsumedCapacity") not in ("TOTAL", "INDEXES")
+    result = context.engine.write([WriteOp(meta, key, apply, blind)])[0]
     units = write_units(result.old_size)
     return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,
                            result, key_item, key)

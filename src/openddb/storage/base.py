@@ -46,6 +46,9 @@ class WriteOp:
     table: TableMeta
     key: StorageKey
     apply: ApplyFn
+    # The caller needs neither the old item nor its size (no condition, no old values, no capacity) and the
+    # table has no index: an engine may then write without reading the row first, passing None to `apply`.
+    blind: bool = False
 
 
 @dataclass(slots=True)

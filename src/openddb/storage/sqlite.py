@@ -312,6 +312,16 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             for op in ops:
                 key = op.key
                 params = (op.table.table_id, key.h, key.pk, key.sk)
+                if op.blind and not op.table.indexes:
+                    new = op.apply(None)
+                    if new is None:
+                        db.execute(_DELETE, params)
+                        results.append(WriteResult(None, None, 0, 0))
+                    else:
+                        new_size = item_size(new)
+                        db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
+                        results.append(WriteResult(None, new, 0, new_size))
+                    continue
                 found = db.execute(_GET, params).fetchone()
                 if found is None:
                     old, old_size = None, 0
