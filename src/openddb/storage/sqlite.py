@@ -18,6 +18,7 @@ import fcntl
 import mmap
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 
 import orjson
@@ -104,6 +105,44 @@ class _CatalogSignal:
             self._map = None
 
 
+_WAL_RESTART_FRAMES = 16384  # 64 MB of 4 KB pages
+
+
+class _Checkpointer:
+    """Copies the WAL back into the database file from a background thread with its own connection.
+
+    SQLite's automatic checkpoint runs inside the commit that crosses the threshold, on the event-loop thread,
+    and includes an fsync; here it runs beside the server (sqlite3 releases the GIL while it works). PASSIVE
+    checkpoints never block writers or readers."""
+
+    def __init__(self, path: str, interval: float = 0.2) -> None:
+        self._path = path
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="openddb-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA busy_timeout = 1000")
+            while not self._stop.wait(self._interval):
+                try:
+                    _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    # The WAL is rewound only once every frame is copied back, a moment steady writes may never
+                    # leave; past a size, RESTART waits for it (holding back writers for that one copy).
+                    if frames > _WAL_RESTART_FRAMES:
+                        db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                except sqlite3.OperationalError:  # busy: the next round catches up
+                    pass
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -154,6 +193,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         # instead of read() calls; a larger cache keeps hot B-tree pages of a single process.
         db.execute("PRAGMA mmap_size = 1073741824")
         db.execute("PRAGMA cache_size = -65536")
+        self._checkpointer: _Checkpointer | None = None
+        if path is not None:
+            db.execute("PRAGMA wal_autocheckpoint = 0")
+            db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
+            self._checkpointer = _Checkpointer(target)
         self._begin()
         try:
             for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
@@ -412,6 +456,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def close(self) -> None:
         try:
             self.flush()
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             if self.location != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
