@@ -9,6 +9,8 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from openddb import __version__
 from openddb.server.workers import reuseport_socket, supervise
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
 
-        runner = uvloop.run
+        runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
     try:

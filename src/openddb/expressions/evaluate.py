@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from typing import cast
 
 from ..model.values import compare_values, type_of, values_equal
 from .ast import And, Between, Call, Compare, Cond, ExpressionError, In, Not, Operand, Or, Path, ValueRef
@@ -40,10 +41,10 @@ def operand_type_error(operator: str, av: AttributeValue) -> ExpressionError:
 def path_getter(path: Resolved) -> Getter:
     """A fast getter for a resolved path (top-level names skip the walk)."""
     if len(path) == 1:
-        name = path[0]
+        name = cast(str, path[0])  # a path always starts with an attribute name
 
         def top(item: Item | None) -> AttributeValue | None:
-            return None if item is None else item.get(name)  # type: ignore[call-overload]
+            return None if item is None else item.get(name)
 
         return top
     return lambda item: get_path(item, path)

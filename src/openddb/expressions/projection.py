@@ -46,18 +46,12 @@ def _select(av: AttributeValue, trie: Trie) -> AttributeValue | None:
     members = av.get("M")
     if members is None:
         return None
-    out_m = {}
-    for key, sub in trie.items():
-        found = members.get(key)
-        if found is not None:
-            value = found if sub is None else _select(found, sub)
-            if value is not None:
-                out_m[key] = value
+    out_m = project(members, trie)
     return {"M": out_m} if out_m else None
 
 
 def project(item: Item, trie: Trie) -> Item:
-    """The parts of ``item`` that ``trie`` selects (values shared, not copied)."""
+    """The parts of ``item`` (or of a map's members) that ``trie`` selects (values shared, not copied)."""
     out: Item = {}
     for name, sub in trie.items():
         found = item.get(name)

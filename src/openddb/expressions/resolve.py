@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ValidationException
 from .ast import ExpressionError, Path
@@ -77,7 +77,7 @@ def get_path(item: Item | None, path: Resolved) -> AttributeValue | None:
     """The value at ``path`` in ``item``, or None when any step is missing or of the wrong type."""
     if item is None:
         return None
-    av = item.get(path[0])  # type: ignore[call-overload]
+    av = item.get(cast(str, path[0]))  # a path always starts with an attribute name
     for el in path[1:]:
         if av is None:
             return None

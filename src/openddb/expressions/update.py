@@ -143,7 +143,7 @@ class _Writer:
                 if strict:
                     raise ValidationException(INVALID_PATH)
                 return None
-            av = self.own(holder, key, av)  # type: ignore[arg-type]
+            av = self.own(holder, key, av)
             holder = av.get("L") if type(el) is int else av.get("M")
             if holder is None:
                 raise ValidationException(INVALID_PATH)

@@ -36,7 +36,7 @@ _EMPTY_SET = {"SS": "string", "NS": "number", "BS": "binary"}
 
 # JSON shape each member must have; anything else is a SerializationException raised while the request is
 # deserialized, before any validation.
-_SHAPES = {
+_SHAPES: dict[str, type[Any]] = {
     "S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
     "SS": list, "NS": list, "BS": list, "L": list, "M": dict,
 }  # fmt: skip

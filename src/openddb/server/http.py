@@ -11,6 +11,7 @@ import asyncio
 import base64
 import logging
 import os
+import socket
 import time
 import zlib
 from collections import deque
@@ -304,7 +305,7 @@ class ServerState:
                 connection.close_if_idle()
 
 
-async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: object = None,
+async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections."""
     loop = asyncio.get_running_loop()

@@ -94,16 +94,16 @@ def supervise(count: int, run_worker: Callable[[int], int]) -> int:
             break
         except InterruptedError:
             continue
-        index = children.pop(pid, None)
-        if index is None or stopping:
+        dead = children.pop(pid, None)
+        if dead is None or stopping:
             continue
         # A worker died on its own: restart it, unless workers keep dying (then give up and stop all).
         now = time.monotonic()
         restarts = [t for t in restarts if now - t < 10] + [now]
-        log.error("worker %d exited unexpectedly (status %d)", index, status)
+        log.error("worker %d exited unexpectedly (status %d)", dead, status)
         if len(restarts) > 5:
             log.error("workers keep failing; stopping")
             forward(signal.SIGTERM, None)
             continue
-        spawn(index)
+        spawn(dead)
     return 0

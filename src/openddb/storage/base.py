@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from openddb.model import Item
 from openddb.model.schema import IndexMeta, TableMeta
@@ -89,6 +90,17 @@ class SortRange:
     low_inclusive: bool = True
     high: bytes | None = None
     high_inclusive: bool = True
+
+
+def add_sort_clauses(sort: SortRange, mark: str, clauses: list[str], params: list[Any]) -> None:
+    """Append to `clauses` and `params` the SQL conditions on column `sk` that `sort` stands for, with the
+    driver's parameter marker `mark` ("?" or "%s")."""
+    if sort.low is not None:
+        clauses.append(("sk>=" if sort.low_inclusive else "sk>") + mark)
+        params.append(sort.low)
+    if sort.high is not None:
+        clauses.append(("sk<=" if sort.high_inclusive else "sk<") + mark)
+        params.append(sort.high)
 
 
 @dataclass(slots=True, frozen=True)

@@ -29,6 +29,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -49,8 +50,9 @@ from openddb.storage.base import (
     TokenInUse,
     WriteOp,
     WriteResult,
+    add_sort_clauses,
 )
-from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes
+from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes, one_row
 
 log = logging.getLogger("openddb.storage")
 
@@ -98,12 +100,7 @@ def query_statement(tid: int, h: int, pk: bytes, sort: SortRange, forward: bool,
     """The SQL and parameters of one page of a Query: a range read on the primary key's (tid, h, pk) prefix."""
     clauses = ["tid=%s", "h=%s", "pk=%s"]
     params: list[Any] = [tid, h, pk]
-    if sort.low is not None:
-        clauses.append("sk>=%s" if sort.low_inclusive else "sk>%s")
-        params.append(sort.low)
-    if sort.high is not None:
-        clauses.append("sk<=%s" if sort.high_inclusive else "sk<%s")
-        params.append(sort.high)
+    add_sort_clauses(sort, "%s", clauses, params)
     if after is not None:
         clauses.append("sk>%s" if forward else "sk<%s")
         params.append(after)
@@ -187,7 +184,7 @@ class PostgresEngine(PostgresIndexes, Engine):
                 cur.execute(_MIGRATIONS[1][0])
                 # Serialises concurrent starts: the second node waits here, then finds the schema current.
                 cur.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 0) ON CONFLICT (key) DO NOTHING")
-                row = cur.execute("SELECT value FROM openddb_catalog WHERE key='schema_version' FOR UPDATE").fetchone()
+                row = one_row(cur, "SELECT value FROM openddb_catalog WHERE key='schema_version' FOR UPDATE")
                 current = int(row[0])
                 if current > SCHEMA_VERSION:
                     raise RuntimeError(f"the database has schema version {current}; this OpenDDB knows only "
@@ -214,6 +211,19 @@ class PostgresEngine(PostgresIndexes, Engine):
         if not self._conn.broken and not self._conn.closed:
             self._conn.execute("ROLLBACK")
 
+    @contextmanager
+    def _transaction(self, begin: str = "BEGIN") -> Iterator[psycopg.Cursor[Any]]:
+        """One transaction, not retried (compare `_transact`): committed when the body returns, rolled back when
+        it raises."""
+        cur = self._cursor()
+        cur.execute(begin)
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any node changed the catalog since we last looked."""
@@ -227,7 +237,7 @@ class PostgresEngine(PostgresIndexes, Engine):
             if not self._stale:
                 return
             self._stale = False
-        version = cur.execute(_VERSION).fetchone()[0]
+        version = one_row(cur, _VERSION)[0]
         if version != self._catalog_version:
             self._catalog_version = version
             self._tables.clear()
@@ -241,22 +251,16 @@ class PostgresEngine(PostgresIndexes, Engine):
         self._stale = True
 
     def create_table(self, meta: TableMeta) -> TableMeta:
-        cur = self._cursor()
-        cur.execute("BEGIN")
-        try:
+        with self._transaction() as cur:
             # Locking the counter row serialises DDL across nodes.
-            tid = cur.execute("UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' "
-                              "RETURNING value - 1").fetchone()[0]
+            tid = one_row(cur, "UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' "
+                               "RETURNING value - 1")[0]
             if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
                 raise ResourceInUseException(f"Table already exists: {meta.name}")
             meta.table_id = int(tid)
             cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
                         (meta.name, tid, meta.to_json()))
             self._ddl(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         return meta
 
     def get_table(self, name: str) -> TableMeta | None:
@@ -275,22 +279,14 @@ class PostgresEngine(PostgresIndexes, Engine):
         return sorted(row[0] for row in self._cursor().execute("SELECT name FROM openddb_tables"))
 
     def update_table(self, meta: TableMeta) -> None:
-        cur = self._cursor()
-        cur.execute("BEGIN")
-        try:
+        with self._transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
                         (meta.to_json(), meta.name))
             self._ddl(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
 
     def delete_table(self, name: str) -> None:
-        cur = self._cursor()
-        cur.execute("BEGIN")
-        try:
+        with self._transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             # The catalog row first: that waits for the writes in flight (they hold it FOR SHARE) and holds back
             # new ones before they lock any item, so deleting the items cannot deadlock with them.
@@ -300,14 +296,10 @@ class PostgresEngine(PostgresIndexes, Engine):
                 cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
                 self._live.pop(row[0], None)
                 self._ddl(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
 
     def table_stats(self, meta: TableMeta) -> tuple[int, int]:
-        count, size = self._cursor().execute(
-            "SELECT count(*), coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s", (meta.table_id,)).fetchone()
+        count, size = one_row(
+            self._cursor(), "SELECT count(*), coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s", (meta.table_id,))
         return int(count), int(size)
 
     # --- items --------------------------------------------------------------------------------
@@ -320,10 +312,8 @@ class PostgresEngine(PostgresIndexes, Engine):
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
         if len(requests) <= 1:
             return [self.get(meta, key) for meta, key in requests]
-        cur = self._cursor()
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
-        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as cur:
             params = [(meta.table_id, key.h, key.pk, key.sk) for meta, key in requests]
             cur.executemany(_GET, params, returning=True)
             rows: list[Row | None] = []
@@ -331,10 +321,6 @@ class PostgresEngine(PostgresIndexes, Engine):
                 found = cur.fetchone()
                 rows.append(None if found is None else Row(key, found[0], found[1]))
                 cur.nextset()
-            cur.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:

@@ -18,7 +18,7 @@ a write cannot replace an item between the chunk reading it and storing its entr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import psycopg
@@ -27,7 +27,7 @@ from openddb.errors import ItemCollectionSizeLimitExceededException
 from openddb.model import Item
 from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
 from openddb.model.schema import IndexMeta, TableMeta
-from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
+from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
 
 T = TypeVar("T")
 
@@ -50,17 +50,20 @@ _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess a
 ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
 
 
+def one_row(cur: psycopg.Cursor[Any], sql: str, params: Sequence[Any] = ()) -> Any:
+    """The row of a statement that always returns exactly one (an aggregate, a RETURNING of a seeded row)."""
+    row = cur.execute(sql, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row returned by {sql!r}")
+    return row
+
+
 def index_query_statement(tid: int, iid: int, h: int, pk: bytes, sort: SortRange, forward: bool,
                           after: IndexKey | None, limit: int) -> tuple[str, list[Any]]:
     """One page of an index Query: a range read on the (tid, iid, h, pk) prefix in (sk, tpk, tsk) order."""
     clauses = ["tid=%s", "iid=%s", "h=%s", "pk=%s"]
     params: list[Any] = [tid, iid, h, pk]
-    if sort.low is not None:
-        clauses.append("sk>=%s" if sort.low_inclusive else "sk>%s")
-        params.append(sort.low)
-    if sort.high is not None:
-        clauses.append("sk<=%s" if sort.high_inclusive else "sk<%s")
-        params.append(sort.high)
+    add_sort_clauses(sort, "%s", clauses, params)
     if after is not None:
         clauses.append("(sk, tpk, tsk) > (%s, %s, %s)" if forward else "(sk, tpk, tsk) < (%s, %s, %s)")
         params.extend((after.sk, after.tpk, after.tsk))
@@ -89,10 +92,10 @@ class PostgresIndexes:
     # tid -> (catalog row version, description parsed from it): the committed descriptions writes maintain.
     _live: dict[int, tuple[int, TableMeta]]
 
-    # Provided by PostgresEngine.
-    def _cursor(self) -> psycopg.Cursor[Any]: ...
-    def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
-    def _read_pages(self, build: Any) -> Iterator[Any]: ...
+    if TYPE_CHECKING:  # provided by PostgresEngine
+        def _cursor(self) -> psycopg.Cursor[Any]: ...
+        def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
+        def _read_pages(self, build: Any) -> Iterator[Any]: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
     def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int]) -> dict[int, TableMeta | None]:
@@ -105,7 +108,7 @@ class PostgresIndexes:
                 continue
             cached = self._live.get(tid)
             if cached is None or cached[0] != row[0]:
-                version, meta = cur.execute(_TABLE_META, (tid,)).fetchone()
+                version, meta = one_row(cur, _TABLE_META, (tid,))
                 cached = self._live[tid] = (version, TableMeta.from_json(meta))
             live[tid] = cached[1]
         return live
@@ -167,20 +170,18 @@ class PostgresIndexes:
             yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
 
     def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
-        count, size = self._cursor().execute(
-            "SELECT count(*), coalesce(sum(size), 0) FROM openddb_index_entries WHERE tid=%s AND iid=%s",
-            (meta.table_id, index.index_id)).fetchone()
+        count, size = one_row(self._cursor(), "SELECT count(*), coalesce(sum(size), 0) FROM openddb_index_entries "
+                              "WHERE tid=%s AND iid=%s", (meta.table_id, index.index_id))
         return int(count), int(size)
 
     def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
         cur = self._cursor()
-        size = cur.execute("SELECT coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s",
-                           (meta.table_id, h, pk)).fetchone()[0]
+        size = one_row(cur, "SELECT coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s",
+                       (meta.table_id, h, pk))[0]
         local = [index.index_id for index in meta.indexes if not index.is_global]
         if local:
-            size += cur.execute("SELECT coalesce(sum(size), 0) FROM openddb_index_entries "
-                                "WHERE tid=%s AND h=%s AND pk=%s AND iid = ANY(%s)",
-                                (meta.table_id, h, pk, local)).fetchone()[0]
+            size += one_row(cur, "SELECT coalesce(sum(size), 0) FROM openddb_index_entries "
+                            "WHERE tid=%s AND h=%s AND pk=%s AND iid = ANY(%s)", (meta.table_id, h, pk, local))[0]
         return int(size)
 
     # --- online creation and deletion ---------------------------------------------------------------

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import orjson
 
@@ -37,6 +38,7 @@ from openddb.storage.base import (
     TokenInUse,
     WriteOp,
     WriteResult,
+    add_sort_clauses,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes
 
@@ -254,11 +256,24 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         finally:
             self._lock.release()
 
-    def create_table(self, meta: TableMeta) -> TableMeta:
+    @contextmanager
+    def _transaction(self, ddl: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction of its own (any group is committed first): committed when the body returns (with
+        `_commit_ddl` for a catalog change), rolled back when it raises."""
         self.flush()
-        db = self._db
         self._begin()
         try:
+            yield self._db
+            if ddl:
+                self._commit_ddl()
+            else:
+                self._commit()
+        except BaseException:
+            self._rollback()
+            raise
+
+    def create_table(self, meta: TableMeta) -> TableMeta:
+        with self._transaction(ddl=True) as db:
             if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
                 raise ResourceInUseException(f"Table already exists: {meta.name}")
             tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
@@ -266,10 +281,6 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             meta.table_id = tid
             db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
             self._bump_catalog()
-            self._commit_ddl()
-        except BaseException:
-            self._rollback()
-            raise
         return meta
 
     def get_table(self, name: str) -> TableMeta | None:
@@ -287,32 +298,18 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         return [row[0] for row in self._db.execute("SELECT name FROM tables ORDER BY name")]
 
     def update_table(self, meta: TableMeta) -> None:
-        self.flush()
-        db = self._db
-        self._begin()
-        try:
+        with self._transaction(ddl=True) as db:
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
-            self._commit_ddl()
-        except BaseException:
-            self._rollback()
-            raise
 
     def delete_table(self, name: str) -> None:
-        self.flush()
-        db = self._db
-        self._begin()
-        try:
+        with self._transaction(ddl=True) as db:
             row = db.execute("SELECT tid FROM tables WHERE name=?", (name,)).fetchone()
             if row is not None:
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM tables WHERE name=?", (name,))
                 self._bump_catalog()
-            self._commit_ddl()
-        except BaseException:
-            self._rollback()
-            raise
 
     def table_stats(self, meta: TableMeta) -> tuple[int, int]:
         count, size = self._db.execute(
@@ -426,12 +423,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
               after: bytes | None) -> Iterator[Row]:
         clauses = ["tid=?", "h=?", "pk=?"]
         params: list[object] = [meta.table_id, h, pk]
-        if sort.low is not None:
-            clauses.append("sk>=?" if sort.low_inclusive else "sk>?")
-            params.append(sort.low)
-        if sort.high is not None:
-            clauses.append("sk<=?" if sort.high_inclusive else "sk<?")
-            params.append(sort.high)
+        add_sort_clauses(sort, "?", clauses, params)
         if after is not None:
             clauses.append("sk>?" if forward else "sk<?")
             params.append(after)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -25,7 +26,7 @@ from openddb.model import Item
 from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import item_size
-from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
+from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
 
 INDEX_SCHEMA = """;
 CREATE TABLE IF NOT EXISTS index_entries (
@@ -49,11 +50,8 @@ class SQLiteIndexes:
     _signal: Any  # SQLiteEngine's _CatalogSignal
     supports_indexes = True
 
-    # Provided by SQLiteEngine: commit a pending group, and the writer-locked transaction bracket.
-    def flush(self) -> None: ...
-    def _begin(self) -> None: ...
-    def _commit(self) -> None: ...
-    def _rollback(self) -> None: ...
+    if TYPE_CHECKING:  # provided by SQLiteEngine: a writer-locked transaction of its own
+        def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
     def _live_table(self, table: TableMeta) -> TableMeta | None:
@@ -100,12 +98,7 @@ class SQLiteIndexes:
                     after: IndexKey | None) -> Iterator[IndexRow]:
         clauses = ["tid=?", "iid=?", "h=?", "pk=?"]
         params: list[object] = [meta.table_id, index.index_id, h, pk]
-        if sort.low is not None:
-            clauses.append("sk>=?" if sort.low_inclusive else "sk>?")
-            params.append(sort.low)
-        if sort.high is not None:
-            clauses.append("sk<=?" if sort.high_inclusive else "sk<?")
-            params.append(sort.high)
+        add_sort_clauses(sort, "?", clauses, params)
         if after is not None:
             clauses.append("(sk, tpk, tsk) > (?, ?, ?)" if forward else "(sk, tpk, tsk) < (?, ?, ?)")
             params.extend((after.sk, after.tpk, after.tsk))
@@ -146,10 +139,7 @@ class SQLiteIndexes:
     # --- online creation and deletion ---------------------------------------------------------------
     def backfill_index(self, meta: TableMeta, index: IndexMeta, after: StorageKey | None,
                        limit: int) -> StorageKey | None:
-        self.flush()
-        db = self._db
-        self._begin()
-        try:
+        with self._transaction() as db:
             row = db.execute("SELECT meta FROM tables WHERE tid=?", (meta.table_id,)).fetchone()
             live = None if row is None else TableMeta.from_json(row[0])
             current = None if live is None else next(
@@ -170,19 +160,8 @@ class SQLiteIndexes:
                                           entry.size, orjson.dumps(entry.item)))
                 if len(rows) == limit:
                     last = StorageKey(rows[-1][0], rows[-1][1], rows[-1][2])
-            self._commit()
-        except BaseException:
-            self._rollback()
-            raise
         return last
 
     def drop_index(self, meta: TableMeta, index_id: int) -> None:
-        self.flush()
-        db = self._db
-        self._begin()
-        try:
+        with self._transaction() as db:
             db.execute("DELETE FROM index_entries WHERE tid=? AND iid=?", (meta.table_id, index_id))
-            self._commit()
-        except BaseException:
-            self._rollback()
-            raise
