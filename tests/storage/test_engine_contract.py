@@ -321,3 +321,15 @@ def test_concurrent_multi_item_writes_keep_the_total(open_engine: EngineFactory)
     assert not errors
     rows = [engines[0].get(meta, key(b"acct%d" % i)) for i in range(3)]
     assert sum(int(orjson.loads(r.data)["n"]["N"]) for r in rows if r is not None) == 2
+
+
+def test_lease_is_held_by_one_process_at_a_time(open_engine: EngineFactory) -> None:
+    """A background duty's lease goes to one holder across processes until it expires, and its holder renews it."""
+    first, second = open_engine(), open_engine()
+    name = f"duty-{uuid.uuid4().hex}"
+    assert first.try_lease(name, "a", 10, now=1000.0)
+    assert not second.try_lease(name, "b", 10, now=1005.0)  # held by a
+    assert first.try_lease(name, "a", 10, now=1008.0)  # renewed by its holder, until 1018
+    assert not second.try_lease(name, "b", 10, now=1015.0)
+    assert second.try_lease(name, "b", 10, now=1019.0)  # expired: b takes over
+    assert not first.try_lease(name, "a", 10, now=1020.0)

@@ -189,6 +189,13 @@ class Engine(ABC):
         and only if the ops are. Engines may drop expired records at any time."""
 
     @abstractmethod
+    def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        """Take or renew the named lease for `seconds` from `now` if it is free, expired or already `holder`'s.
+
+        Background duties that must run once across every process and node sharing the store (index backfill
+        now; TTL sweeping, stream trimming, backups later) run only while their holder has the lease."""
+
+    @abstractmethod
     def get_token(self, token: str) -> RequestToken | None:
         """The committed record of a ClientRequestToken (possibly expired; the caller checks its age), or None."""
 

@@ -56,7 +56,7 @@ from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes, o
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 
@@ -73,7 +73,13 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS openddb_tokens_by_age ON openddb_tokens (created_at)",
     ],
     2: INDEX_MIGRATION,  # secondary index entries (postgres_indexes.py)
+    3: ["CREATE TABLE IF NOT EXISTS openddb_leases (name VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, "
+        "expires DOUBLE PRECISION NOT NULL)"],
 }
+# Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
+_LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
+          "SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
+          "WHERE openddb_leases.expires <= %s OR openddb_leases.holder = EXCLUDED.holder RETURNING holder")
 
 _KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
 _GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
@@ -365,6 +371,10 @@ class PostgresEngine(PostgresIndexes, Engine):
         self._token_writes += 1
         if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
             cur.execute("DELETE FROM openddb_tokens WHERE created_at < %s", (token.created_at - TOKEN_LIFETIME,))
+
+    def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        with self._transaction() as cur:
+            return cur.execute(_LEASE, (name, holder, now + seconds, now)).fetchone() is not None
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._cursor().execute("SELECT hash, created_at FROM openddb_tokens WHERE token=%s",

@@ -157,6 +157,7 @@ CREATE TABLE IF NOT EXISTS items (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS tokens_by_age ON tokens (created_at);
+CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires REAL NOT NULL);
 INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 0), ('next_tid', 1);
 """
 
@@ -414,6 +415,15 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         self._token_writes += 1
         if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
             db.execute("DELETE FROM tokens WHERE created_at < ?", (token.created_at - TOKEN_LIFETIME,))
+
+    def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        with self._transaction() as db:
+            found = db.execute("SELECT holder, expires FROM leases WHERE name=?", (name,)).fetchone()
+            if found is not None and found[0] != holder and found[1] > now:
+                return False
+            db.execute("INSERT OR REPLACE INTO leases (name, holder, expires) VALUES (?, ?, ?)",
+                       (name, holder, now + seconds))
+            return True
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._db.execute(_GET_TOKEN, (token,)).fetchone()
