@@ -134,7 +134,8 @@ def test_billing_mode_and_throughput(ddb):
                                     "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
     with pytest.raises(ClientError) as excinfo:
         ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA)
-    assert error_of(excinfo) == ("ValidationException", "No provisioned throughput specified for the table")
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: ReadCapacityUnits "
+                                 "and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
 
 
 def test_missing_required_members(server):
@@ -176,8 +177,13 @@ def test_update_table(ddb):
                      ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
     table = ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 3,
                                                                     "WriteCapacityUnits": 4})["TableDescription"]
-    assert table["ProvisionedThroughput"]["ReadCapacityUnits"] == 3
-    assert "LastIncreaseDateTime" in table["ProvisionedThroughput"]
+    # The answer shows the throughput before the change (still being applied); DescribeTable shows the new one.
+    assert table["TableStatus"] == "UPDATING"
+    assert (table["ProvisionedThroughput"]["ReadCapacityUnits"], table["ProvisionedThroughput"]["WriteCapacityUnits"]) \
+        == (1, 1)
+    described = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert (described["ReadCapacityUnits"], described["WriteCapacityUnits"]) == (3, 4)
+    assert "LastIncreaseDateTime" in described
     with pytest.raises(ClientError) as excinfo:
         ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 3, "WriteCapacityUnits": 4})
     assert error_of(excinfo)[1].startswith("The provisioned throughput for the table will not change.")
@@ -191,6 +197,29 @@ def test_update_table(ddb):
                                  "Disable deletion protection first.")
     ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
     ddb.delete_table(TableName=name)
+
+
+def test_refused_update_changes_nothing(ddb):
+    """A refused UpdateTable leaves the table exactly as it was (no half-applied change in any cache)."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 2})
+    before = ddb.describe_table(TableName=name)["Table"]
+    with pytest.raises(ClientError):  # the index part is valid, the billing part is not
+        ddb.update_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST", DeletionProtectionEnabled=True,
+            ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+            AttributeDefinitions=[*DEFS, {"AttributeName": "g", "AttributeType": "S"}],
+            GlobalSecondaryIndexUpdates=[{"Create": {
+                "IndexName": "by-g", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}}])
+    after = ddb.describe_table(TableName=name)["Table"]
+    assert "GlobalSecondaryIndexes" not in after
+    assert after["AttributeDefinitions"] == before["AttributeDefinitions"]
+    assert after["ProvisionedThroughput"] == before["ProvisionedThroughput"]
+    assert after["DeletionProtectionEnabled"] is False
+    assert "BillingModeSummary" not in after
 
 
 def test_update_table_requires_a_change(ddb):

@@ -28,7 +28,6 @@ from openddb.api.common import (
     write_units,
 )
 from openddb.api.context import RequestContext
-from openddb.api.items import reject_legacy
 from openddb.errors import ValidationException
 from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
@@ -80,7 +79,6 @@ class _TableGet:
 
 
 def _table_get(context: RequestContext, name: str, spec: dict[str, Any]) -> _TableGet:
-    reject_legacy(spec, "AttributesToGet")
     meta = context.table(name)
     attrs = expression_attributes(spec, ("ProjectionExpression",))
     text = expression_text(spec, "ProjectionExpression")

@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
+import time
+import uuid as uuid_module
 from typing import Any
 
 from openddb.api import validation as v
@@ -81,17 +84,17 @@ def _key_schema(name: str, schema: list[dict[str, str]], types: dict[str, str],
     hashes = [e for e in schema if e["KeyType"] == "HASH"]
     ranges = [e for e in schema if e["KeyType"] == "RANGE"]
     if schema != hashes + ranges:
-        # Best guess at the wording.
-        raise ValidationException("Invalid KeySchema: The KeySchemaElements of HASH key type must precede those "
-                                  "of RANGE key type")
+        raise _invalid("All HASH key attributes must precede RANGE key attributes in the KeySchema")
     if local and len(hashes) != 1:
         raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
-    if len(hashes) > MAX_KEY_ATTRIBUTES or len(ranges) > MAX_KEY_ATTRIBUTES:
-        raise _invalid(f"Index KeySchema can have at most {MAX_KEY_ATTRIBUTES} HASH and {MAX_KEY_ATTRIBUTES} RANGE "
-                       f"key attributes for index: {name}")  # best guess
+    for kind, elements in (("HASH", hashes), ("RANGE", ranges)):
+        if len(elements) > MAX_KEY_ATTRIBUTES:
+            raise _invalid(f"The KeySchema exceeds the maximum allowed number of {kind} key attributes")
     names = [e["AttributeName"] for e in schema]
     if len(set(names)) != len(names):
-        raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+        if len(names) == 2:
+            raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+        raise ValidationException("The KeySchema contains multiple key attributes with the same name")
     for element in schema:
         if element["AttributeName"] not in types:
             raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
@@ -103,7 +106,7 @@ def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
     kind = projection.get("ProjectionType")
     non_key = projection.get("NonKeyAttributes")
     if kind is None:
-        raise _invalid("Unknown ProjectionType: null")  # best guess
+        raise _invalid("Unknown ProjectionType: null")
     if kind == "INCLUDE" and not non_key:
         raise _invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
     if kind != "INCLUDE" and non_key is not None:
@@ -111,7 +114,8 @@ def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
     return kind, list(non_key or [])
 
 
-def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str) -> tuple[int, int]:
+def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
+                      creating_table: bool = False) -> tuple[int, int]:
     throughput = spec.get("ProvisionedThroughput")
     if billing_mode == "PAY_PER_REQUEST":
         if throughput is not None:
@@ -119,7 +123,10 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str) -> tup
                            "PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
-        raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")  # best guess
+        # CreateTable and UpdateTable word this differently.
+        if creating_table:
+            raise _invalid(f"ProvisionedThroughput is not specified for index: {name}")
+        raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")
     read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
     for unit, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
         if value > _MAX_THROUGHPUT:
@@ -129,11 +136,12 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str) -> tup
     return read, write
 
 
-def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int) -> IndexMeta:
+def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int, *,
+              creating_table: bool = False) -> IndexMeta:
     name = spec["IndexName"]
     hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=False)
     kind, non_key = _projection(spec["Projection"])
-    read, write = _index_throughput(name, spec, billing_mode)
+    read, write = _index_throughput(name, spec, billing_mode, creating_table=creating_table)
     return IndexMeta(name, "GLOBAL", hashes, ranges, kind, non_key, "ACTIVE", read, write, index_id)
 
 
@@ -143,37 +151,37 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
     gsis: list[dict[str, Any]] | None = request.get("GlobalSecondaryIndexes")
     lsis: list[dict[str, Any]] | None = request.get("LocalSecondaryIndexes")
     if gsis == []:
-        raise _invalid("List of GlobalSecondaryIndexes is empty")  # best guess
+        raise _invalid("List of GlobalSecondaryIndexes is empty")
     if lsis == []:
-        raise _invalid("List of LocalSecondaryIndexes is empty")  # best guess
+        raise _invalid("List of LocalSecondaryIndexes is empty")
     gsis, lsis = gsis or [], lsis or []
     if lsis and range_key is None:
         raise _invalid("Table KeySchema does not have a range key, which is required when specifying a "
                        "LocalSecondaryIndex")
     if len(gsis) > MAX_GSIS:
-        raise _invalid(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")  # best guess
+        raise _invalid(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")
     if len(lsis) > MAX_LSIS:
-        raise _invalid(f"LocalSecondaryIndex count exceeds the per-table limit of {MAX_LSIS}")  # best guess
+        raise _invalid(f"Number of LocalSecondaryIndexes exceeds per-table limit of {MAX_LSIS}")
     indexes: list[IndexMeta] = []
     seen: set[str] = set()
     for spec in lsis:
         name = spec["IndexName"]
         if name in seen:
-            raise _invalid(f"Duplicate index name: {name}")  # best guess
+            raise _invalid(f"Duplicate index name: {name}")
         seen.add(name)
         hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=True)
         if not ranges:
-            raise _invalid(f"Index KeySchema does not have a range key for index: {name}")  # best guess
+            raise _invalid(f"Index KeySchema does not have a range key for index: {name}")
         if hashes[0].name != hash_key.name:
             raise _invalid(f"Index KeySchema does not have the same leading hash key as table KeySchema for index: "
-                           f"{name}. index hash key: {hashes[0].name}, table hash key: {hash_key.name}")  # best guess
+                           f"{name}. index hash key: {hashes[0].name}, table hash key: {hash_key.name}")
         kind, non_key = _projection(spec["Projection"])
         indexes.append(IndexMeta(name, "LOCAL", hashes, ranges, kind, non_key, index_id=len(indexes) + 1))
     for spec in gsis:
         if spec["IndexName"] in seen:
             raise _invalid(f"Duplicate index name: {spec['IndexName']}")
         seen.add(spec["IndexName"])
-        indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1))
+        indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1, creating_table=True))
     projected = sum(len(index.non_key_attributes) for index in indexes)
     if projected > MAX_PROJECTED_ATTRIBUTES:
         raise _invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
@@ -226,11 +234,13 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
 # --- UpdateTable ---------------------------------------------------------------------------------------------
 
 
-def _find(meta: TableMeta, name: str) -> IndexMeta:
+def _find(meta: TableMeta, name: str, action: str) -> IndexMeta:
     index = meta.index(name)
-    if index is None or not index.is_global:
-        # Best guess at the wording.
+    if index is None:
+        # Best guess at the wording: DynamoDB's ResourceNotFoundException is confirmed, its text is not.
         raise ResourceNotFoundException(f"Requested resource not found: Index: {name} not found")
+    if not index.is_global:
+        raise ValidationException(f"Cannot {action} an index that is not a GlobalSecondaryIndex: {name}")
     return index
 
 
@@ -238,9 +248,12 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
     """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped."""
     updates: list[dict[str, Any]] = request["GlobalSecondaryIndexUpdates"]
     for update in updates:
-        if sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None) != 1:
-            raise _invalid("One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update or "
-                           "GlobalSecondaryIndexUpdate.Delete must be specified")  # best guess
+        actions = sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None)
+        if actions == 0:
+            raise _invalid("One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, "
+                           "GlobalSecondaryIndexUpdate.Delete must not be null")
+        if actions > 1:
+            raise _invalid("Only one global secondary index action is allowed per GlobalSecondaryIndexUpdate object")
     online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
     if len(online) > 1 or (online and any(i.status == "CREATING" for i in meta.indexes)):
         raise LimitExceededException(ONE_ONLINE_INDEX)
@@ -253,8 +266,8 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
             if meta.index(spec["IndexName"]) is not None:
                 raise ValidationException("Attempting to create an index which already exists")
             if sum(1 for i in meta.indexes if i.is_global) >= MAX_GSIS:
-                raise LimitExceededException(f"Subscriber limit exceeded: the number of global secondary indexes "
-                                             f"per table is limited to {MAX_GSIS}")  # best guess
+                raise LimitExceededException("Subscriber limit exceeded: Number of global secondary indexes exceeds "
+                                             f"per-table limit of {MAX_GSIS}")
             defined = {d["AttributeName"]: d["AttributeType"] for d in request.get("AttributeDefinitions") or []}
             keys = [e["AttributeName"] for e in spec["KeySchema"]]
             missing = [k for k in keys if k not in defined]
@@ -274,7 +287,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
             meta.indexes.append(index)
             created.append(index)
         elif update.get("Delete") is not None:
-            index = _find(meta, update["Delete"]["IndexName"])
+            index = _find(meta, update["Delete"]["IndexName"], "delete")
             meta.indexes.remove(index)
             dropped.append(index.index_id)
             used = set(meta.key_names)
@@ -283,7 +296,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
             meta.attribute_definitions = [d for d in meta.attribute_definitions if d["AttributeName"] in used]
         else:
             spec = update["Update"]
-            index = _find(meta, spec["IndexName"])
+            index = _find(meta, spec["IndexName"], "update")
             if meta.billing_mode == "PAY_PER_REQUEST":
                 raise _invalid(f"ProvisionedThroughput should not be specified for index: {index.name} when "
                                "BillingMode is PAY_PER_REQUEST")
@@ -300,6 +313,9 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
 # --- online creation -----------------------------------------------------------------------------------------
 
 _RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
+# Who drives a backfill, across every worker and node sharing the store: the holder of its lease.
+_HOLDER = f"{socket.gethostname()}:{os.getpid()}:{uuid_module.uuid4().hex[:8]}"
+_LEASE_SECONDS = 30.0
 
 
 def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:
@@ -318,6 +334,11 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         target = None if current is None or current.uuid != uuid else next(
             (i for i in current.indexes if i.index_id == index_id), None)
         if current is None or target is None or target.status != "CREATING":
+            _RUNNING.discard(job)
+            return False
+        if not engine.try_lease(f"backfill:{uuid}:{index_id}", _HOLDER, _LEASE_SECONDS, time.time()):
+            # Another process drives it; if that one dies, a later DescribeTable here takes over once the
+            # lease expires (and starts over: a chunk is idempotent).
             _RUNNING.discard(job)
             return False
         after = engine.backfill_index(current, target, after, BACKFILL_CHUNK)

@@ -92,14 +92,6 @@ DELETE_ITEM = v.Struct({
 })
 
 
-def reject_legacy(request: dict[str, Any], *members: str) -> None:
-    """Legacy (pre-expression) parameters are not accepted yet; say so rather than ignore them."""
-    for member in members:
-        if request.get(member) is not None:
-            raise ValidationException(f"The legacy parameter {member} is not supported by this server yet; "
-                                      "use the expression parameters")
-
-
 def condition_of(request: dict[str, Any], attrs: Any) -> Condition | None:
     text = expression_text(request, "ConditionExpression")
     return None if text is None else compile_condition(text, attrs, "ConditionExpression")
@@ -128,7 +120,6 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
 
 def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(PUT_ITEM, request)
-    reject_legacy(request, "Expected", "ConditionalOperator")
     meta = context.table(request["TableName"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
@@ -157,7 +148,6 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(GET_ITEM, request)
-    reject_legacy(request, "AttributesToGet")
     meta = context.table(request["TableName"])
     _, key = parse_key(meta, request["Key"])
     attrs = expression_attributes(request, ("ProjectionExpression",))
@@ -179,7 +169,6 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_ITEM, request)
-    reject_legacy(request, "Expected", "ConditionalOperator", "AttributeUpdates")
     meta = context.table(request["TableName"])
     key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"
@@ -229,7 +218,6 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
 def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DELETE_ITEM, request)
-    reject_legacy(request, "Expected", "ConditionalOperator")
     meta = context.table(request["TableName"])
     key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"

@@ -37,7 +37,6 @@ from openddb.api.index_reads import (
     read_index_page,
     start_key,
 )
-from openddb.api.items import reject_legacy
 from openddb.api.legacy import legacy_origin
 from openddb.errors import ValidationException
 from openddb.expressions import (
@@ -343,7 +342,6 @@ def _start_inside(sort: SortRange, sk: bytes, forward: bool) -> bool:
 
 def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(QUERY, request)
-    reject_legacy(request, "KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator")
     if request.get("KeyConditionExpression") is None:
         raise ValidationException(
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
@@ -402,7 +400,6 @@ def _segments(request: dict[str, Any]) -> tuple[int, int] | None:
 
 def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(SCAN, request)
-    reject_legacy(request, "ScanFilter", "AttributesToGet", "ConditionalOperator")
     segments = _segments(request)
     attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
     meta = context.table(request["TableName"])

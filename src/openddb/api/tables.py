@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from typing import Any
@@ -14,6 +15,12 @@ from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
 MAX_THROUGHPUT = 40_000
+# DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
+# ever on-demand; a provisioned table's follows its provisioned capacity (probes of real DynamoDB, 2026-10).
+ON_DEMAND_WARM = (12000, 4000)
+# UpdateTable members whose change DynamoDB answers with TableStatus UPDATING (DeletionProtectionEnabled and
+# SSESpecification complete with the table ACTIVE).
+_UPDATING_MEMBERS = ("ProvisionedThroughput", "BillingMode", "TableClass", "StreamSpecification")
 
 _KEY_SCHEMA = v.List(v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
@@ -109,10 +116,9 @@ def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
                            "is PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
-        if request.get("BillingMode") == "PROVISIONED":
-            raise _invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
-                           "is PROVISIONED")
-        raise ValidationException("No provisioned throughput specified for the table")
+        # The same wording whether BillingMode PROVISIONED was sent or defaulted.
+        raise _invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
+                       "is PROVISIONED")
     read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
     for name, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
         if value > MAX_THROUGHPUT:
@@ -129,7 +135,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     for definition in definitions:
         name = definition["AttributeName"]
         if name in types:
-            raise _invalid("Cannot have two attributes with the same name")
+            raise ValidationException(f"Attribute Name is duplicated: {name}")
         types[name] = definition["AttributeType"]
     hash_key, range_key = _key_schema(request["KeySchema"], types)
     billing_mode = request.get("BillingMode") or "PROVISIONED"
@@ -143,6 +149,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
                            "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
+    _check_create_stream(request.get("StreamSpecification"))
     now = time.time()
     sse = request.get("SSESpecification")
     meta = TableMeta(
@@ -150,19 +157,56 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
                                for d in definitions],
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
-        billing_mode_updated_at=now if "BillingMode" in request else None,
+        billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
         tags=list(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)),
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
     meta = context.engine.create_table(meta)
-    return {"TableDescription": describe(context, meta, status="CREATING", counts=False)}
+    return {"TableDescription": describe(context, meta, status="CREATING", counts=False, fresh=True,
+                                         warm=False)}
 
 
-def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
-             counts: bool = True) -> dict[str, Any]:
-    """DynamoDB's TableDescription of a table."""
-    item_count, size = context.engine.table_stats(meta) if counts else (0, 0)
+def _check_create_stream(spec: dict[str, Any] | None) -> None:
+    """Streams are not implemented: a table asking for one is refused rather than described with a fake stream."""
+    if spec is None:
+        return
+    enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
+    if enabled and view is None:
+        raise _invalid("Table is being created with a stream enabled, UpdateViewType is required")
+    if not enabled and view is not None:
+        raise _invalid("Table is being created with a stream disabled, UpdateViewType should not be specified")
+    if enabled:
+        raise ValidationException(_STREAMS_UNSUPPORTED)
+
+
+_STREAMS_UNSUPPORTED = "DynamoDB Streams are not supported by this server yet: StreamEnabled must be false"
+
+
+def _check_update_stream(meta: TableMeta, spec: dict[str, Any]) -> None:
+    """UpdateTable's StreamSpecification, with DynamoDB's wording; a table here never has a stream."""
+    enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
+    if enabled and view is None:
+        raise _invalid("If stream is being enabled then UpdateViewType is required")
+    if not enabled and view is not None:
+        raise _invalid("If stream is being disabled, then UpdateViewType must not be specified")
+    if not enabled:
+        raise ValidationException(f"Table has no stream to disable: TableName: {meta.name}")
+    raise ValidationException(_STREAMS_UNSUPPORTED)
+
+
+def warm_throughput(meta: TableMeta) -> dict[str, Any]:
+    """The table's WarmThroughput: 12000/4000 for a table that is or was on-demand, else its provisioned capacity.
+
+    DynamoDB keeps the highest capacity ever provisioned; only the current one is recorded here, so a table whose
+    capacity was lowered reports the lower value."""
+    read, write = meta.read_capacity, meta.write_capacity
+    if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
+        read, write = max(read, ON_DEMAND_WARM[0]), max(write, ON_DEMAND_WARM[1])
+    return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
+
+
+def _throughput_description(meta: TableMeta) -> dict[str, Any]:
     throughput: dict[str, Any] = {"NumberOfDecreasesToday": meta.decreases_today,
                                   "ReadCapacityUnits": meta.read_capacity,
                                   "WriteCapacityUnits": meta.write_capacity}
@@ -170,21 +214,32 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
         throughput["LastIncreaseDateTime"] = meta.last_increase
     if meta.last_decrease is not None:
         throughput["LastDecreaseDateTime"] = meta.last_decrease
+    return throughput
+
+
+def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
+             counts: bool = True, fresh: bool = False, warm: bool = True) -> dict[str, Any]:
+    """DynamoDB's TableDescription of a table.
+
+    `fresh`: answering a CreateTable or a billing-mode switch, which lack LastUpdateToPayPerRequestDateTime until
+    the change settles. `warm`: include WarmThroughput, which a CreateTable response lacks."""
+    item_count, size = context.engine.table_stats(meta) if counts else (0, 0)
     description: dict[str, Any] = {
         "AttributeDefinitions": meta.attribute_definitions,
         "TableName": meta.name,
         "KeySchema": meta.key_schema_wire(),
         "TableStatus": status or meta.status,
         "CreationDateTime": meta.created_at,
-        "ProvisionedThroughput": throughput,
+        "ProvisionedThroughput": _throughput_description(meta),
         "TableSizeBytes": size,
         "ItemCount": item_count,
         "TableArn": meta.arn,
         "TableId": meta.uuid,
     }
+    # Absent for a table that was always provisioned; once on-demand, it keeps the time of the last switch.
     if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
         summary: dict[str, Any] = {"BillingMode": meta.billing_mode}
-        if meta.billing_mode == "PAY_PER_REQUEST":
+        if not fresh:
             summary["LastUpdateToPayPerRequestDateTime"] = meta.billing_mode_updated_at or meta.created_at
         description["BillingModeSummary"] = summary
     if meta.sse is not None:
@@ -196,6 +251,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
     description["DeletionProtectionEnabled"] = meta.deletion_protection
+    if warm:
+        description["WarmThroughput"] = warm_throughput(meta)
     if meta.indexes:
         description.update(ix.describe_indexes(context.engine, meta, creating=status == "CREATING", counts=counts))
     return description
@@ -227,14 +284,19 @@ def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_TABLE, request)
-    meta = context.described_table(request["TableName"])
+    before = context.described_table(request["TableName"])
+    meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
                            "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates")
                if request.get(k) is not None]
     if not changes:
         raise ValidationException(
-            "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
-            "or SSESpecification or ReplicaUpdates is required")
+            "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
+            "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
+            "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
+            "is required")
+    if request.get("StreamSpecification") is not None:
+        _check_update_stream(meta, request["StreamSpecification"])
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
@@ -242,8 +304,11 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         _require_index_support(context)
         created, dropped = ix.apply_index_updates(meta, request, now)
     billing_mode = request.get("BillingMode") or meta.billing_mode
+    switched = billing_mode != meta.billing_mode
     if billing_mode == "PAY_PER_REQUEST":
         if request.get("ProvisionedThroughput") is not None:
+            if request.get("BillingMode") == "PAY_PER_REQUEST":
+                raise _invalid("ProvisionedThroughput cannot be specified when BillingMode is PAY_PER_REQUEST")
             raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
                            "is PAY_PER_REQUEST")
         if meta.billing_mode != "PAY_PER_REQUEST":
@@ -251,12 +316,12 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             meta.billing_mode_updated_at = now
     else:
         throughput = request.get("ProvisionedThroughput")
-        if meta.billing_mode == "PAY_PER_REQUEST" and throughput is None:
+        if throughput is None and (meta.billing_mode == "PAY_PER_REQUEST" or request.get("BillingMode") is not None):
             raise _invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
         if throughput is not None:
             read, write = _throughput(request, "PROVISIONED")
             if (meta.billing_mode == "PROVISIONED" and read == meta.read_capacity
-                    and write == meta.write_capacity and len(changes) == 1):
+                    and write == meta.write_capacity and set(changes) <= {"ProvisionedThroughput", "BillingMode"}):
                 raise ValidationException(
                     "The provisioned throughput for the table will not change. The requested value equals the "
                     f"current value. Current ReadCapacityUnits provisioned for the table: {meta.read_capacity}. "
@@ -269,8 +334,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                 if read < meta.read_capacity or write < meta.write_capacity:
                     meta.last_decrease = now
                     meta.decreases_today += 1
-            if meta.billing_mode != "PROVISIONED":
-                meta.billing_mode_updated_at = now
             meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
     if request.get("DeletionProtectionEnabled") is not None:
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
@@ -284,7 +347,11 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         context.engine.drop_index(meta, index_id)
     for index in created:
         ix.schedule_backfill(context.engine, meta, index)
-    return {"TableDescription": describe(context, meta)}
+    updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or created or dropped
+    description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
+    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it.
+    description["ProvisionedThroughput"] = _throughput_description(before)
+    return {"TableDescription": description}
 
 
 def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -309,7 +376,7 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
 
 def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(TAG_RESOURCE, request)
-    meta = _table_for_arn(context, request["ResourceArn"])
+    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
     tags = {tag["Key"]: tag["Value"] for tag in meta.tags}
     tags.update({tag["Key"]: tag["Value"] for tag in request["Tags"]})
     meta.tags = [{"Key": key, "Value": value} for key, value in tags.items()]
@@ -319,7 +386,7 @@ def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, 
 
 def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UNTAG_RESOURCE, request)
-    meta = _table_for_arn(context, request["ResourceArn"])
+    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
     removed = set(request["TagKeys"])
     meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
     context.engine.update_table(meta)

@@ -1,0 +1,208 @@
+"""Response shapes and messages of the control plane checked against what real DynamoDB answers."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.conftest import unique_name
+
+DEFS = [{"AttributeName": "pk", "AttributeType": "S"}]
+SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}]
+ONE = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}
+INVALID = "One or more parameter values were invalid: "
+
+
+def error_of(excinfo) -> tuple[str, str]:
+    error = excinfo.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+def _provisioned(ddb, **extra) -> str:
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, ProvisionedThroughput=ONE, **extra)
+    return name
+
+
+def _on_demand(ddb) -> str:
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST")
+    return name
+
+
+def test_billing_mode_summary_absent_for_provisioned_tables(ddb):
+    """A table created PROVISIONED (even with BillingMode sent) has no BillingModeSummary."""
+    for extra in ({}, {"BillingMode": "PROVISIONED"}):
+        name = _provisioned(ddb, **extra)
+        assert "BillingModeSummary" not in ddb.describe_table(TableName=name)["Table"]
+
+
+def test_create_response_lacks_settled_members(ddb):
+    """CreateTable answers without WarmThroughput and LastUpdateToPayPerRequestDateTime; DescribeTable has both."""
+    name = unique_name()
+    created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                               BillingMode="PAY_PER_REQUEST")["TableDescription"]
+    assert "WarmThroughput" not in created
+    assert created["BillingModeSummary"] == {"BillingMode": "PAY_PER_REQUEST"}
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert "LastUpdateToPayPerRequestDateTime" in described["BillingModeSummary"]
+    assert described["ProvisionedThroughput"] == {"NumberOfDecreasesToday": 0, "ReadCapacityUnits": 0,
+                                                  "WriteCapacityUnits": 0}
+    assert described["WarmThroughput"] == {"ReadUnitsPerSecond": 12000, "WriteUnitsPerSecond": 4000,
+                                           "Status": "ACTIVE"}
+
+
+def test_warm_throughput_of_provisioned_table(ddb):
+    """A provisioned table's WarmThroughput follows its capacity; once on-demand it keeps 12000/4000."""
+    name = _provisioned(ddb)
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1, "Status": "ACTIVE"}
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE)
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["WarmThroughput"]["ReadUnitsPerSecond"] == 12000
+    # Once on-demand, the summary stays, now naming PROVISIONED with the time of the switch to on-demand.
+    assert table["BillingModeSummary"]["BillingMode"] == "PROVISIONED"
+    assert "LastUpdateToPayPerRequestDateTime" in table["BillingModeSummary"]
+
+
+def test_no_stream_members_without_stream(ddb):
+    """Without a stream, no StreamSpecification / LatestStreamArn is described."""
+    table = ddb.describe_table(TableName=_on_demand(ddb))["Table"]
+    assert not {"StreamSpecification", "LatestStreamArn", "LatestStreamLabel"} & set(table)
+    assert table["DeletionProtectionEnabled"] is False
+
+
+def test_update_table_status(ddb):
+    """UpdateTable answers UPDATING for a billing switch, ACTIVE for a deletion-protection change."""
+    name = _on_demand(ddb)
+    switched = ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                                ProvisionedThroughput=ONE)["TableDescription"]
+    assert switched["TableStatus"] == "UPDATING"
+    protected = ddb.update_table(TableName=name, DeletionProtectionEnabled=True)["TableDescription"]
+    assert protected["TableStatus"] == "ACTIVE"
+    ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
+
+
+def test_update_table_billing_messages(ddb):
+    """DynamoDB's wording for throughput sent with PAY_PER_REQUEST, and PROVISIONED without throughput."""
+    name = _provisioned(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST", ProvisionedThroughput=ONE)
+    assert error_of(excinfo) == ("ValidationException", INVALID + "ProvisionedThroughput cannot be specified when "
+                                 "BillingMode is PAY_PER_REQUEST")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED")
+    assert error_of(excinfo) == ("ValidationException", INVALID + "ProvisionedThroughput must be specified when "
+                                 "BillingMode is PROVISIONED")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE)
+    assert error_of(excinfo)[1].startswith("The provisioned throughput for the table will not change.")
+
+
+def test_update_table_nothing_to_change_message(ddb):
+    """The 'At least one of' message lists every member DynamoDB names today."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=_on_demand(ddb), AttributeDefinitions=DEFS)
+    assert error_of(excinfo) == ("ValidationException", (
+        "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
+        "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, "
+        "DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required"))
+
+
+def test_duplicate_attribute_definition(ddb):
+    """A repeated AttributeDefinitions name has its own unprefixed message."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS * 2, KeySchema=SCHEMA,
+                         BillingMode="PAY_PER_REQUEST")
+    assert error_of(excinfo) == ("ValidationException", "Attribute Name is duplicated: pk")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"StreamEnabled": True}, INVALID + "Table is being created with a stream enabled, UpdateViewType is required"),
+    ({"StreamEnabled": False, "StreamViewType": "KEYS_ONLY"},
+     INVALID + "Table is being created with a stream disabled, UpdateViewType should not be specified"),
+    ({"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+     "DynamoDB Streams are not supported by this server yet: StreamEnabled must be false"),
+])
+def test_create_table_stream_specification(ddb, spec, message):
+    """Streams are not implemented: a stream is refused, never described with a fake ARN."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                         BillingMode="PAY_PER_REQUEST", StreamSpecification=spec)
+    assert error_of(excinfo) == ("ValidationException", message)
+
+
+def test_create_table_stream_disabled_accepted(ddb):
+    """StreamEnabled false at creation is accepted and describes no stream."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                     StreamSpecification={"StreamEnabled": False})
+    assert "LatestStreamArn" not in ddb.describe_table(TableName=name)["Table"]
+
+
+def test_update_table_stream_specification(ddb):
+    """Disabling a stream the table does not have is DynamoDB's 'no stream to disable'."""
+    name = _on_demand(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, StreamSpecification={"StreamEnabled": False})
+    assert error_of(excinfo) == ("ValidationException", f"Table has no stream to disable: TableName: {name}")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, StreamSpecification={"StreamEnabled": True})
+    assert error_of(excinfo) == ("ValidationException",
+                                 INVALID + "If stream is being enabled then UpdateViewType is required")
+
+
+GSI_DEFS = [*DEFS, {"AttributeName": "g", "AttributeType": "S"}]
+
+
+def _gsi(name: str = "gsi1", **extra) -> dict:
+    return {"IndexName": name, "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "ALL"}, **extra}
+
+
+def test_gsi_without_throughput_on_provisioned_create(ddb):
+    """CreateTable words a missing index throughput 'is not specified'."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=GSI_DEFS, KeySchema=SCHEMA,
+                         ProvisionedThroughput=ONE, GlobalSecondaryIndexes=[_gsi()])
+    assert error_of(excinfo) == ("ValidationException",
+                                 INVALID + "ProvisionedThroughput is not specified for index: gsi1")
+
+
+def test_gsi_key_schema_order(ddb):
+    """A RANGE element before a HASH element of a multi-attribute key is DynamoDB's 'must precede'."""
+    defs = [*GSI_DEFS, {"AttributeName": "h", "AttributeType": "S"}, {"AttributeName": "r", "AttributeType": "S"}]
+    gsi = _gsi(KeySchema=[{"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "r", "KeyType": "RANGE"},
+                          {"AttributeName": "h", "KeyType": "HASH"}])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=defs, KeySchema=SCHEMA,
+                         BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[gsi])
+    assert error_of(excinfo) == ("ValidationException",
+                                 INVALID + "All HASH key attributes must precede RANGE key attributes in the KeySchema")
+
+
+def test_gsi_update_entry_without_action(ddb):
+    """A GlobalSecondaryIndexUpdates entry with no action names the three members."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=_on_demand(ddb), GlobalSecondaryIndexUpdates=[{}])
+    assert error_of(excinfo) == ("ValidationException", INVALID + "One of GlobalSecondaryIndexUpdate.Update, "
+                                 "GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Delete must not be "
+                                 "null")
+
+
+def test_delete_lsi_through_gsi_updates(ddb):
+    """A local index named in a GlobalSecondaryIndexUpdates Delete is refused as not global."""
+    name = unique_name()
+    ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[*DEFS, {"AttributeName": "sk", "AttributeType": "S"},
+                              {"AttributeName": "l", "AttributeType": "S"}],
+        KeySchema=[*SCHEMA, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        LocalSecondaryIndexes=[{"IndexName": "lsi1", "Projection": {"ProjectionType": "ALL"},
+                                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                              {"AttributeName": "l", "KeyType": "RANGE"}]}])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "lsi1"}}])
+    assert error_of(excinfo) == ("ValidationException",
+                                 "Cannot delete an index that is not a GlobalSecondaryIndex: lsi1")
