@@ -142,7 +142,7 @@ def test_index_scan_page_is_an_index_range_read(indexed: Any) -> None:
 
 
 def test_a_version_1_database_migrates_on_start() -> None:
-    """A database created by the previous schema version gains the index-entries table when a node starts."""
+    """A database of schema version 1 gains the index-entries and leases tables when a node starts."""
     import psycopg
 
     from openddb.storage.postgres import _MIGRATIONS, SCHEMA_VERSION, PostgresEngine
@@ -164,8 +164,10 @@ def test_a_version_1_database_migrates_on_start() -> None:
             try:
                 version = engine._cursor().execute(
                     "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
-                assert version == SCHEMA_VERSION == 2
+                assert version == SCHEMA_VERSION == 3
+                # version 2: index entries; version 3: leases
                 assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
+                assert engine.try_lease("duty", "node-a", 10, now=1.0)
             finally:
                 engine.close()
         finally:
