@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from openddb.errors import ValidationException
+from openddb.errors import LimitExceededException, ValidationException
 from openddb.expressions import ExpressionAttributes
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import encode_key, partition_hash
@@ -243,3 +243,19 @@ def item_collection_metrics(engine: Any, meta: TableMeta, key_item: Item, key: S
     low = float(math.floor(size / _GIGABYTE))
     return {"ItemCollectionKey": {meta.hash_key.name: key_item[meta.hash_key.name]},
             "SizeEstimateRangeGB": [low, low + 1.0]}
+
+
+# --- provisioned throughput --------------------------------------------------------------------------------
+
+MAX_THROUGHPUT = 40_000  # the default per-table (and per-index) quota of read and of write capacity units
+
+
+def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
+    """(read, write) units of a validated ProvisionedThroughput, refused past the per-table quota."""
+    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
+    for unit, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
+        if value > MAX_THROUGHPUT:
+            raise LimitExceededException(
+                f"Subscriber limit exceeded: Provisioned throughput for {unit} exceeds the maximum allowed "
+                f"per table ({MAX_THROUGHPUT})")
+    return read, write

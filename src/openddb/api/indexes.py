@@ -20,6 +20,7 @@ import uuid as uuid_module
 from typing import Any
 
 from openddb.api import validation as v
+from openddb.api.common import provisioned_units
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import Engine, StorageKey
@@ -33,7 +34,6 @@ MAX_KEY_ATTRIBUTES = 4  # per partition key and per sort key of a multi-attribut
 BACKFILL_CHUNK = 256
 # Seconds to wait between backfill chunks: 0 in service; tests raise it to widen the window of online creation.
 BACKFILL_PAUSE = float(os.environ.get("OPENDDB_BACKFILL_PAUSE", "0"))
-_MAX_THROUGHPUT = 40_000
 
 _KEY_ELEMENT = v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
@@ -127,13 +127,7 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
         if creating_table:
             raise _invalid(f"ProvisionedThroughput is not specified for index: {name}")
         raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")
-    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
-    for unit, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
-        if value > _MAX_THROUGHPUT:
-            raise LimitExceededException(
-                f"Subscriber limit exceeded: Provisioned throughput for {unit} exceeds the maximum allowed "
-                f"per table ({_MAX_THROUGHPUT})")
-    return read, write
+    return provisioned_units(throughput)
 
 
 def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int, *,

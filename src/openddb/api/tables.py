@@ -9,12 +9,13 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
+from openddb.api.common import MAX_THROUGHPUT, provisioned_units
 from openddb.api.context import RequestContext, table_name_from
-from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
+from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
-MAX_THROUGHPUT = 40_000
+
 # DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
 # ever on-demand; a provisioned table's follows its provisioned capacity (probes of real DynamoDB, 2026-10).
 ON_DEMAND_WARM = (12000, 4000)
@@ -119,13 +120,7 @@ def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
         # The same wording whether BillingMode PROVISIONED was sent or defaulted.
         raise _invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
                        "is PROVISIONED")
-    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
-    for name, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
-        if value > MAX_THROUGHPUT:
-            raise LimitExceededException(
-                f"Subscriber limit exceeded: Provisioned throughput for {name} exceeds the maximum allowed "
-                f"per table ({MAX_THROUGHPUT})")
-    return read, write
+    return provisioned_units(throughput)
 
 
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
