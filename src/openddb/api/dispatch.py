@@ -49,8 +49,24 @@ def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
     return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
 
 
+_REGIONS: dict[bytes, str] = {}  # credential scope -> region: clients reuse one scope for a day
+
+
 def _region_from(authorization: bytes) -> str:
     """The region of the SigV4 credential scope; signatures themselves are not verified yet."""
+    start = authorization.find(b"Credential=")
+    if start > 0 and b"Signature=" in authorization and b"SignedHeaders=" in authorization:
+        end = authorization.find(b",", start)
+        region = _REGIONS.get(authorization[start:end])
+        if region is not None:
+            return region
+    region = _parse_region(authorization)
+    if start > 0 and len(_REGIONS) < 1024:
+        _REGIONS[authorization[start:authorization.find(b",", start)]] = region
+    return region
+
+
+def _parse_region(authorization: bytes) -> str:
     if not authorization.startswith(b"AWS4-HMAC-SHA256"):
         raise IncompleteSignatureException(
             "Authorization header requires 'Credential' parameter. Authorization header requires "
