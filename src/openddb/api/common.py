@@ -126,7 +126,7 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
 
 def expression_text(request: dict[str, Any], member: str) -> str | None:
     """An expression member's text, rejecting empty and over-long strings as DynamoDB does."""
-    text = request.get(member)
+    text: str | None = request.get(member)  # a string: the request shape was validated
     if text is None:
         return None
     if not text:

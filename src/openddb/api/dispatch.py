@@ -120,5 +120,5 @@ class Dispatcher:
             return 0, b""  # nothing happened: the server runs the request again shortly
         except Exception:
             log.exception("internal error handling %s", target.decode("latin-1"))
-            error = InternalServerError("Internal server error")
-            return error.status, orjson.dumps(error.to_wire())
+            failure = InternalServerError("Internal server error")
+            return failure.status, orjson.dumps(failure.to_wire())
