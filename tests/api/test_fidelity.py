@@ -206,3 +206,16 @@ def test_delete_lsi_through_gsi_updates(ddb):
         ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "lsi1"}}])
     assert error_of(excinfo) == ("ValidationException",
                                  "Cannot delete an index that is not a GlobalSecondaryIndex: lsi1")
+
+
+def test_warm_throughput_keeps_the_highest_capacity(ddb):
+    """WarmThroughput reports the highest capacity a table ever had: lowering capacity does not lower it."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5})
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 20, "WriteCapacityUnits": 10})
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 3})
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["ProvisionedThroughput"]["ReadCapacityUnits"] == 2
+    assert (table["WarmThroughput"]["ReadUnitsPerSecond"], table["WarmThroughput"]["WriteUnitsPerSecond"]) == (20, 10)

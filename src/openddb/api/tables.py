@@ -152,6 +152,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
                                for d in definitions],
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
+        peak_read=read, peak_write=write,
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
         tags=list(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
@@ -191,11 +192,9 @@ def _check_update_stream(meta: TableMeta, spec: dict[str, Any]) -> None:
 
 
 def warm_throughput(meta: TableMeta) -> dict[str, Any]:
-    """The table's WarmThroughput: 12000/4000 for a table that is or was on-demand, else its provisioned capacity.
-
-    DynamoDB keeps the highest capacity ever provisioned; only the current one is recorded here, so a table whose
-    capacity was lowered reports the lower value."""
-    read, write = meta.read_capacity, meta.write_capacity
+    """The table's WarmThroughput: the highest capacity it ever had (12000/4000 once it has been on demand); it
+    never goes down when capacity is lowered."""
+    read, write = max(meta.read_capacity, meta.peak_read), max(meta.write_capacity, meta.peak_write)
     if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
         read, write = max(read, ON_DEMAND_WARM[0]), max(write, ON_DEMAND_WARM[1])
     return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
@@ -330,6 +329,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                     meta.last_decrease = now
                     meta.decreases_today += 1
             meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
+            meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
     if request.get("DeletionProtectionEnabled") is not None:
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
     if request.get("TableClass") is not None:

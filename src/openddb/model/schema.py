@@ -77,6 +77,9 @@ class TableMeta:
     last_increase: float | None = None
     last_decrease: float | None = None
     decreases_today: int = 0
+    # The highest capacity ever provisioned: DynamoDB's warm throughput never goes down.
+    peak_read: int = 0
+    peak_write: int = 0
     billing_mode_updated_at: float | None = None
     status: str = "ACTIVE"
     tags: list[dict[str, str]] = field(default_factory=list)
