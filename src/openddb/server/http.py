@@ -99,10 +99,8 @@ class _Request(NamedTuple):
     keep_alive: bool
 
 
-# A request that found the writer lock taken is tried again when the engine signals the lock is free (else after
-# _RETRY_SECONDS; at the latest after _SAFETY_SECONDS), and after _MAX_ATTEMPTS tries it waits for the lock outright.
+# A request that found the writer lock taken is tried again after this long, and after this many tries it waits.
 _RETRY_SECONDS = 0.001
-_SAFETY_SECONDS = 0.02
 _MAX_ATTEMPTS = 20
 
 
@@ -223,15 +221,14 @@ class HttpProtocol(asyncio.Protocol):
         return True
 
     def _defer(self, request: _Request) -> None:
-        """Another worker holds the writer lock: stop reading and run the request again when the lock is free,
-        instead of blocking the event loop (and every other connection of this worker) until it lets go."""
+        """Another worker holds the writer lock: stop reading and try again shortly, instead of blocking the
+        event loop (and every other connection of this worker) until it lets go."""
         self._deferred.append(request)
         if self.transport is not None:
             self.transport.pause_reading()
-        self.server.defer(self)
+        asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
 
-    def retry(self) -> None:
-        """Run this connection's deferred requests in order, as far as the writer lock allows."""
+    def _retry(self) -> None:
         engine = self.dispatcher.engine
         while self._deferred:
             self._attempts += 1
@@ -245,7 +242,7 @@ class HttpProtocol(asyncio.Protocol):
                 if patient:
                     engine.lock_wait = False
             if not done:
-                self.server.defer(self)
+                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
                 return
             self._deferred.popleft()
             self._attempts = 0
@@ -277,31 +274,6 @@ class ServerState:
         self.connections: set[HttpProtocol] = set()
         self.closing = False
         self._held: list[tuple[HttpProtocol, bytes, bool, bytes, bytes]] = []
-        self._deferred: set[HttpProtocol] = set()  # connections waiting for another worker's writer lock
-        self._retry_scheduled = False
-
-    def defer(self, connection: HttpProtocol) -> None:
-        """Retry `connection` once the engine says the writer lock may be free (or after a short wait)."""
-        self._deferred.add(connection)
-        if self._retry_scheduled:
-            return
-        self._retry_scheduled = True
-        loop = asyncio.get_running_loop()
-
-        def wake() -> None:  # from the engine's lock-waiting thread
-            loop.call_soon_threadsafe(self.retry_deferred)
-
-        if not self.engine.when_writable(wake):
-            loop.call_later(_RETRY_SECONDS, self.retry_deferred)
-        # A safety net: a wake-up can be missed when another pass took the lock first.
-        loop.call_later(_SAFETY_SECONDS, self.retry_deferred)
-
-    def retry_deferred(self) -> None:
-        self._retry_scheduled = False
-        waiting, self._deferred = self._deferred, set()
-        for connection in waiting:
-            connection.retry()
-        self.engine.release_if_idle()
 
     def hold(self, connection: HttpProtocol, response: bytes, keep_alive: bool, content_type: bytes,
              request_id: bytes) -> None:

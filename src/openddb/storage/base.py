@@ -142,14 +142,6 @@ class Engine(ABC):
     # included, since they may have seen the open transaction); `flush()` commits and makes it durable.
     pending: bool = False
 
-    def when_writable(self, notify: Callable[[], None]) -> bool:
-        """After `write` raised EngineBusy: have `notify()` called (from any thread) once the writer lock may be
-        free. False if the engine cannot tell; the caller then simply retries later."""
-        return False
-
-    def release_if_idle(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Give back a writer lock taken on the caller's behalf by `when_writable` if no transaction needs it."""
-
     def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Commit whatever `write` left open; a no-op for engines that commit every write."""
 

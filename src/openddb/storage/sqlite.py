@@ -19,7 +19,7 @@ import mmap
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import orjson
@@ -51,10 +51,6 @@ class _WriterLock:
 
     def __init__(self, path: str | None) -> None:
         self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.held = False
-        self._notify: Callable[[], None] | None = None
-        self._wanted = threading.Event()
-        self._waiter: threading.Thread | None = None
 
     def acquire(self, wait: bool = True) -> bool:
         """Take the lock; with wait=False return False at once if another process holds it."""
@@ -63,46 +59,16 @@ class _WriterLock:
                 fcntl.flock(self._fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return False
-        self.held = True
         return True
 
     def release(self) -> None:
         if self._fd >= 0:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
-        self.held = False
-
-    def wake_when_free(self, notify: Callable[[], None]) -> bool:
-        """Have a helper thread wait (blocking, off the event loop) until this process holds the lock, then call
-        `notify`: a deferred writer retries the moment the other process lets go, without polling."""
-        if self._fd < 0:
-            return False
-        self._notify = notify
-        if self._waiter is None:
-            self._waiter = threading.Thread(target=self._wait, name="openddb-writer-lock", daemon=True)
-            self._waiter.start()
-        self._wanted.set()
-        return True
-
-    def _wait(self) -> None:
-        while True:
-            self._wanted.wait()
-            self._wanted.clear()
-            if self._fd < 0:
-                return
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)  # returns at once if this process already holds it
-            except OSError:
-                return
-            self.held = True
-            notify = self._notify
-            if notify is not None:
-                notify()
 
     def close(self) -> None:
         if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            self._wanted.set()
-            os.close(fd)
+            os.close(self._fd)
+            self._fd = -1
 
 
 class _CatalogSignal:
@@ -428,13 +394,6 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 self._rollback()
             raise
         return results
-
-    def when_writable(self, notify: Callable[[], None]) -> bool:
-        return self._lock.wake_when_free(notify)
-
-    def release_if_idle(self) -> None:
-        if self._lock.held and not self.pending and not self._db.in_transaction:
-            self._lock.release()
 
     def flush(self) -> None:
         """Commit the transaction that grouped several requests' writes (see `Engine.pending`)."""
