@@ -57,19 +57,27 @@ def supervise(count: int, run_worker: Callable[[int], int]) -> int:
     parent = os.getpid()
 
     def spawn(index: int) -> None:
+        # Signals stay blocked across the fork: a SIGTERM forwarded to a worker before it has dropped the
+        # supervisor's handler would otherwise run that handler in the worker and be lost.
+        stop_signals = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
         pid = os.fork()
-        if pid == 0:  # the worker
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _stop_with_parent(parent)
-            code = 1
-            try:
-                code = run_worker(index)
-            except BaseException:
-                log.exception("worker %d failed", index)
-            finally:
-                os._exit(code)
-        children[pid] = index
+        if pid != 0:
+            children[pid] = index  # before unblocking: a pending SIGTERM must be forwarded to this worker too
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+            return
+        # the worker
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+        _stop_with_parent(parent)
+        code = 1
+        try:
+            code = run_worker(index)
+        except BaseException:
+            log.exception("worker %d failed", index)
+        finally:
+            os._exit(code)
 
     def forward(signum: int, _frame: object) -> None:
         nonlocal stopping
