@@ -11,7 +11,7 @@ from openddb.errors import LimitExceededException, ValidationException
 from openddb.expressions import ExpressionAttributes
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import encode_key, partition_hash
-from openddb.model.schema import TableMeta
+from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item, validate_value
 from openddb.storage.base import StorageKey
 
@@ -259,3 +259,15 @@ def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
                 f"Subscriber limit exceeded: Provisioned throughput for {unit} exceeds the maximum allowed "
                 f"per table ({MAX_THROUGHPUT})")
     return read, write
+
+
+def throughput_description(provisioned: TableMeta | IndexMeta) -> dict[str, Any]:
+    """The ProvisionedThroughput member that DescribeTable reports for a table or a global index."""
+    throughput: dict[str, Any] = {"NumberOfDecreasesToday": provisioned.decreases_today,
+                                  "ReadCapacityUnits": provisioned.read_capacity,
+                                  "WriteCapacityUnits": provisioned.write_capacity}
+    if provisioned.last_increase is not None:
+        throughput["LastIncreaseDateTime"] = provisioned.last_increase
+    if provisioned.last_decrease is not None:
+        throughput["LastDecreaseDateTime"] = provisioned.last_decrease
+    return throughput

@@ -20,7 +20,7 @@ import uuid as uuid_module
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import provisioned_units
+from openddb.api.common import provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import Engine, StorageKey
@@ -209,14 +209,7 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
             if status == "CREATING" and not creating:
                 description["Backfilling"] = True
                 schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
-            throughput: dict[str, Any] = {"NumberOfDecreasesToday": index.decreases_today,
-                                          "ReadCapacityUnits": index.read_capacity,
-                                          "WriteCapacityUnits": index.write_capacity}
-            if index.last_increase is not None:
-                throughput["LastIncreaseDateTime"] = index.last_increase
-            if index.last_decrease is not None:
-                throughput["LastDecreaseDateTime"] = index.last_decrease
-            description["ProvisionedThroughput"] = throughput
+            description["ProvisionedThroughput"] = throughput_description(index)
         description["IndexSizeBytes"] = size
         description["ItemCount"] = count
         description["IndexArn"] = f"{meta.arn}/index/{index.name}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import MAX_THROUGHPUT, provisioned_units
+from openddb.api.common import MAX_THROUGHPUT, provisioned_units, throughput_description
 from openddb.api.context import RequestContext, table_name_from
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
@@ -200,17 +200,6 @@ def warm_throughput(meta: TableMeta) -> dict[str, Any]:
     return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
 
 
-def _throughput_description(meta: TableMeta) -> dict[str, Any]:
-    throughput: dict[str, Any] = {"NumberOfDecreasesToday": meta.decreases_today,
-                                  "ReadCapacityUnits": meta.read_capacity,
-                                  "WriteCapacityUnits": meta.write_capacity}
-    if meta.last_increase is not None:
-        throughput["LastIncreaseDateTime"] = meta.last_increase
-    if meta.last_decrease is not None:
-        throughput["LastDecreaseDateTime"] = meta.last_decrease
-    return throughput
-
-
 def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
              counts: bool = True, fresh: bool = False, warm: bool = True) -> dict[str, Any]:
     """DynamoDB's TableDescription of a table.
@@ -224,7 +213,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
         "KeySchema": meta.key_schema_wire(),
         "TableStatus": status or meta.status,
         "CreationDateTime": meta.created_at,
-        "ProvisionedThroughput": _throughput_description(meta),
+        "ProvisionedThroughput": throughput_description(meta),
         "TableSizeBytes": size,
         "ItemCount": item_count,
         "TableArn": meta.arn,
@@ -345,7 +334,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or created or dropped
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
     # DynamoDB answers while the change is still being applied: the throughput shown is the one before it.
-    description["ProvisionedThroughput"] = _throughput_description(before)
+    description["ProvisionedThroughput"] = throughput_description(before)
     return {"TableDescription": description}
 
 
