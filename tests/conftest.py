@@ -66,6 +66,14 @@ class ServerProcess:
                 self.process.terminate()
             self.process.wait(timeout=20)
 
+    def finish(self) -> str:
+        """Stop (gracefully) if still running, close the log and return it; a clean log has no traceback."""
+        self.stop()
+        output = self.output()
+        self.log.close()
+        assert "Traceback" not in output, output
+        return output
+
 
 def make_client(endpoint: str, service: str = "dynamodb") -> object:
     return boto3.client(
@@ -82,10 +90,7 @@ def server() -> Iterator[ServerProcess]:
         try:
             yield process
         finally:
-            process.stop()
-            output = process.output()
-            process.log.close()
-            assert "Traceback" not in output, output
+            process.finish()
 
 
 @pytest.fixture(scope="session")

@@ -24,15 +24,6 @@ def started(data_dir: str) -> ServerProcess:
     return ServerProcess(data_dir)
 
 
-def finish(process: ServerProcess) -> str:
-    """Stop (gracefully) if still running, close the log and return it; a clean log has no traceback."""
-    process.stop()
-    output = process.output()
-    process.log.close()
-    assert "Traceback" not in output, output
-    return output
-
-
 def all_keys(client, table: str) -> set[str]:
     keys: set[str] = set()
     kwargs: dict = {"TableName": table, "ConsistentRead": True}
@@ -68,7 +59,7 @@ def test_acknowledged_writes_survive_kill_9(data_dir):
         assert client.get_item(TableName=table, Key={"pk": {"S": "k0"}})["Item"]["v"] == {"N": "-1"}
         assert "Item" not in client.get_item(TableName=table, Key={"pk": {"S": "k1"}})
     finally:
-        finish(second)
+        second.finish()
 
 
 def test_concurrent_conditional_increments(server):
@@ -166,7 +157,7 @@ def sigterm_while_writing(data_dir: str, idle_connection: bool) -> Drained:
     seen.shutdown = time.monotonic() - begun
     for thread in threads:
         thread.join(timeout=30)
-    output = finish(first)
+    output = first.finish()
     assert first.process.returncode == 0, output
     assert not failures, failures
     assert len(seen.acknowledged) >= 200
@@ -174,7 +165,7 @@ def sigterm_while_writing(data_dir: str, idle_connection: bool) -> Drained:
     try:
         seen.stored = all_keys(make_client(second.endpoint), table)
     finally:
-        finish(second)
+        second.finish()
     missing = set(seen.acknowledged) - seen.stored
     assert not missing, sorted(missing)[:10]
     return seen

@@ -280,7 +280,4 @@ def test_item_collection_size_limit(monkeypatch):
         assert "Item" not in client.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "2"}})
         client.put_item(TableName=name, Item={"pk": {"S": "b"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
     finally:
-        process.stop()
-        output = process.output()
-        process.log.close()
-    assert "Traceback" not in output, output
+        process.finish()

@@ -20,8 +20,7 @@ pytestmark = pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), rea
 def workers(tmp_path):
     process = ServerProcess(str(tmp_path / "data"), "--workers", "2")
     yield process
-    process.stop()
-    process.log.close()
+    process.finish()
 
 
 def children_of(pid: int, expected: int = 2) -> list[int]:
