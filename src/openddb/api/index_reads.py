@@ -19,11 +19,9 @@ from openddb.api.common import capacity_with_indexes, invalid, key_value_bytes, 
 from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, compile_key_condition
-from openddb.expressions.ast import ExpressionError, ValueRef
-from openddb.expressions.cache import condition_tree
+from openddb.expressions.ast import ExpressionError
 from openddb.expressions.compiler import invalid as invalid_expression
-from openddb.expressions.evaluate import compile_predicate
-from openddb.expressions.keycondition import _conjuncts, _operator_name, _split
+from openddb.expressions.keycondition import key_clauses
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import component, encode_parts, projected_names
 from openddb.model.keys import encode_key, partition_hash
@@ -153,24 +151,9 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
     right without gaps, all with `=` but the last one."""
     kind = "KeyConditionExpression"
     try:
-        tree = condition_tree(text)
-        conjuncts: list[Any] = []
-        _conjuncts(tree, conjuncts)
-        for node in conjuncts:
-            name = _operator_name(node)
-            if name is not None:
-                raise ExpressionError(f"Invalid operator used in {kind}: {name}")
-        compile_predicate(tree, attrs)
         found: dict[str, tuple[str, list[AttributeValue]]] = {}
-        for node in conjuncts:
-            path, op, operands = _split(node)
-            resolved = attrs.path(path)
-            if len(resolved) > 1:
-                raise ExpressionError("KeyConditionExpressions cannot have conditions on nested attributes")
-            values = [attrs.value(o.name) for o in operands if isinstance(o, ValueRef)]
-            if len(values) != len(operands):
-                raise ValidationException("Query key condition not supported")
-            name = str(resolved[0])
+        for name, op, clause_values in key_clauses(text, attrs):
+            values = list(clause_values)
             if name in found:
                 raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
             if name not in index.key_names:

@@ -5,6 +5,7 @@ Whether each value's type matches the key schema is the API layer's check, not t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ValidationException
@@ -75,40 +76,50 @@ def _split(node: Cond) -> tuple[Path, str, tuple[Operand, ...]]:
     raise ValidationException("Query key condition not supported")
 
 
+def key_clauses(text: str, attrs: ExpressionAttributes) -> Iterator[tuple[str, str, tuple[AttributeValue, ...]]]:
+    """The (attribute, operator, values) of each ANDed clause of a KeyConditionExpression, in order.
+
+    Checks what every key schema shares: allowed operators, placeholders, top-level attributes, literal values.
+    Raises ExpressionError (the caller adds the "Invalid KeyConditionExpression: " prefix) or ValidationException.
+    Lazy, so a caller's per-clause checks keep their order relative to these."""
+    if not text.strip():
+        raise ExpressionError(EMPTY)
+    tree = condition_tree(text)
+    conjuncts: list[Cond] = []
+    _conjuncts(tree, conjuncts)
+    for node in conjuncts:
+        name = _operator_name(node)
+        if name is not None:
+            raise ExpressionError(f"Invalid operator used in {KIND}: {name}")
+    # Resolves every placeholder and runs the constant checks shared with conditions (BETWEEN bounds...).
+    compile_predicate(tree, attrs)
+    for node in conjuncts:
+        path, op, operands = _split(node)
+        resolved = attrs.path(path)
+        if len(resolved) > 1:
+            raise ExpressionError("KeyConditionExpressions cannot have conditions on nested attributes")
+        values = tuple(attrs.value(o.name) for o in operands if isinstance(o, ValueRef))
+        if len(values) != len(operands):
+            raise ValidationException("Query key condition not supported")
+        yield str(resolved[0]), op, values
+
+
 def compile_key_condition(
     text: str, attrs: ExpressionAttributes, hash_key: str, range_key: str | None
 ) -> KeyCondition:
     """Compile a KeyConditionExpression against the table's (or index's) key schema."""
     try:
-        if not text.strip():
-            raise ExpressionError(EMPTY)
-        tree = condition_tree(text)
-        conjuncts: list[Cond] = []
-        _conjuncts(tree, conjuncts)
-        for node in conjuncts:
-            name = _operator_name(node)
-            if name is not None:
-                raise ExpressionError(f"Invalid operator used in {KIND}: {name}")
-        # Resolves every placeholder and runs the constant checks shared with conditions (BETWEEN bounds...).
-        compile_predicate(tree, attrs)
         hash_value: AttributeValue | None = None
         range_op: str | None = None
         range_values: tuple[AttributeValue, ...] = ()
-        for node in conjuncts:
-            path, op, operands = _split(node)
-            resolved = attrs.path(path)
-            if len(resolved) > 1:
-                raise ExpressionError("KeyConditionExpressions cannot have conditions on nested attributes")
-            values = tuple(attrs.value(o.name) for o in operands if isinstance(o, ValueRef))
-            if len(values) != len(operands):
-                raise ValidationException("Query key condition not supported")
-            if resolved[0] == hash_key:
+        for name, op, values in key_clauses(text, attrs):
+            if name == hash_key:
                 if hash_value is not None:
                     raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
                 if op != "=":
                     raise ValidationException("Query key condition not supported")
                 hash_value = values[0]
-            elif resolved[0] == range_key:
+            elif name == range_key:
                 if range_op is not None:
                     raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
                 range_op, range_values = op, values
