@@ -150,9 +150,28 @@ class Engine(ABC):
     def create_table(self, meta: TableMeta) -> TableMeta:
         """Store a new table, assigning `table_id`; raises ResourceInUseException if the name exists."""
 
-    @abstractmethod
+    # Table descriptions by name, valid until `_refresh_catalog` sees another process change the catalog.
+    _tables: dict[str, TableMeta]
+
     def get_table(self, name: str) -> TableMeta | None:
         """The current description of a table, as committed by any process sharing the store."""
+        self._refresh_catalog()
+        meta = self._tables.get(name)
+        if meta is None:
+            data = self._load_table(name)
+            if data is None:
+                return None
+            meta = TableMeta.from_json(data)
+            self._tables[name] = meta
+        return meta
+
+    @abstractmethod
+    def _refresh_catalog(self) -> None:
+        """Empty `_tables` if any process or node changed the catalog since the last look (cheaply)."""
+
+    @abstractmethod
+    def _load_table(self, name: str) -> bytes | None:
+        """A table's stored description (JSON), or None."""
 
     @abstractmethod
     def list_tables(self) -> list[str]:

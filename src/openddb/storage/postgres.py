@@ -269,16 +269,9 @@ class PostgresEngine(PostgresIndexes, Engine):
             self._ddl(cur)
         return meta
 
-    def get_table(self, name: str) -> TableMeta | None:
-        self._refresh_catalog()
-        meta = self._tables.get(name)
-        if meta is None:
-            row = self._cur.execute("SELECT meta FROM openddb_tables WHERE name=%s", (name,)).fetchone()
-            if row is None:
-                return None
-            meta = TableMeta.from_json(row[0])
-            self._tables[name] = meta
-        return meta
+    def _load_table(self, name: str) -> bytes | None:
+        row = self._cur.execute("SELECT meta FROM openddb_tables WHERE name=%s", (name,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def list_tables(self) -> list[str]:
         # Sorted here, by code point like the embedded engine, whatever the database's collation.

@@ -284,16 +284,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._bump_catalog()
         return meta
 
-    def get_table(self, name: str) -> TableMeta | None:
-        self._refresh_catalog()
-        meta = self._tables.get(name)
-        if meta is None:
-            row = self._db.execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
-            if row is None:
-                return None
-            meta = TableMeta.from_json(row[0])
-            self._tables[name] = meta
-        return meta
+    def _load_table(self, name: str) -> bytes | None:
+        row = self._db.execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def list_tables(self) -> list[str]:
         return [row[0] for row in self._db.execute("SELECT name FROM tables ORDER BY name")]
