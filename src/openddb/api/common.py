@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from openddb.errors import LimitExceededException, ValidationException
-from openddb.expressions import ExpressionAttributes
+from openddb.expressions import ExpressionAttributes, Update
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -271,3 +271,11 @@ def throughput_description(provisioned: TableMeta | IndexMeta) -> dict[str, Any]
     if provisioned.last_decrease is not None:
         throughput["LastDecreaseDateTime"] = provisioned.last_decrease
     return throughput
+
+
+def check_key_untouched(meta: TableMeta, update: Update | None) -> None:
+    """An update expression may not set or remove a primary-key attribute."""
+    if update is not None:
+        for name in meta.key_names:
+            if name in update.assigned_top_level_names:
+                raise invalid(f"Cannot update attribute {name}. This attribute is part of the key")

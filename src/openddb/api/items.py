@@ -15,11 +15,11 @@ from openddb.api import validation as v
 from openddb.api.common import (
     capacity_with_indexes,
     check_index_keys,
+    check_key_untouched,
     consumed_capacity,
     exceeds_item_size,
     expression_attributes,
     expression_text,
-    invalid,
     item_collection_metrics,
     item_key,
     parse_key,
@@ -177,10 +177,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     update = None if text is None else compile_update(text, attrs)
     condition = condition_of(request, attrs)
     attrs.check_all_used()
-    if update is not None:
-        for name in meta.key_names:
-            if name in update.assigned_top_level_names:
-                raise invalid(f"Cannot update attribute {name}. This attribute is part of the key")
+    check_key_untouched(meta, update)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
     legacy_updates = legacy_origin(request, "AttributeUpdates") is not None
 

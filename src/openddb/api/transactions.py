@@ -28,9 +28,9 @@ from openddb.api import validation as v
 from openddb.api.common import (
     capacity_with_indexes,
     check_index_keys,
+    check_key_untouched,
     expression_attributes,
     expression_text,
-    invalid,
     item_key,
     parse_key,
     read_units,
@@ -188,10 +188,7 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         attrs = expression_attributes(body, ("ConditionExpression",))
     condition = _condition(body, attrs)
     attrs.check_all_used()
-    if update is not None:
-        for name in meta.key_names:
-            if name in update.assigned_top_level_names:
-                raise invalid(f"Cannot update attribute {name}. This attribute is part of the key")
+    check_key_untouched(meta, update)
     return _Action(kind, meta, key_item, key, condition, on_failure, update=update), item_size(key_item)
 
 
