@@ -78,6 +78,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     engine, where = _engine(args)
     # Workers sharing a store do not block their event loop on another's write lock; they retry shortly.
     engine.lock_wait = not shared
+    # ... and they stage their writes without the lock, taking it only to check and commit them.
+    engine.optimistic = shared
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

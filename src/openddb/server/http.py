@@ -22,10 +22,10 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
+from openddb.storage.base import WriteConflict
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
-    from openddb.storage.base import Engine
 
 log = logging.getLogger("openddb.http")
 
@@ -204,14 +204,16 @@ class HttpProtocol(asyncio.Protocol):
 
     def _execute(self, request: _Request) -> bool:
         """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
+        engine = self.dispatcher.engine
+        writes = engine.group_writes
         status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
                                                  request.too_large, request.request_id)
         if status == 0:
             return False
         response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
-        if self.dispatcher.engine.pending:
+        if engine.pending:
             self.held += 1
-            self.server.hold(self, response, request.keep_alive, request.content_type, request.request_id)
+            self.server.hold(self, request, response, engine.group_writes != writes)
             return True
         transport = self.transport
         if transport is not None:
@@ -262,44 +264,76 @@ class HttpProtocol(asyncio.Protocol):
             self.transport.close()
 
 
+# A connection, its request, the answer waiting for the commit, and whether the request wrote into the group.
+_Held = tuple[HttpProtocol, _Request, bytes, bool]
+
+
 class ServerState:
     """What the protocol instances share: open connections, the shutdown flag, and group commit.
 
     While the engine holds an open group transaction, responses are held here and released together
     right after one commit, at the end of the current event-loop pass: several requests in flight share one
-    durable commit, and nothing is acknowledged before it is durable."""
+    durable commit, and nothing is acknowledged before it is durable. If the engine could not commit the group
+    (WriteConflict: another worker changed a row its optimistic writes had read), the held requests are run
+    again, in order, under the writer lock, and their new answers are sent instead."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.engine = dispatcher.engine
         self.connections: set[HttpProtocol] = set()
         self.closing = False
-        self._held: list[tuple[HttpProtocol, bytes, bool, bytes, bytes]] = []
+        self._held: list[_Held] = []
 
-    def hold(self, connection: HttpProtocol, response: bytes, keep_alive: bool, content_type: bytes,
-             request_id: bytes) -> None:
+    def hold(self, connection: HttpProtocol, request: _Request, response: bytes, wrote: bool) -> None:
         if not self._held:
             asyncio.get_running_loop().call_soon(self.release)
-        self._held.append((connection, response, keep_alive, content_type, request_id))
+        self._held.append((connection, request, response, wrote))
+
+    def _commit(self, held: list[_Held]) -> list[_Held]:
+        """Commit the group and return the answers to send: the held ones, or after a conflict the new answers of
+        the requests that wrote into the group run again (reads and DDL keep their answers: those rest on
+        committed state)."""
+        engine = self.engine
+        try:
+            engine.flush()
+            return held
+        except WriteConflict:
+            log.debug("write conflict with another worker: running %d requests again", sum(h[3] for h in held))
+        optimistic, lock_wait = engine.optimistic, engine.lock_wait
+        engine.optimistic, engine.lock_wait = False, True
+        try:
+            answers = []
+            for connection, request, response, wrote in held:
+                if wrote:
+                    status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
+                                                             request.too_large, request.request_id)
+                    response = render_response(status, payload, request.content_type, request.request_id,
+                                               request.keep_alive)
+                answers.append((connection, request, response, wrote))
+            engine.flush()
+            return answers
+        finally:
+            engine.optimistic, engine.lock_wait = optimistic, lock_wait
 
     def release(self) -> None:
         held, self._held = self._held, []
         failed = False
         try:
-            self.engine.flush()
+            held = self._commit(held)
         except Exception:
             log.exception("group commit failed; answering its %d requests with errors", len(held))
             failed = True
-        for connection, response, keep_alive, content_type, request_id in held:
+        for connection, request, response, _ in held:
             connection.held -= 1
             if failed:
                 error = InternalServerError("Internal server error")
-                response = render_response(error.status, orjson.dumps(error.to_wire()), content_type,
-                                           request_id, keep_alive)
+                response = render_response(error.status, orjson.dumps(error.to_wire()), request.content_type,
+                                           request.request_id, request.keep_alive)
             transport = connection.transport
             if transport is None or transport.is_closing():
                 continue
             transport.write(response)
-            if not keep_alive:
+            if not request.keep_alive:
                 transport.close()
             elif self.closing:
                 connection.close_if_idle()
@@ -309,7 +343,7 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher.engine)
+    state = ServerState(dispatcher)
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
     else:

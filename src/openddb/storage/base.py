@@ -130,8 +130,20 @@ class EngineBusy(Exception):
     Raised before anything is read or written, so the whole request can simply be run again later."""
 
 
+class WriteConflict(Exception):
+    """`flush` found that another process changed a row an optimistic write of this group had read: nothing of
+    the group was committed, and its requests must be run again (with `optimistic` off, so they cannot fail so)."""
+
+
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
+
+    # Set when other processes write the same store: an engine may then stage group writes without its writer
+    # lock and check them at `flush` (which may raise WriteConflict). Engines without the mode ignore it.
+    optimistic: bool = False
+    # Counts `write` calls that joined a group; around a request, tells the server whether the request wrote
+    # into the group (and must run again after a WriteConflict) or did all its work outside it (DDL).
+    group_writes: int = 0
 
     # When false, `write` raises EngineBusy instead of blocking the event loop while another worker process
     # holds the writer lock (engines without such a lock ignore it).
@@ -143,7 +155,8 @@ class Engine(ABC):
     pending: bool = False
 
     def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Commit whatever `write` left open; a no-op for engines that commit every write."""
+        """Commit whatever `write` left open; a no-op for engines that commit every write. Raises WriteConflict
+        (having committed nothing of the group) only in `optimistic` mode."""
 
     # --- catalog ------------------------------------------------------------------------------
     @abstractmethod

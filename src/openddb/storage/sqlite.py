@@ -8,6 +8,13 @@ Several worker processes may share the store. Writers serialize on a flock (`ope
 transaction, and every committed DDL bumps a counter in a memory-mapped file (`openddb.catalog`), so a worker
 notices another's CreateTable/DeleteTable on its next request at the cost of an 8-byte compare.
 
+Group commit: the writes of one event-loop pass share one transaction, committed by `flush`. A lone worker
+holds the writer lock for the pass. Workers sharing the store write optimistically instead: each write reads the
+committed row, applies its change into an in-memory overlay, and `flush` takes the lock only to check that every
+row read is still as it was, write the overlay and commit; if another worker changed one of those rows, nothing
+of the group is written and the server runs its requests again under the lock (`WriteConflict`). The lock is
+then held for the SQL alone, so the workers' request handling runs in parallel.
+
 Durability: WAL with synchronous=NORMAL. A committed transaction is in the WAL file before `write` returns, so
 it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for power loss.
 """
@@ -25,6 +32,7 @@ from contextlib import contextmanager
 import orjson
 
 from openddb.errors import ResourceInUseException
+from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
 from openddb.storage.base import (
@@ -36,6 +44,7 @@ from openddb.storage.base import (
     SortRange,
     StorageKey,
     TokenInUse,
+    WriteConflict,
     WriteOp,
     WriteResult,
     add_sort_clauses,
@@ -162,12 +171,29 @@ INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 
 """
 
 _GET = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+_GET_DATA = "SELECT data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _UPSERT = "INSERT OR REPLACE INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?)"
 _DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _GET_TOKEN = "SELECT hash, created_at FROM tokens WHERE token=?"
 _PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?, ?, ?)"
 # Expired tokens are swept once every this many token writes, so the table stays small without a timer.
 _TOKEN_SWEEP_EVERY = 256
+
+
+_BLIND = object()  # a staged write that did not read its row: nothing to check at commit
+
+
+class _Staged:
+    """An optimistic write waiting for `flush`: the row as read (`expected`, or `_BLIND`) and what to write."""
+
+    __slots__ = ("data", "expected", "item", "size", "written")
+
+    def __init__(self, expected: object, item: Item | None, data: bytes | None, size: int, written: bool) -> None:
+        self.expected = expected
+        self.item = item
+        self.data = data
+        self.size = size
+        self.written = written  # False: the row was only read (a write that changed nothing); check it alone
 
 
 class SQLiteEngine(SQLiteIndexes, Engine):
@@ -177,6 +203,10 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         With `group_commit`, `write` leaves its transaction open for `flush` (see `Engine.pending`)."""
         self.group_commit = group_commit
         self.pending = False
+        self._overlay: dict[tuple[int, int, bytes, bytes], _Staged] = {}
+        self._locked = False  # a group transaction holding the writer lock is open
+        self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
+        self._group_catalog = b""
         if path is None:
             target = ":memory:"
         else:
@@ -261,7 +291,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def _transaction(self, ddl: bool = False) -> Iterator[sqlite3.Connection]:
         """A write transaction of its own (any group is committed first): committed when the body returns (with
         `_commit_ddl` for a catalog change), rolled back when it raises."""
-        self.flush()
+        self._end_group()
         self._begin()
         try:
             yield self._db
@@ -318,7 +348,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         return Row(key, found[0], found[1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
-        if self.pending:  # the open group transaction is already one consistent view
+        if self._locked:  # the open group transaction is already one consistent view
             return [self.get(meta, key) for meta, key in requests]
         db = self._db
         db.execute("BEGIN")
@@ -328,14 +358,26 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             db.execute("COMMIT")
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        # Optimistic: one item, or items written without reading them (a batch), on tables without indexes, so
+        # that each staged write stands alone; anything else (transactions, index upkeep) runs under the lock.
+        if self.group_commit:
+            if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
+                raise EngineBusy()
+            self.group_writes += 1
+        if self.optimistic and self.group_commit and not self._locked and token is None and \
+                (len(ops) == 1 or all(op.blind for op in ops)) and not any(op.table.indexes for op in ops):
+            return self._write_optimistic(ops)
         db = self._db
         results: list[WriteResult] = []
         # Inside a shared group transaction a request needs a savepoint to undo only itself, unless it is one
         # item with no index: then nothing is written before its apply() can fail, and one statement writes it.
         savepoint = self.group_commit and (len(ops) != 1 or token is not None or bool(ops[0].table.indexes))
         if self.group_commit:
-            if not self.pending:
+            if not self._locked:
+                if self._overlay:
+                    self._end_group()
                 self._begin(self.lock_wait)
+                self._locked = True
                 self.pending = True
             if savepoint:
                 db.execute("SAVEPOINT request")
@@ -388,15 +430,107 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             raise
         return results
 
-    def flush(self) -> None:
-        """Commit the transaction that grouped several requests' writes (see `Engine.pending`)."""
-        if self.pending:
-            self.pending = False
-            try:
-                self._commit()
-            except BaseException:
+    def _write_optimistic(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
+        """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
+
+        Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
+        db = self._db
+        overlay = self._overlay
+        if not overlay:  # the catalog these writes' table descriptions were checked against
+            self._group_catalog = self._signal.seen
+        staged: dict[tuple[int, int, bytes, bytes], _Staged] = {}
+        results: list[WriteResult] = []
+        for op in ops:
+            key = op.key
+            where = (op.table.table_id, key.h, key.pk, key.sk)
+            before = staged.get(where) or overlay.get(where)
+            if op.blind:
+                new = op.apply(None)
+                data = None if new is None else orjson.dumps(new)
+                size = 0 if new is None else item_size(new)
+                expected = _BLIND if before is None else before.expected
+                staged[where] = _Staged(expected, new, data, size, True)
+                results.append(WriteResult(None, new, 0, size))
+                continue
+            if before is not None:
+                old, old_size, expected = before.item, before.size, before.expected
+            else:
+                found = db.execute(_GET, where).fetchone()
+                if found is None:
+                    old, old_size, expected = None, 0, None
+                else:
+                    expected = found[1]
+                    old, old_size = orjson.loads(expected), found[0]
+            new = op.apply(old)
+            if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
+                if before is None:
+                    staged[where] = _Staged(expected, old, expected, old_size, False)  # type: ignore[arg-type]
+                results.append(WriteResult(old, old, old_size, old_size))
+                continue
+            size = 0 if new is None else item_size(new)
+            staged[where] = _Staged(expected, new, None if new is None else orjson.dumps(new), size, True)
+            results.append(WriteResult(old, new, old_size, size))
+        if staged:
+            overlay.update(staged)
+            self.pending = True
+        return results
+
+    def _commit_overlay(self) -> None:
+        """Under the writer lock: check every row the staged writes read, write them, commit; on a changed row
+        roll back and mark the group conflicted."""
+        overlay, self._overlay = self._overlay, {}
+        if self._conflict:
+            return
+        db = self._db
+        self._begin()
+        if self._signal.current() != self._group_catalog:  # a table may have gone or changed: run them again
+            self._conflict = True
+            self._rollback()
+            return
+        try:
+            for where, entry in overlay.items():
+                if entry.expected is not _BLIND:
+                    found = db.execute(_GET_DATA, where).fetchone()
+                    if (None if found is None else found[0]) != entry.expected:
+                        self._conflict = True
+                        self._rollback()
+                        return
+                if not entry.written:
+                    continue
+                if entry.data is None:
+                    db.execute(_DELETE, where)
+                else:
+                    db.execute(_UPSERT, (*where, entry.size, entry.data))
+        except BaseException:
+            self._rollback()
+            raise
+        self._commit()
+
+    def _end_group(self) -> None:
+        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict)."""
+        if self._overlay:
+            self._commit_overlay()
+        if self._locked:
+            self._locked = False
+            if self._conflict:
                 self._rollback()
-                raise
+            else:
+                try:
+                    self._commit()
+                except BaseException:
+                    self._rollback()
+                    raise
+        self.pending = False
+
+    def flush(self) -> None:
+        """Commit the writes this pass grouped (see `Engine.pending`); WriteConflict if nothing of them could be
+        committed because another worker changed a row they read."""
+        try:
+            self._end_group()
+        finally:
+            conflict, self._conflict = self._conflict, False
+        if conflict:
+            raise WriteConflict()
 
     def _record_token(self, token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""
@@ -450,7 +584,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
 
     def close(self) -> None:
         try:
-            self.flush()
+            self._end_group()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             if self.location != ":memory:":
