@@ -230,6 +230,25 @@ def test_arithmetic_is_exact() -> None:
     assert add_numbers("1" * 38, "-" + "1" * 38) == "0"
 
 
+def _by_decimal(value: Decimal) -> str | None:
+    try:
+        return format_number(value)
+    except ValidationException:
+        return None
+
+
+@given(st.integers(-(10**38) + 1, 10**38 - 1), st.integers(-(10**38) + 1, 10**38 - 1))
+def test_integer_arithmetic_matches_decimal(a: int, b: int) -> None:
+    """The integer fast path answers exactly as the Decimal path, 39-digit results and errors included."""
+    for operation, exact in ((add_numbers, Decimal(a + b)), (subtract_numbers, Decimal(a - b))):
+        expected = _by_decimal(exact)
+        if expected is None:
+            with pytest.raises(ValidationException):
+                operation(str(a), str(b))
+        else:
+            assert operation(str(a), str(b)) == expected
+
+
 def test_arithmetic_overflow() -> None:
     """DynamoDB answers overflow for MAX + 1E125 (ExtendDB/extenddb#94), though the sum also has 39 digits."""
     with pytest.raises(ValidationException) as info:

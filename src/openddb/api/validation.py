@@ -186,21 +186,26 @@ class Map(Shape):
 class Struct(Shape):
     fields: dict[str, Shape]
     required: bool = False
+    # (member, its name in messages, shape), worked out once: this runs on every request.
+    _members: tuple[tuple[str, str, Shape], ...] = field(default=(), init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._members = tuple((name, name[0].lower() + name[1:], shape) for name, shape in self.fields.items())
 
     def check(self, value: Any, path: str, errors: list[str]) -> None:
         if not isinstance(value, dict):
             if isinstance(value, list):
                 raise SerializationException("Start of list found where not expected")
             raise SerializationException("Unexpected field type")
-        prefix = f"{path}." if path else ""
-        for name, shape in self.fields.items():
-            member = value.get(name)
-            member_path = prefix + name[0].lower() + name[1:]
+        get = value.get
+        for name, wire_name, shape in self._members:
+            member = get(name)
             if member is None:
                 if shape.required:
-                    errors.append(_violation(None, member_path, "Member must not be null"))
+                    errors.append(_violation(None, f"{path}.{wire_name}" if path else wire_name,
+                                             "Member must not be null"))
                 continue
-            shape.check(member, member_path, errors)
+            shape.check(member, f"{path}.{wire_name}" if path else wire_name, errors)
 
 
 def validate(shape: Struct, request: dict[str, Any]) -> None:

@@ -127,11 +127,19 @@ def format_number(value: Decimal) -> str:
 
 def add_numbers(a: str, b: str) -> str:
     """Exact ``a + b`` of two numbers, normalized; errors if the result is not a valid DynamoDB number."""
+    if _is_plain_integer(a) and _is_plain_integer(b):  # counters: integer arithmetic, no Decimal round trip
+        total = str(int(a) + int(b))
+        if _is_plain_integer(total):
+            return total
     return format_number(_EXACT.add(parse_number(a), parse_number(b)))
 
 
 def subtract_numbers(a: str, b: str) -> str:
     """Exact ``a - b`` of two numbers, normalized; errors if the result is not a valid DynamoDB number."""
+    if _is_plain_integer(a) and _is_plain_integer(b):
+        difference = str(int(a) - int(b))
+        if _is_plain_integer(difference):
+            return difference
     return format_number(_EXACT.subtract(parse_number(a), parse_number(b)))
 
 
