@@ -109,3 +109,19 @@ def test_workers_do_not_outlive_a_killed_supervisor(workers):
             time.sleep(0.05)
         state = Path(f"/proc/{pid}/stat").read_text().split()[2] if os.path.exists(f"/proc/{pid}") else "gone"
         assert state in ("gone", "Z"), state
+
+
+def test_wal_is_copied_back_while_workers_serve(workers, tmp_path):
+    """One worker's background thread checkpoints the shared WAL: written pages reach the database file."""
+    database = tmp_path / "data" / "openddb.sqlite3"
+    client = make_client(workers.endpoint)
+    name = create_table(client, unique_name("w"))
+    before = database.stat().st_size
+    for batch in range(12):
+        client.batch_write_item(RequestItems={name: [
+            {"PutRequest": {"Item": {"pk": {"S": f"p{batch}-{n}"}, "sk": {"S": "0"}, "pad": {"S": "x" * 4000}}}}
+            for n in range(25)]})
+    deadline = time.monotonic() + 10
+    while database.stat().st_size < before + 1_000_000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert database.stat().st_size >= before + 1_000_000

@@ -129,6 +129,9 @@ class _Checkpointer:
     def __init__(self, path: str, interval: float = 0.2) -> None:
         self._path = path
         self._interval = interval
+        # One checkpointer per store is enough: the worker whose thread holds this flock copies, the others'
+        # threads only check now and then whether it is free (its holder exited).
+        self._duty = os.open(path + ".checkpoint-lock", os.O_RDWR | os.O_CREAT, 0o644)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="openddb-checkpoint", daemon=True)
         self._thread.start()
@@ -137,7 +140,14 @@ class _Checkpointer:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA busy_timeout = 1000")
+            on_duty = False
             while not self._stop.wait(self._interval):
+                if not on_duty:
+                    try:
+                        fcntl.flock(self._duty, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        on_duty = True
+                    except BlockingIOError:
+                        continue
                 try:
                     _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     # The WAL is rewound only once every frame is copied back, a moment steady writes may never
@@ -152,6 +162,7 @@ class _Checkpointer:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+        os.close(self._duty)  # lets another worker's checkpointer take over
 
 
 SCHEMA_VERSION = 1
