@@ -207,6 +207,17 @@ class _Staged:
         self.written = written  # False: the row was only read (a write that changed nothing); check it alone
 
 
+def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tuple[str, tuple[object, ...]]:
+    """The SQL and parameters of a Scan segment's rows in (h, pk, sk) order, strictly after `after`."""
+    if after is None or after.h < h_low:
+        return ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND h>=? AND h<? ORDER BY h, pk, sk",
+                (tid, h_low, h_high))
+    # The row value alone bounds the start (it is inside the segment): with `h>=?` beside it SQLite seeks to
+    # the segment's start and filters every row before `after`, so a page would cost O(its position).
+    return ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND (h, pk, sk) > (?, ?, ?) AND h<? "
+            "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
+
+
 class SQLiteEngine(SQLiteIndexes, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -581,16 +592,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             yield Row(StorageKey(h, pk, sk), size, data)
 
     def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
-        tid = meta.table_id
-        if after is None:
-            sql = ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND h>=? AND h<? "
-                   "ORDER BY h, pk, sk")
-            params: tuple[object, ...] = (tid, h_low, h_high)
-        else:
-            sql = ("SELECT h, pk, sk, size, data FROM items WHERE tid=? AND h<? AND h>=? "
-                   "AND (h, pk, sk) > (?, ?, ?) ORDER BY h, pk, sk")
-            params = (tid, h_high, h_low, after.h, after.pk, after.sk)
-        for h, pk, sk, size, data in self._db.execute(sql, params):
+        for h, pk, sk, size, data in self._db.execute(*scan_sql(meta.table_id, h_low, h_high, after)):
             yield Row(StorageKey(h, pk, sk), size, data)
 
     def close(self) -> None:

@@ -42,6 +42,20 @@ _DELETE = "DELETE FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=? AND 
 _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording
 
 
+def index_scan_sql(tid: int, iid: int, h_low: int, h_high: int,
+                   after: IndexKey | None) -> tuple[str, list[object]]:
+    """The SQL and parameters of an index Scan segment in (h, pk, sk, tpk, tsk) order, strictly after `after`."""
+    sql = "SELECT h, pk, sk, tpk, tsk, size, data FROM index_entries WHERE tid=? AND iid=? AND h<?"
+    params: list[object] = [tid, iid, h_high]
+    if after is None or after.h < h_low:
+        sql += " AND h>=?"
+        params.append(h_low)
+    else:  # the row value alone bounds the start, so SQLite seeks to it (see `sqlite.scan_sql`)
+        sql += " AND (h, pk, sk, tpk, tsk) > (?, ?, ?, ?, ?)"
+        params.extend((after.h, after.pk, after.sk, after.tpk, after.tsk))
+    return sql + " ORDER BY h, pk, sk, tpk, tsk", params
+
+
 class SQLiteIndexes:
     """Index storage and maintenance; mixed into SQLiteEngine, whose connection and catalog cache it uses."""
 
@@ -110,12 +124,7 @@ class SQLiteIndexes:
 
     def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
                    after: IndexKey | None) -> Iterator[IndexRow]:
-        sql = "SELECT h, pk, sk, tpk, tsk, size, data FROM index_entries WHERE tid=? AND iid=? AND h>=? AND h<?"
-        params: list[object] = [meta.table_id, index.index_id, h_low, h_high]
-        if after is not None:
-            sql += " AND (h, pk, sk, tpk, tsk) > (?, ?, ?, ?, ?)"
-            params.extend((after.h, after.pk, after.sk, after.tpk, after.tsk))
-        sql += " ORDER BY h, pk, sk, tpk, tsk"
+        sql, params = index_scan_sql(meta.table_id, index.index_id, h_low, h_high, after)
         for h, pk, sk, tpk, tsk, size, data in self._db.execute(sql, params):
             yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
 

@@ -1,0 +1,38 @@
+"""SQLite layout: a Scan page continues with a B-tree seek to its start key, not a walk from the segment's start."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from openddb.storage.base import HASH_SPACE, IndexKey, StorageKey
+from openddb.storage.sqlite import SQLiteEngine, scan_sql
+from openddb.storage.sqlite_indexes import index_scan_sql
+
+
+@pytest.fixture
+def database() -> sqlite3.Connection:
+    engine = SQLiteEngine(None)
+    yield engine._db
+    engine.close()
+
+
+def plan(db: sqlite3.Connection, sql: str, params: object) -> str:
+    return "\n".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, params))
+
+
+def test_scan_continuation_seeks_to_the_start_key(database: sqlite3.Connection) -> None:
+    sql, params = scan_sql(1, 0, HASH_SPACE // 2, StorageKey(12345, b"p", b"s"))
+    assert "SEARCH items USING PRIMARY KEY (tid=? AND (h,pk,sk)>(?,?,?)" in plan(database, sql, params)
+
+
+def test_index_scan_continuation_seeks_to_the_start_key(database: sqlite3.Connection) -> None:
+    sql, params = index_scan_sql(1, 2, 0, HASH_SPACE, IndexKey(12345, b"p", b"s", b"tp", b"ts"))
+    assert "(tid=? AND iid=? AND (h,pk,sk,tpk,tsk)>(?,?,?,?,?)" in plan(database, sql, params)
+
+
+def test_a_start_key_before_the_segment_starts_at_the_segment(database: sqlite3.Connection) -> None:
+    sql, params = scan_sql(1, 1000, 2000, StorageKey(5, b"p", b"s"))
+    assert params == (1, 1000, 2000)
+    assert "(tid=? AND h>? AND h<?)" in plan(database, sql, params)
