@@ -5,6 +5,9 @@ Every ExpressionError becomes DynamoDB's ``ValidationException("Invalid <Kind>: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
 from ..errors import ValidationException
 from .ast import ExpressionError
 from .cache import condition_tree, projection_tree, update_tree
@@ -14,6 +17,33 @@ from .resolve import ExpressionAttributes
 from .update import Update, compile_update_ast
 
 EMPTY = "The expression can not be empty;"
+
+# Compiled expressions by (kind, text, placeholder tables): a request repeating an expression with the same
+# names and values (a counter's `SET n = n + :one`, a guard's `attribute_exists(pk)`) skips compiling it. Each
+# entry keeps the placeholders it used, for `check_all_used`. Entries whose values are large are not kept.
+_COMPILED: dict[tuple[str, str, Any], tuple[Any, frozenset[str], frozenset[str]]] = {}
+_COMPILED_MAX = 4096
+_CACHED_VALUES_MAX = 1024  # bytes of the values' JSON
+
+_T = TypeVar("_T")
+
+
+def _compiled(kind: str, text: str, attrs: ExpressionAttributes, build: Callable[[ExpressionAttributes], _T]) -> _T:
+    """``build(attrs)``, from the cache when this expression was compiled with equal placeholder tables."""
+    fingerprint = attrs.fingerprint()
+    key = (kind, text, fingerprint)
+    hit = _COMPILED.get(key)
+    if hit is None:
+        scoped = ExpressionAttributes(attrs.names, attrs.values)  # records this expression's placeholders alone
+        compiled = build(scoped)
+        hit = (compiled, frozenset(scoped.used_names), frozenset(scoped.used_values))
+        if len(fingerprint[1]) <= _CACHED_VALUES_MAX:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = hit
+    attrs.used_names.update(hit[1])
+    attrs.used_values.update(hit[2])
+    return cast(_T, hit[0])
 
 
 def invalid(kind: str, error: ExpressionError) -> ValidationException:
@@ -36,7 +66,8 @@ def compile_condition(text: str, attrs: ExpressionAttributes, kind: str = "Condi
     try:
         if not text.strip():
             raise ExpressionError(EMPTY)
-        return Condition(compile_predicate(condition_tree(text), attrs))
+        tree = condition_tree(text)
+        return _compiled(kind, text, attrs, lambda scoped: Condition(compile_predicate(tree, scoped)))
     except ExpressionError as e:
         raise invalid(kind, e) from None
 
@@ -46,7 +77,8 @@ def compile_projection(text: str, attrs: ExpressionAttributes) -> Projection:
     try:
         if not text.strip():
             raise ExpressionError(EMPTY)
-        return compile_projection_ast(projection_tree(text), attrs)
+        paths = projection_tree(text)
+        return _compiled("ProjectionExpression", text, attrs, lambda scoped: compile_projection_ast(paths, scoped))
     except ExpressionError as e:
         raise invalid("ProjectionExpression", e) from None
 
@@ -56,7 +88,8 @@ def compile_update(text: str, attrs: ExpressionAttributes) -> Update:
     try:
         if not text.strip():
             raise ExpressionError(EMPTY)
-        return compile_update_ast(update_tree(text), attrs)
+        tree = update_tree(text)
+        return _compiled("UpdateExpression", text, attrs, lambda scoped: compile_update_ast(tree, scoped))
     except ExpressionError as e:
         raise invalid("UpdateExpression", e) from None
 

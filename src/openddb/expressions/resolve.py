@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import orjson
+
 from ..errors import ValidationException
 from .ast import ExpressionError, Path
 
@@ -20,13 +22,20 @@ class ExpressionAttributes:
     by any of them.
     """
 
-    __slots__ = ("names", "used_names", "used_values", "values")
+    __slots__ = ("_fingerprint", "names", "used_names", "used_values", "values")
 
     def __init__(self, names: dict[str, str] | None, values: dict[str, AttributeValue] | None) -> None:
         self.names: dict[str, str] = names or {}
         self.values: dict[str, AttributeValue] = values or {}
         self.used_names: set[str] = set()
         self.used_values: set[str] = set()
+        self._fingerprint: tuple[tuple[tuple[str, str], ...], bytes] | None = None
+
+    def fingerprint(self) -> tuple[tuple[tuple[str, str], ...], bytes]:
+        """The placeholder tables as a hashable value: equal tables compile any expression alike."""
+        if self._fingerprint is None:
+            self._fingerprint = (tuple(self.names.items()), orjson.dumps(self.values) if self.values else b"")
+        return self._fingerprint
 
     def name(self, ref: str) -> str:
         """The attribute name behind ``#ref``; raises ExpressionError when it is not defined."""
