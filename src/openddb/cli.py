@@ -67,7 +67,8 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
         return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
     from openddb.storage.sqlite import SQLiteEngine
 
-    sqlite = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync, group_commit=True)
+    sqlite = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync, group_commit=True,
+                          shared_reads=True)
     return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(sqlite.location))
 
 

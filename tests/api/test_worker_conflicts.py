@@ -110,3 +110,33 @@ def test_conditional_creates_have_one_winner_per_item(workers):
     for n in range(80):
         item = client.get_item(TableName=name, Key={"pk": {"S": f"k{n}"}}, ConsistentRead=True)["Item"]
         assert int(item["owner"]["N"]) == owners[n]
+
+
+def test_reads_see_every_acknowledged_write(workers):
+    """After a write is answered, a read on any connection (either worker, mid-pass or not) returns it."""
+    name = create_table(make_client(workers.endpoint), unique_name("wc"), range_type=None)
+    host, port = workers.endpoint.removeprefix("http://").split(":")
+    stale: list[tuple[int, object]] = []
+
+    async def writer_and_readers(index: int) -> None:
+        writer = await asyncio.open_connection(host, int(port))
+        readers = [await asyncio.open_connection(host, int(port)) for _ in range(3)]
+        try:
+            for n in range(40):
+                key = {"pk": {"S": f"k{index}"}}
+                status, _ = await _call(*writer, "PutItem", {"TableName": name, "Item": {**key, "n": {"N": str(n)}}})
+                assert status == 200
+                for reader in readers:
+                    status, body = await _call(*reader, "GetItem", {"TableName": name, "Key": key})
+                    seen = body.get("Item", {}).get("n", {}).get("N")  # type: ignore[union-attr]
+                    if seen != str(n):
+                        stale.append((n, seen))
+        finally:
+            for _, stream in (writer, *readers):
+                stream.close()
+
+    async def all_of() -> None:
+        await asyncio.gather(*(writer_and_readers(index) for index in range(12)))
+
+    asyncio.run(all_of())
+    assert not stale, stale[:5]

@@ -211,6 +211,8 @@ class HttpProtocol(asyncio.Protocol):
         if status == 0:
             return False
         response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
+        if engine.reading:
+            self.server.end_reads_soon()
         if engine.pending:
             self.held += 1
             self.server.hold(self, request, response, engine.group_writes != writes)
@@ -283,6 +285,17 @@ class ServerState:
         self.connections: set[HttpProtocol] = set()
         self.closing = False
         self._held: list[_Held] = []
+        self._ending_reads = False
+
+    def end_reads_soon(self) -> None:
+        """Release the engine's read snapshot after this event-loop pass (see `Engine.reading`)."""
+        if not self._ending_reads:
+            self._ending_reads = True
+            asyncio.get_running_loop().call_soon(self._end_reads)
+
+    def _end_reads(self) -> None:
+        self._ending_reads = False
+        self.engine.end_reads()
 
     def hold(self, connection: HttpProtocol, request: _Request, response: bytes, wrote: bool) -> None:
         if not self._held:

@@ -154,6 +154,13 @@ class Engine(ABC):
     # included, since they may have seen the open transaction); `flush()` commits and makes it durable.
     pending: bool = False
 
+    # True while the engine holds a read snapshot shared by the requests of this event-loop pass; the server
+    # then calls `end_reads` once the pass is over, so that no snapshot outlives it.
+    reading: bool = False
+
+    def end_reads(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
+        """Let go of the read snapshot, if any."""
+
     def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Commit whatever `write` left open; a no-op for engines that commit every write. Raises WriteConflict
         (having committed nothing of the group) only in `optimistic` mode."""

@@ -81,39 +81,44 @@ class _WriterLock:
 
 
 class _CatalogSignal:
-    """An 8-byte counter in a shared memory-mapped file, bumped after every committed DDL.
+    """Two 8-byte counters in a shared memory-mapped file: one bumped after every committed DDL, one after every
+    committed write.
 
-    Reading it costs a memory compare, so every request can check whether another process changed the
-    catalog (and cached table descriptions must be dropped) without a query."""
+    Reading them costs a memory compare, so every request can check whether another process changed the
+    catalog (cached table descriptions must be dropped) or committed data (a read snapshot must be renewed)
+    without a query."""
 
     def __init__(self, path: str | None) -> None:
-        self._map: mmap.mmap | None = None
-        self._local = 0
-        if path is not None:
+        if path is None:
+            self._counters = mmap.mmap(-1, 16)  # private to this process
+        else:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                if os.fstat(fd).st_size < 8:
-                    os.ftruncate(fd, 8)
-                self._map = mmap.mmap(fd, 8)
+                if os.fstat(fd).st_size < 16:
+                    os.ftruncate(fd, 16)
+                self._counters = mmap.mmap(fd, 16)
             finally:
                 os.close(fd)
         self.seen = self.current()
 
     def current(self) -> bytes:
-        return self._map[:8] if self._map is not None else self._local.to_bytes(8, "little")
+        """The catalog counter."""
+        return self._counters[:8]
+
+    def commits(self) -> bytes:
+        """The commit counter."""
+        return self._counters[8:16]
 
     def bump(self) -> None:
         """Call with the writer lock held, after the DDL committed."""
-        value = int.from_bytes(self.current(), "little") + 1
-        if self._map is not None:
-            self._map[:8] = value.to_bytes(8, "little")
-        else:
-            self._local = value
+        self._counters[:8] = (int.from_bytes(self._counters[:8], "little") + 1).to_bytes(8, "little")
+
+    def bump_commits(self) -> None:
+        """Call with the writer lock held, after a write committed (before it is acknowledged)."""
+        self._counters[8:16] = (int.from_bytes(self._counters[8:16], "little") + 1).to_bytes(8, "little")
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._counters.close()
 
 
 _WAL_RESTART_FRAMES = 16384  # 64 MB of 4 KB pages
@@ -219,16 +224,22 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
 
 
 class SQLiteEngine(SQLiteIndexes, Engine):
-    def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False) -> None:
+    def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
+                 shared_reads: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
 
-        With `group_commit`, `write` leaves its transaction open for `flush` (see `Engine.pending`)."""
+        With `group_commit`, `write` leaves its transaction open for `flush` (see `Engine.pending`); with
+        `shared_reads`, reads share a snapshot until `end_reads` (see `_read`): for a server, which calls it at
+        the end of every event-loop pass."""
         self.group_commit = group_commit
+        self.shared_reads = shared_reads
         self.pending = False
         self._overlay: dict[tuple[int, int, bytes, bytes], _Staged] = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
         self._group_catalog = b""
+        self.reading = False  # a read snapshot is open (see `_read`)
+        self._read_version = b""
         if path is None:
             target = ":memory:"
         else:
@@ -266,10 +277,38 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         self._token_writes = 0
 
     # --- catalog ------------------------------------------------------------------------------
+    def _read(self) -> sqlite3.Connection:
+        """The connection, for reading: inside a write transaction as it is, else inside a read snapshot that
+        includes every write any worker committed before this call.
+
+        Requests of one event-loop pass share the snapshot (one BEGIN instead of a read transaction per
+        statement) until some worker commits, which bumps the shared commit counter and so renews it;
+        `end_reads` lets it go at the end of the pass."""
+        db = self._db
+        if not self.shared_reads:
+            return db
+        if self.reading:
+            commits = self._signal.commits()
+            if commits != self._read_version:
+                db.execute("COMMIT")
+                self._read_version = commits
+                db.execute("BEGIN")
+        elif not db.in_transaction:
+            self._read_version = self._signal.commits()
+            db.execute("BEGIN")
+            self.reading = True
+        return db
+
+    def end_reads(self) -> None:
+        if self.reading:
+            self.reading = False
+            self._db.execute("COMMIT")
+
     def _begin(self, wait: bool = True) -> None:
         if not self._lock.acquire(wait):
             raise EngineBusy()
         try:
+            self.end_reads()
             self._db.execute("BEGIN IMMEDIATE")
         except BaseException:
             self._lock.release()
@@ -278,6 +317,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def _commit(self) -> None:
         try:
             self._db.execute("COMMIT")
+            self._signal.bump_commits()
         finally:
             self._lock.release()
 
@@ -304,6 +344,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         """Commit a DDL transaction, then tell the other processes (still under the writer lock)."""
         try:
             self._db.execute("COMMIT")
+            self._signal.bump_commits()
             self._signal.bump()
             self._signal.seen = self._signal.current()
         finally:
@@ -337,11 +378,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         return meta
 
     def _load_table(self, name: str) -> bytes | None:
-        row = self._db.execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
+        row = self._read().execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
         return None if row is None else bytes(row[0])
 
     def list_tables(self) -> list[str]:
-        return [row[0] for row in self._db.execute("SELECT name FROM tables ORDER BY name")]
+        return [row[0] for row in self._read().execute("SELECT name FROM tables ORDER BY name")]
 
     def update_table(self, meta: TableMeta) -> None:
         with self._transaction(ddl=True) as db:
@@ -358,26 +399,32 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 self._bump_catalog()
 
     def table_stats(self, meta: TableMeta) -> tuple[int, int]:
-        count, size = self._db.execute(
+        count, size = self._read().execute(
             "SELECT count(*), coalesce(sum(size), 0) FROM items WHERE tid=?", (meta.table_id,)).fetchone()
         return int(count), int(size)
 
     # --- items --------------------------------------------------------------------------------
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+        found = self._read().execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
         if found is None:
             return None
         return Row(key, found[0], found[1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
-        if self._locked:  # the open group transaction is already one consistent view
-            return [self.get(meta, key) for meta, key in requests]
-        db = self._db
-        db.execute("BEGIN")
+        # One consistent view: the open write transaction, or one read snapshot, not renewed between the rows.
+        db = self._read()
+        own = not db.in_transaction  # reads without a shared snapshot: take one for these rows alone
+        if own:
+            db.execute("BEGIN")
         try:
-            return [self.get(meta, key) for meta, key in requests]
+            rows: list[Row | None] = []
+            for meta, key in requests:
+                found = db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+                rows.append(None if found is None else Row(key, found[0], found[1]))
+            return rows
         finally:
-            db.execute("COMMIT")
+            if own:
+                db.execute("COMMIT")
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         # Optimistic: one item, or items written without reading them (a batch), on tables without indexes, so
@@ -456,7 +503,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
 
         Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
-        db = self._db
+        db = self._read()
         overlay = self._overlay
         if not overlay:  # the catalog these writes' table descriptions were checked against
             self._group_catalog = self._signal.seen
@@ -575,7 +622,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             return True
 
     def get_token(self, token: str) -> RequestToken | None:
-        found = self._db.execute(_GET_TOKEN, (token,)).fetchone()
+        found = self._read().execute(_GET_TOKEN, (token,)).fetchone()
         return None if found is None else RequestToken(token, found[0], found[1])
 
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
@@ -588,16 +635,17 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             params.append(after)
         sql = (f"SELECT sk, size, data FROM items WHERE {' AND '.join(clauses)} "
                f"ORDER BY sk {'ASC' if forward else 'DESC'}")
-        for sk, size, data in self._db.execute(sql, params):
+        for sk, size, data in self._read().execute(sql, params):
             yield Row(StorageKey(h, pk, sk), size, data)
 
     def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
-        for h, pk, sk, size, data in self._db.execute(*scan_sql(meta.table_id, h_low, h_high, after)):
+        for h, pk, sk, size, data in self._read().execute(*scan_sql(meta.table_id, h_low, h_high, after)):
             yield Row(StorageKey(h, pk, sk), size, data)
 
     def close(self) -> None:
         try:
             self._end_group()
+            self.end_reads()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             if self.location != ":memory:":

@@ -64,8 +64,10 @@ class SQLiteIndexes:
     _signal: Any  # SQLiteEngine's _CatalogSignal
     supports_indexes = True
 
-    if TYPE_CHECKING:  # provided by SQLiteEngine: a writer-locked transaction of its own
+    if TYPE_CHECKING:  # provided by SQLiteEngine: a writer-locked transaction of its own, a read snapshot
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _read(self) -> sqlite3.Connection: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
     def _live_table(self, table: TableMeta) -> TableMeta | None:
@@ -119,23 +121,23 @@ class SQLiteIndexes:
         order = "ASC" if forward else "DESC"
         sql = (f"SELECT sk, tpk, tsk, size, data FROM index_entries WHERE {' AND '.join(clauses)} "
                f"ORDER BY sk {order}, tpk {order}, tsk {order}")
-        for sk, tpk, tsk, size, data in self._db.execute(sql, params):
+        for sk, tpk, tsk, size, data in self._read().execute(sql, params):
             yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
 
     def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
                    after: IndexKey | None) -> Iterator[IndexRow]:
         sql, params = index_scan_sql(meta.table_id, index.index_id, h_low, h_high, after)
-        for h, pk, sk, tpk, tsk, size, data in self._db.execute(sql, params):
+        for h, pk, sk, tpk, tsk, size, data in self._read().execute(sql, params):
             yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
 
     def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
-        count, size = self._db.execute(
+        count, size = self._read().execute(
             "SELECT count(*), coalesce(sum(size), 0) FROM index_entries WHERE tid=? AND iid=?",
             (meta.table_id, index.index_id)).fetchone()
         return int(count), int(size)
 
     def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
-        db = self._db
+        db = self._read()
         size = db.execute("SELECT coalesce(sum(size), 0) FROM items WHERE tid=? AND h=? AND pk=?",
                           (meta.table_id, h, pk)).fetchone()[0]
         for index in meta.indexes:

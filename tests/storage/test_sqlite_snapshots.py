@@ -1,0 +1,88 @@
+"""SQLite read snapshots shared by the requests of one event-loop pass (`shared_reads`): renewed as soon as any
+engine on the store commits, consistent within one get_many, and released by end_reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openddb.storage.base import StorageKey
+from openddb.storage.sqlite import SQLiteEngine
+from tests.storage.test_engine_contract import item, new_meta, put
+
+KEY = StorageKey(7, b"p", b"s")
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[tuple[SQLiteEngine, SQLiteEngine]]:
+    """A writer and a reader engine on one store, as two worker processes would have."""
+    writer = SQLiteEngine(str(tmp_path), group_commit=True)
+    reader = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+    yield writer, reader
+    reader.close()
+    writer.close()
+
+
+def value(engine: SQLiteEngine, meta: object, key: StorageKey = KEY) -> bytes | None:
+    row = engine.get(meta, key)  # type: ignore[arg-type]
+    return None if row is None else row.data
+
+
+def test_a_commit_elsewhere_renews_the_snapshot_at_once(two: tuple[SQLiteEngine, SQLiteEngine]) -> None:
+    writer, reader = two
+    meta = writer.create_table(new_meta())
+    assert value(reader, meta) is None
+    assert reader.reading  # the snapshot is open, as within one pass
+    for n in range(3):
+        writer.write([put(meta, KEY, item(n))])
+        writer.flush()
+        assert value(reader, meta) == b'{"pk":{"S":"p"},"n":{"N":"%d"}}' % n  # no end_reads in between
+    reader.end_reads()
+    assert not reader.reading
+
+
+def test_get_many_reads_one_snapshot(two: tuple[SQLiteEngine, SQLiteEngine]) -> None:
+    writer, reader = two
+    meta = writer.create_table(new_meta())
+    keys = [StorageKey(i, b"p%d" % i, b"") for i in range(3)]
+    writer.write([put(meta, key, item(1)) for key in keys])
+    writer.flush()
+    seen = []
+    original = reader._db
+
+    class Interleaved:
+        """Commits another write after the reader's first row: the later rows must not see it."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(original, name)
+
+        def execute(self, sql: str, params: object = ()) -> object:
+            cursor = original.execute(sql, params)  # type: ignore[arg-type]
+            if sql.startswith("SELECT size, data"):
+                self.calls += 1
+                if self.calls == 1:
+                    writer.write([put(meta, key, item(2)) for key in keys])
+                    writer.flush()
+            return cursor
+
+    reader._db = Interleaved()  # type: ignore[assignment]
+    try:
+        rows = reader.get_many([(meta, key) for key in keys])
+    finally:
+        reader._db = original
+    seen = [row.data for row in rows if row is not None]
+    assert len(set(seen)) == 1, seen  # all before or all after the other commit, never a mix
+    assert value(reader, meta, keys[0]) == b'{"pk":{"S":"p"},"n":{"N":"2"}}'  # and the next read renews
+
+
+def test_without_shared_reads_nothing_is_held(tmp_path: Path) -> None:
+    engine = SQLiteEngine(str(tmp_path), group_commit=True)
+    meta = engine.create_table(new_meta())
+    assert value(engine, meta) is None
+    assert not engine.reading and not engine._db.in_transaction
+    engine.close()
