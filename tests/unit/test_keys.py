@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 from decimal import Decimal
 
 import pytest
@@ -129,3 +130,11 @@ def test_rejects_non_key_types() -> None:
         encode_key({"BOOL": True})
     with pytest.raises(ValueError):
         decode_key("SS", b"")
+
+
+@given(st.lists(st.binary(max_size=200), min_size=1, max_size=20))
+def test_partition_hash_is_blake2b_whether_remembered_or_not(keys: list[bytes]) -> None:
+    """Repeated, short and long keys all hash to the 4-byte BLAKE2b digest (the remembered hashes change
+    nothing)."""
+    for key in keys + keys:
+        assert partition_hash(key) == int.from_bytes(hashlib.blake2b(key, digest_size=4).digest(), "big")

@@ -141,12 +141,12 @@ def expression_text(request: dict[str, Any], member: str) -> str | None:
 
 
 def read_units(size: int, consistent: bool) -> float:
-    units = max(1, math.ceil(size / 4096))
+    units = max(1, -(-size // 4096))  # whole 4 KB blocks, rounded up
     return float(units) if consistent else units / 2
 
 
 def write_units(size: int) -> float:
-    return float(max(1, math.ceil(size / 1024)))
+    return float(max(1, -(-size // 1024)))  # whole 1 KB blocks, rounded up
 
 
 def consumed_capacity(meta: TableMeta, mode: str | None, units: float, *, read: bool,

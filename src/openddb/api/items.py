@@ -160,10 +160,11 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if row is not None:
         # The stored JSON is the wire JSON: without a projection it is sent as it is, never parsed.
         response["Item"] = orjson.Fragment(row.data) if projection is None else projection.apply(orjson.loads(row.data))
-    consumed = consumed_capacity(meta, request.get("ReturnConsumedCapacity"),
-                                 read_units(row.size if row else 0, consistent), read=True)
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    mode = request.get("ReturnConsumedCapacity")
+    if mode is not None:
+        consumed = consumed_capacity(meta, mode, read_units(row.size if row else 0, consistent), read=True)
+        if consumed is not None:
+            response["ConsumedCapacity"] = consumed
     return response
 
 

@@ -102,10 +102,23 @@ def decode_key(key_type: str, data: bytes) -> AttributeValue:
     raise ValueError(f"not a key type: {key_type!r}")
 
 
+_HASHES: dict[bytes, int] = {}  # recent short keys' hashes: a dict hit is several times cheaper than BLAKE2b
+_HASHES_MAX = 65536
+_HASHED_KEY_MAX = 64  # bytes: bounds the memory the remembered keys take
+
+
 def partition_hash(encoded_partition_key: bytes) -> int:
     """Stable unsigned 32-bit hash of an encoded partition key (BLAKE2b, 4-byte digest, big-endian).
 
     Orders a table's rows for Scan and splits parallel-scan segments, so it must never change between
     processes or versions (unlike ``hash()``, which is salted per process).
     """
-    return int.from_bytes(hashlib.blake2b(encoded_partition_key, digest_size=4).digest(), "big")
+    found = _HASHES.get(encoded_partition_key)
+    if found is not None:
+        return found
+    value = int.from_bytes(hashlib.blake2b(encoded_partition_key, digest_size=4).digest(), "big")
+    if len(encoded_partition_key) <= _HASHED_KEY_MAX:
+        if len(_HASHES) >= _HASHES_MAX:
+            _HASHES.clear()
+        _HASHES[encoded_partition_key] = value
+    return value
