@@ -124,3 +124,42 @@ def test_oversized_body_is_refused(server):
     response, data = call(server, body)
     assert response.status == 413
     assert json.loads(data)["__type"] == "com.amazon.coral.service#RequestEntityTooLargeException"
+
+
+def test_pipelined_answers_stay_in_request_order(server, ddb):
+    """Requests sent back to back on one connection are answered in order, even when a write's answer waits for
+    its group commit and the next request (a CreateTable) commits on its own."""
+    import socket
+
+    from tests.conftest import create_table, unique_name
+
+    table = create_table(ddb, unique_name("pipe"), range_type=None)
+    new_table = unique_name("pipe")
+
+    def request(target: str, body: dict) -> bytes:
+        payload = json.dumps(body).encode()
+        return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
+                f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+
+    stream = request("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}}}) + request("CreateTable", {
+        "TableName": new_table, "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}) + request("ListTables", {})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(stream)
+        received = b""
+        bodies: list[dict] = []
+        while len(bodies) < 3:
+            received += sock.recv(65536)
+            while b"\r\n\r\n" in received:
+                head, rest = received.split(b"\r\n\r\n", 1)
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                if len(rest) < length:
+                    break
+                bodies.append(json.loads(rest[:length]))
+                received = rest[length:]
+    assert bodies[0] == {}
+    assert bodies[1]["TableDescription"]["TableName"] == new_table
+    assert new_table in bodies[2]["TableNames"]

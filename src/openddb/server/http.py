@@ -213,7 +213,7 @@ class HttpProtocol(asyncio.Protocol):
         response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
         if engine.reading:
             self.server.end_reads_soon()
-        if engine.pending:
+        if engine.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
             self.held += 1
             self.server.hold(self, request, response, engine.group_writes != writes)
             return True
