@@ -445,6 +445,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             if not self._locked:
                 if self._overlay:
                     self._end_group()
+                    if self._conflict:  # that group is lost: run this after its requests run again
+                        raise EngineBusy()
                 self._begin(self.lock_wait)
                 self._locked = True
                 self.pending = True
@@ -570,10 +572,10 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                     db.execute(_DELETE, where)
                 else:
                     db.execute(_UPSERT, (*where, entry.size, entry.data))
+            self._commit()
         except BaseException:
             self._rollback()
             raise
-        self._commit()
 
     def _end_group(self) -> None:
         """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict)."""
