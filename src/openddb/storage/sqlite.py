@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 import orjson
 
-from openddb.errors import ResourceInUseException
+from openddb.errors import DynamoDBError, ResourceInUseException
 from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
@@ -200,12 +200,16 @@ _BLIND = object()  # a staged write that did not read its row: nothing to check 
 
 
 class _Staged:
-    """An optimistic write waiting for `flush`: the row as read (`expected`, or `_BLIND`) and what to write."""
+    """An optimistic write waiting for `flush`: the row as read (`expected`, or `_BLIND`; `original` parsed) and
+    what to write, with the table whose indexes the change must reach."""
 
-    __slots__ = ("data", "expected", "item", "size", "written")
+    __slots__ = ("data", "expected", "item", "original", "size", "table", "written")
 
-    def __init__(self, expected: object, item: Item | None, data: bytes | None, size: int, written: bool) -> None:
+    def __init__(self, table: TableMeta, expected: object, original: Item | None, item: Item | None,
+                 data: bytes | None, size: int, written: bool) -> None:
+        self.table = table
         self.expected = expected
+        self.original = original
         self.item = item
         self.data = data
         self.size = size
@@ -427,14 +431,15 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 db.execute("COMMIT")
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
-        # Optimistic: one item, or items written without reading them (a batch), on tables without indexes, so
-        # that each staged write stands alone; anything else (transactions, index upkeep) runs under the lock.
         if self.group_commit:
             if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
                 raise EngineBusy()
             self.group_writes += 1
+        # Optimistic: one item, or items written without reading them (a batch of a table without indexes), so
+        # that each staged write stands alone; anything else (transactions, batches of index tables) runs under
+        # the lock.
         if self.optimistic and self.group_commit and not self._locked and token is None and \
-                (len(ops) == 1 or all(op.blind for op in ops)) and not any(op.table.indexes for op in ops):
+                (len(ops) == 1 or all(op.blind for op in ops)):
             return self._write_optimistic(ops)
         db = self._db
         results: list[WriteResult] = []
@@ -515,16 +520,19 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             key = op.key
             where = (op.table.table_id, key.h, key.pk, key.sk)
             before = staged.get(where) or overlay.get(where)
-            if op.blind:
+            table = op.table
+            if op.blind:  # (a table without indexes: nothing needs the row as it was)
                 new = op.apply(None)
                 data = None if new is None else orjson.dumps(new)
                 size = 0 if new is None else item_size(new)
-                expected = _BLIND if before is None else before.expected
-                staged[where] = _Staged(expected, new, data, size, True)
+                if before is None:
+                    staged[where] = _Staged(table, _BLIND, None, new, data, size, True)
+                else:
+                    staged[where] = _Staged(table, before.expected, before.original, new, data, size, True)
                 results.append(WriteResult(None, new, 0, size))
                 continue
             if before is not None:
-                old, old_size, expected = before.item, before.size, before.expected
+                old, old_size, expected, original = before.item, before.size, before.expected, before.original
             else:
                 found = db.execute(_GET, where).fetchone()
                 if found is None:
@@ -532,14 +540,17 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 else:
                     expected = found[1]
                     old, old_size = orjson.loads(expected), found[0]
+                original = old
             new = op.apply(old)
             if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
                 if before is None:
-                    staged[where] = _Staged(expected, old, expected, old_size, False)  # type: ignore[arg-type]
+                    staged[where] = _Staged(table, expected, old, old, expected,  # type: ignore[arg-type]
+                                            old_size, False)
                 results.append(WriteResult(old, old, old_size, old_size))
                 continue
             size = 0 if new is None else item_size(new)
-            staged[where] = _Staged(expected, new, None if new is None else orjson.dumps(new), size, True)
+            staged[where] = _Staged(table, expected, original, new, None if new is None else orjson.dumps(new),
+                                    size, True)
             results.append(WriteResult(old, new, old_size, size))
         if staged:
             overlay.update(staged)
@@ -568,11 +579,16 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                         return
                 if not entry.written:
                     continue
+                if entry.table.indexes:  # from the committed item to the final one, before the row is written
+                    self._maintain_indexes(entry.table, StorageKey(*where[1:]), entry.original, entry.item)
                 if entry.data is None:
                     db.execute(_DELETE, where)
                 else:
                     db.execute(_UPSERT, (*where, entry.size, entry.data))
             self._commit()
+        except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
+            self._conflict = True
+            self._rollback()
         except BaseException:
             self._rollback()
             raise
