@@ -15,6 +15,10 @@ row read is still as it was, write the overlay and commit; if another worker cha
 of the group is written and the server runs its requests again under the lock (`WriteConflict`). The lock is
 then held for the SQL alone, so the workers' request handling runs in parallel.
 
+Reads (with `shared_reads`, as the server opens it) share one read transaction per event-loop pass, renewed
+whenever any worker has committed since (a second shared counter), so a read always includes every acknowledged
+write without paying SQLite's read-lock set-up per statement.
+
 Durability: WAL with synchronous=NORMAL. A committed transaction is in the WAL file before `write` returns, so
 it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for power loss.
 """
