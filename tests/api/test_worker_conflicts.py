@@ -167,3 +167,42 @@ def test_index_entries_follow_concurrent_updates(workers):
     entries = client.query(TableName=name, IndexName="by_n", KeyConditionExpression="g = :g",
                            ExpressionAttributeValues={":g": {"S": "all"}})["Items"]
     assert sorted((e["pk"]["S"], int(e["n"]["N"])) for e in entries) == [(f"hot{i}", 320) for i in range(4)]
+
+
+def test_transactions_without_a_token_apply_exactly_their_answers(workers):
+    """Transfers (TransactWriteItems without ClientRequestToken) between eight accounts from both workers: the
+    final balances are exactly the initial ones moved by the transfers answered 200, none went negative."""
+    client = make_client(workers.endpoint)
+    name = create_table(client, unique_name("wc"), range_type=None)
+    for account in range(8):
+        client.put_item(TableName=name, Item={"pk": {"S": f"a{account}"}, "balance": {"N": "100"}})
+
+    def transfer(index: int, n: int) -> tuple[int, int, int]:
+        source, target = (index + n) % 8, (index * 3 + n + 1) % 8
+        return source, target if target != source else (source + 1) % 8, 1 + (index * 7 + n) % 40
+
+    def request_for(index: int, n: int) -> tuple[str, dict[str, object]]:
+        source, target, amount = transfer(index, n)
+        value = {":amount": {"N": str(amount)}}
+        return "TransactWriteItems", {"TransactItems": [
+            {"Update": {"TableName": name, "Key": {"pk": {"S": f"a{source}"}},
+                        "UpdateExpression": "SET balance = balance - :amount",
+                        "ConditionExpression": "balance >= :amount", "ExpressionAttributeValues": value}},
+            {"Update": {"TableName": name, "Key": {"pk": {"S": f"a{target}"}},
+                        "UpdateExpression": "SET balance = balance + :amount", "ExpressionAttributeValues": value}}]}
+
+    answers = _run(workers.endpoint, 32, 30, request_for)
+    expected = [100] * 8
+    for position, (status, body) in enumerate(answers):
+        index, n = divmod(position, 30)
+        if status == 200:
+            source, target, amount = transfer(index, n)
+            expected[source] -= amount
+            expected[target] += amount
+        else:
+            assert body["__type"].endswith("TransactionCanceledException"), body
+    balances = [int(client.get_item(TableName=name, Key={"pk": {"S": f"a{account}"}},
+                                    ConsistentRead=True)["Item"]["balance"]["N"]) for account in range(8)]
+    assert balances == expected
+    assert min(balances) >= 0 and sum(balances) == 800
+    assert any(status == 200 for status, _ in answers) and any(status != 200 for status, _ in answers)

@@ -439,11 +439,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
                 raise EngineBusy()
             self.group_writes += 1
-        # Optimistic: one item, or items written without reading them (a batch of a table without indexes), so
-        # that each staged write stands alone; anything else (transactions, batches of index tables) runs under
-        # the lock.
+        # Optimistic: writes whose reads come from one snapshot (one item, items written without reading them,
+        # or any items under a shared read snapshot), all checked at commit; writes guarded by a request token
+        # run under the lock.
         if self.optimistic and self.group_commit and not self._locked and token is None and \
-                (len(ops) == 1 or all(op.blind for op in ops)):
+                (len(ops) == 1 or self.shared_reads or all(op.blind for op in ops)):
             return self._write_optimistic(ops)
         db = self._db
         results: list[WriteResult] = []
