@@ -514,7 +514,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
 
         Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
-        db = self._read()
+        db: sqlite3.Connection | None = None  # the read snapshot, taken at the first read (blind writes need none)
         overlay = self._overlay
         if not overlay:  # the catalog these writes' table descriptions were checked against
             self._group_catalog = self._signal.seen
@@ -538,6 +538,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             if before is not None:
                 old, old_size, expected, original = before.item, before.size, before.expected, before.original
             else:
+                if db is None:
+                    db = self._read()
                 found = db.execute(_GET, where).fetchone()
                 if found is None:
                     old, old_size, expected = None, 0, None
