@@ -220,6 +220,12 @@ class _Staged:
         self.written = written  # False: the row was only read (a write that changed nothing); check it alone
 
 
+def _row(db: sqlite3.Connection, meta: TableMeta, key: StorageKey) -> Row | None:
+    """The stored row under a key, read through `db` as it stands (no snapshot renewal in between)."""
+    found = db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+    return None if found is None else Row(key, found[0], found[1])
+
+
 def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tuple[str, tuple[object, ...]]:
     """The SQL and parameters of a Scan segment's rows in (h, pk, sk) order, strictly after `after`."""
     if after is None or after.h < h_low:
@@ -413,10 +419,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
 
     # --- items --------------------------------------------------------------------------------
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._read().execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
-        if found is None:
-            return None
-        return Row(key, found[0], found[1])
+        return _row(self._read(), meta, key)
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
         # One consistent view: the open write transaction, or one read snapshot, not renewed between the rows.
@@ -425,11 +428,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         if own:
             db.execute("BEGIN")
         try:
-            rows: list[Row | None] = []
-            for meta, key in requests:
-                found = db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
-                rows.append(None if found is None else Row(key, found[0], found[1]))
-            return rows
+            return [_row(db, meta, key) for meta, key in requests]
         finally:
             if own:
                 db.execute("COMMIT")
