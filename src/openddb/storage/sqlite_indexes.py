@@ -36,8 +36,8 @@ CREATE TABLE IF NOT EXISTS index_entries (
 ) WITHOUT ROWID
 """
 
-_PUT = ("INSERT OR REPLACE INTO index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_PUT = ("INSERT INTO index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) DO UPDATE SET size=excluded.size, data=excluded.data")
 _DELETE = "DELETE FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=? AND sk=? AND tpk=? AND tsk=?"
 _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording
 
