@@ -126,6 +126,32 @@ def test_oversized_body_is_refused(server):
     assert json.loads(data)["__type"] == "com.amazon.coral.service#RequestEntityTooLargeException"
 
 
+def _framed(target: str, body: dict) -> bytes:
+    payload = json.dumps(body).encode()
+    return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+
+
+def _answers(sock, count: int) -> list[dict]:
+    """Read `count` framed answers off a raw connection, in the order they arrive."""
+    received = b""
+    bodies: list[dict] = []
+    while len(bodies) < count:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed early"
+        received += chunk
+        while b"\r\n\r\n" in received:
+            head, rest = received.split(b"\r\n\r\n", 1)
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            if len(rest) < length:
+                break
+            bodies.append(json.loads(rest[:length]))
+            received = rest[length:]
+    return bodies
+
+
 def test_pipelined_answers_stay_in_request_order(server, ddb):
     """Requests sent back to back on one connection are answered in order, even when a write's answer waits for
     its group commit and the next request (a CreateTable) commits on its own."""
@@ -135,31 +161,56 @@ def test_pipelined_answers_stay_in_request_order(server, ddb):
 
     table = create_table(ddb, unique_name("pipe"), range_type=None)
     new_table = unique_name("pipe")
-
-    def request(target: str, body: dict) -> bytes:
-        payload = json.dumps(body).encode()
-        return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
-                f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
-
-    stream = request("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}}}) + request("CreateTable", {
+    stream = _framed("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}}}) + _framed("CreateTable", {
         "TableName": new_table, "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}) + request("ListTables", {})
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}) + _framed("ListTables", {})
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(stream)
-        received = b""
-        bodies: list[dict] = []
-        while len(bodies) < 3:
-            received += sock.recv(65536)
-            while b"\r\n\r\n" in received:
-                head, rest = received.split(b"\r\n\r\n", 1)
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
-                if len(rest) < length:
-                    break
-                bodies.append(json.loads(rest[:length]))
-                received = rest[length:]
+        bodies = _answers(sock, 3)
     assert bodies[0] == {}
     assert bodies[1]["TableDescription"]["TableName"] == new_table
     assert new_table in bodies[2]["TableNames"]
+
+
+def test_pipelined_reads_and_writes_stay_in_request_order(server, ddb):
+    """Reads answered at once and writes answered after their group commit, interleaved on one connection and
+    across connections in the same moment: every connection gets its answers in the order it asked."""
+    import socket
+
+    from tests.conftest import create_table, unique_name
+
+    table = create_table(ddb, unique_name("pipe"), range_type=None)
+    ddb.put_item(TableName=table, Item={"pk": {"S": "k"}, "n": {"N": "0"}})
+
+    def stream(step: int, write_first: bool) -> tuple[bytes, list[object]]:
+        """Alternating reads and writes; each answer names which request it belongs to."""
+        requests, expected = [], []
+        for i in range(6):
+            if i % 2 != write_first:
+                requests.append(_framed("PutItem", {"TableName": table, "ReturnValues": "ALL_OLD",
+                                                    "Item": {"pk": {"S": f"w{step}-{i}"}, "n": {"N": str(i)}}}))
+                expected.append({})
+            else:
+                requests.append(_framed("DescribeTable", {"TableName": table}) if i == 2 else
+                                 _framed("GetItem", {"TableName": table, "Key": {"pk": {"S": "k"}},
+                                                     "ProjectionExpression": "n"}))
+                expected.append("Table" if i == 2 else {"Item": {"n": {"N": "0"}}})
+        return b"".join(requests), expected
+
+    for step in range(5):
+        sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+        try:
+            streams = [stream(step * 10 + n, n % 2 == 0) for n in range(len(sockets))]
+            for sock, (data, _) in zip(sockets, streams):
+                sock.sendall(data)
+            for sock, (_, expected) in zip(sockets, streams):
+                bodies = _answers(sock, len(expected))
+                for body, want in zip(bodies, expected):
+                    if want == "Table":
+                        assert body["Table"]["TableName"] == table
+                    else:
+                        assert body == want
+        finally:
+            for sock in sockets:
+                sock.close()

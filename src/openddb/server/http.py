@@ -185,11 +185,9 @@ class HttpProtocol(asyncio.Protocol):
         if method != b"POST":
             if method in (b"GET", b"HEAD") and self._url.split(b"?", 1)[0] == b"/":
                 body = b"" if method == b"HEAD" else _HEALTH
-                transport.write(render_response(200, body, b"text/plain", request_id, keep_alive))
+                self._answer(render_response(200, body, b"text/plain", request_id, keep_alive), keep_alive)
             else:
-                transport.write(render_response(404, b"", b"text/plain", request_id, keep_alive))
-            if not keep_alive:
-                transport.close()
+                self._answer(render_response(404, b"", b"text/plain", request_id, keep_alive), keep_alive)
             return
         headers = self._headers
         content_type = headers.get(b"content-type", b"application/x-amz-json-1.0")
@@ -217,12 +215,18 @@ class HttpProtocol(asyncio.Protocol):
             self.held += 1
             self.server.hold(self, request, response, engine.group_writes != writes)
             return True
-        transport = self.transport
-        if transport is not None:
-            transport.write(response)
-            if not request.keep_alive:
-                transport.close()
+        if self.transport is not None:
+            self.server.send_soon(self.transport, response, request.keep_alive)
         return True
+
+    def _answer(self, response: bytes, keep_alive: bool) -> None:
+        """Send an answer the dispatcher did not give (health check, 404, malformed HTTP) in its turn: after this
+        connection's answers still waiting for the group commit or the end of the pass."""
+        if self.held:
+            self.held += 1
+            self.server.hold(self, _Request(b"", None, b"", False, b"", b"text/plain", keep_alive), response, False)
+        elif self.transport is not None:
+            self.server.send_soon(self.transport, response, keep_alive)
 
     def _defer(self, request: _Request) -> None:
         """Another worker holds the writer lock: stop reading and try again shortly, instead of blocking the
@@ -256,13 +260,15 @@ class HttpProtocol(asyncio.Protocol):
                 self.close_if_idle()
 
     def _fail(self, status: int) -> None:
-        if self.transport is not None:
-            self.transport.write(render_response(status, b"", b"text/plain", new_request_id(), False))
-            self.transport.close()
+        """Malformed HTTP: answer after the answers already given, then close; read nothing more meanwhile."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+            self._answer(render_response(status, b"", b"text/plain", new_request_id(), False), False)
 
     def close_if_idle(self) -> None:
         """At shutdown: close unless a request is arriving or a response still waits for its commit."""
         if self.transport is not None and not self.busy and not self.held and not self._deferred:
+            self.server.send_answers()  # answers of this pass go out before the close
             self.transport.close()
 
 
@@ -286,6 +292,23 @@ class ServerState:
         self.closing = False
         self._held: list[_Held] = []
         self._ending_reads = False
+        self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
+
+    def send_soon(self, transport: asyncio.Transport, response: bytes, keep_alive: bool) -> None:
+        """Send an answer at the end of this event-loop pass, with the pass's other answers."""
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self.send_answers)
+        self._outbox.append((transport, response, keep_alive))
+
+    def send_answers(self) -> None:
+        """Send the answers `send_soon` collected (one burst: the clients wake once for many answers)."""
+        outbox, self._outbox = self._outbox, []
+        for transport, response, keep_alive in outbox:
+            if transport.is_closing():
+                continue
+            transport.write(response)
+            if not keep_alive:
+                transport.close()
 
     def end_reads_soon(self) -> None:
         """Release the engine's read snapshot after this event-loop pass (see `Engine.reading`)."""
@@ -329,6 +352,7 @@ class ServerState:
             engine.optimistic, engine.lock_wait = optimistic, lock_wait
 
     def release(self) -> None:
+        self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
         held, self._held = self._held, []
         failed = False
         try:

@@ -1,0 +1,98 @@
+"""Answers leave in request order on every connection, whichever event-loop pass step sends them.
+
+Reads are answered at the end of the pass (with the pass's other answers), writes after their group commit.
+These tests put two connections' requests into one pass on purpose (the HTTP tests cannot choose how the
+kernel splits their sends into passes): real sockets, a real SQLite store, the server's own protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+
+from openddb.api.dispatch import Dispatcher
+from openddb.server.http import HttpProtocol, ServerState
+from openddb.storage.sqlite import SQLiteEngine
+
+AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=00")
+
+
+def _framed(target: str, body: dict) -> bytes:
+    payload = json.dumps(body).encode()
+    return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+
+
+def _bodies(data: bytes) -> list[dict]:
+    bodies = []
+    while data:
+        head, rest = data.split(b"\r\n\r\n", 1)
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length")))
+        bodies.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return bodies
+
+
+def _put(key: str) -> bytes:
+    return _framed("PutItem", {"TableName": "tbl", "Item": {"pk": {"S": key}}, "ReturnValues": "ALL_OLD"})
+
+
+GET = _framed("GetItem", {"TableName": "tbl", "Key": {"pk": {"S": "k"}}})
+
+
+@pytest.mark.parametrize("optimistic", [False, True])
+def test_answers_keep_request_order_when_a_pass_mixes_reads_and_writes(tmp_path, optimistic: bool) -> None:
+    """Connection A writes first (its group commit is scheduled), then connection B reads and writes in the
+    same pass: B must still get its read's answer before its write's."""
+
+    async def scenario() -> tuple[list[dict], list[dict]]:
+        loop = asyncio.get_running_loop()
+        engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+        engine.optimistic = optimistic
+        dispatcher = Dispatcher(engine)
+        dispatcher.handle(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
+            "TableName": "tbl", "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r")
+        dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
+            "TableName": "tbl", "Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}).encode(), False, b"r")
+        engine.flush()
+        engine.end_reads()
+        state = ServerState(dispatcher)
+        clients, protocols = [], []
+        for _ in range(2):
+            server_side, client_side = socket.socketpair()
+            client_side.setblocking(False)
+            protocol = HttpProtocol(dispatcher, state)
+            await loop.connect_accepted_socket(lambda p=protocol: p, server_side)
+            clients.append(client_side)
+            protocols.append(protocol)
+        a, b = protocols
+        a.data_received(_put("a1") + GET)  # one pass: A's write schedules the group commit first ...
+        b.data_received(GET + _put("b1") + GET)  # ... then B reads, writes and reads
+        answers: list[bytes] = [b"", b""]
+        wanted = (2, 3)
+        for _ in range(200):
+            await asyncio.sleep(0.005)
+            for index, client in enumerate(clients):
+                try:
+                    answers[index] += client.recv(65536)
+                except BlockingIOError:
+                    pass
+            if all(answer.count(b"HTTP/1.1 ") == want for answer, want in zip(answers, wanted)):
+                break
+        for client in clients:
+            client.close()
+        engine.close()
+        return _bodies(answers[0]), _bodies(answers[1])
+
+    first, second = asyncio.run(scenario())
+    item = {"Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}
+    assert first == [{}, item]
+    assert second == [item, {}, item]
