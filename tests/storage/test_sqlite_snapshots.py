@@ -3,12 +3,13 @@ engine on the store commits, consistent within one get_many, and released by end
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from openddb.storage.base import StorageKey
+from openddb.storage.base import EngineBusy, StorageKey
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_engine_contract import item, new_meta, put
 
@@ -86,3 +87,27 @@ def test_without_shared_reads_nothing_is_held(tmp_path: Path) -> None:
     assert value(engine, meta) is None
     assert not engine.reading and not engine._db.in_transaction
     engine.close()
+
+
+def test_a_write_waiting_for_the_lock_first_releases_its_snapshot(two: tuple[SQLiteEngine, SQLiteEngine],
+                                                                  tmp_path: Path) -> None:
+    """A reader parked on the writer lock would hold back a RESTART checkpoint, which holds back the lock's
+    holder (its commit waits for the checkpoint), which holds back the reader: every writer of the store stalled
+    until the checkpoint gave up. So the snapshot ends before the wait, and the checkpoint can complete."""
+    holder, waiter = two
+    waiter.lock_wait = False
+    meta = holder.create_table(new_meta())
+    holder.write([put(meta, KEY, item(0))])
+    holder.flush()
+    assert value(waiter, meta) is not None
+    assert waiter.reading
+    holder.write([put(meta, KEY, item(1))])  # holds the writer lock until its flush
+    with pytest.raises(EngineBusy):
+        waiter.write([put(meta, StorageKey(8, b"q", b"s"), item(2))])
+    holder.flush()
+    checkpoint = sqlite3.connect(tmp_path / "openddb.sqlite3", isolation_level=None, timeout=0)
+    try:
+        busy, _, _ = checkpoint.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+    finally:
+        checkpoint.close()
+    assert busy == 0

@@ -322,10 +322,12 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._db.execute("COMMIT")
 
     def _begin(self, wait: bool = True) -> None:
+        # The read snapshot ends before waiting for the lock: a reader parked here would hold back a RESTART
+        # checkpoint, which holds back the lock's holder, which holds back us (until the checkpoint times out).
+        self.end_reads()
         if not self._lock.acquire(wait):
             raise EngineBusy()
         try:
-            self.end_reads()
             self._db.execute("BEGIN IMMEDIATE")
         except BaseException:
             self._lock.release()
