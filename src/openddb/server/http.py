@@ -66,27 +66,25 @@ class _RequestIds:
         os.register_at_fork(after_in_child=self._seed)
 
     def _seed(self) -> None:
-        self._prefix = base64.b32encode(os.urandom(25)).decode()[:36]
+        self._prefix = base64.b32encode(os.urandom(25))[:36] + b"%016X"
         self._counter = 0
 
     def next(self) -> bytes:
         self._counter += 1
-        return f"{self._prefix}{self._counter:016X}".encode()
+        return self._prefix % self._counter
 
 
 new_request_id = _RequestIds().next
 
 
 def render_response(status: int, body: bytes, content_type: bytes, request_id: bytes, keep_alive: bool) -> bytes:
-    head = b"".join((
-        b"HTTP/1.1 ", str(status).encode(), b" ", _REASONS.get(status, b"Error"), b"\r\n",
-        b"Server: Server\r\nDate: ", _date.get(), b"\r\nContent-Type: ", content_type,
-        b"\r\nContent-Length: ", str(len(body)).encode(),
-        b"\r\nConnection: ", b"keep-alive" if keep_alive else b"close",
-        b"\r\nx-amzn-RequestId: ", request_id,
-        b"\r\nx-amz-crc32: ", str(zlib.crc32(body)).encode(), b"\r\n\r\n",
-    ))
-    return head + body
+    # One formatting pass over a template: the fewest intermediate objects on every request's path.
+    return _RESPONSE % (status, _REASONS.get(status, b"Error"), _date.get(), content_type, len(body),
+                        b"keep-alive" if keep_alive else b"close", request_id, zlib.crc32(body), body)
+
+
+_RESPONSE = (b"HTTP/1.1 %d %s\r\nServer: Server\r\nDate: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
+             b"Connection: %s\r\nx-amzn-RequestId: %s\r\nx-amz-crc32: %d\r\n\r\n%s")
 
 
 class _Request(NamedTuple):
