@@ -126,6 +126,8 @@ class _CatalogSignal:
 
 
 _WAL_RESTART_FRAMES = 16384  # 64 MB of 4 KB pages
+_REWIND_REST_FRAMES = 1024  # frames that arrived during the last catch-up pass: few enough to copy holding writers
+_CATCH_UP_PASSES = 4
 
 
 class _Checkpointer:
@@ -135,8 +137,9 @@ class _Checkpointer:
     and includes an fsync; here it runs beside the server (sqlite3 releases the GIL while it works). PASSIVE
     checkpoints never block writers or readers."""
 
-    def __init__(self, path: str, interval: float = 0.2) -> None:
+    def __init__(self, path: str, writer_lock: str, interval: float = 0.2) -> None:
         self._path = path
+        self._writer_lock = writer_lock
         self._interval = interval
         # One checkpointer per store is enough: the worker whose thread holds this flock copies, the others'
         # threads only check now and then whether it is free (its holder exited).
@@ -147,6 +150,7 @@ class _Checkpointer:
 
     def _run(self) -> None:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        writers = _WriterLock(self._writer_lock)
         try:
             db.execute("PRAGMA busy_timeout = 1000")
             on_duty = False
@@ -159,14 +163,31 @@ class _Checkpointer:
                         continue
                 try:
                     _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    # The WAL is rewound only once every frame is copied back, a moment steady writes may never
-                    # leave; past a size, RESTART waits for it (holding back writers for that one copy).
                     if frames > _WAL_RESTART_FRAMES:
-                        db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                        self._rewind(db, frames, writers)
                 except sqlite3.OperationalError:  # busy: the next round catches up
                     pass
         finally:
+            writers.close()
             db.close()
+
+    def _rewind(self, db: sqlite3.Connection, frames: int, writers: _WriterLock) -> None:
+        """Copy back the rest of the WAL and start it again from the beginning.
+
+        The WAL is rewound only once every frame is copied back, a moment steady writes may never leave, so
+        RESTART holds writers back while it copies the rest. First catch up beside them (each PASSIVE copies what
+        arrived during the one before, a shrinking rest), then take the writer lock: SQLite's busy handler would
+        let the workers' commits, which never pause, win it again and again while the rest grows."""
+        for _ in range(_CATCH_UP_PASSES):
+            _, now, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            arrived, frames = now - frames, now
+            if arrived <= _REWIND_REST_FRAMES:
+                break
+        writers.acquire()
+        try:
+            db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        finally:
+            writers.release()
 
     def close(self) -> None:
         self._stop.set()
@@ -280,7 +301,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         if path is not None:
             db.execute("PRAGMA wal_autocheckpoint = 0")
             db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
-            self._checkpointer = _Checkpointer(target)
+            self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"))
         self._begin()
         try:
             for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
