@@ -98,17 +98,25 @@ class PostgresIndexes:
         def _read_pages(self, build: Any) -> Iterator[Any]: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
-    def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int]) -> dict[int, TableMeta | None]:
-        """Lock the catalog rows of `tids` (in order) against DDL until commit; their committed descriptions."""
+    def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int],
+                     then: tuple[str, Sequence[Any]] | None = None) -> dict[int, TableMeta | None]:
+        """Lock the catalog rows of `tids` (in order) against DDL until commit; their committed descriptions.
+
+        `then`: a statement to send on `cur` right behind the last lock, in the same round trip when the
+        connection pipelines (its result is left on `cur` for the caller)."""
         live: dict[int, TableMeta | None] = {}
-        for tid in tids:
-            row = cur.execute(_TABLE_VERSION, (tid,)).fetchone()
+        side = cur.connection.cursor(binary=True) if then is not None else cur
+        for position, tid in enumerate(tids):
+            side.execute(_TABLE_VERSION, (tid,))
+            if then is not None and position == len(tids) - 1:
+                cur.execute(*then)
+            row = side.fetchone()
             if row is None:  # deleted meanwhile: the write lands in a dead table id, as on SQLite
                 live[tid] = None
                 continue
             cached = self._live.get(tid)
             if cached is None or cached[0] != row[0]:
-                version, meta = one_row(cur, _TABLE_META, (tid,))
+                version, meta = one_row(side, _TABLE_META, (tid,))
                 cached = self._live[tid] = (version, TableMeta.from_json(meta))
             live[tid] = cached[1]
         return live
