@@ -222,6 +222,23 @@ def test_value_sizes(value: dict[str, Any], size: int) -> None:
     assert value_size(value) == size
 
 
+_SIZED_VALUES = st.one_of(
+    st.builds(lambda text: {"S": text}, st.text()),
+    st.builds(lambda n: {"N": str(n)}, st.integers(-10**30, 10**30)),
+    st.builds(lambda data: {"B": b64(data)}, st.binary()),
+    st.just({"BOOL": True}),
+    st.builds(lambda texts: {"L": [{"S": t} for t in texts]}, st.lists(st.text(), max_size=4)),
+    st.builds(lambda texts: {"M": {t: {"S": t} for t in texts}}, st.lists(st.text(min_size=1), max_size=4)),
+)
+
+
+@given(st.dictionaries(st.text(min_size=1), _SIZED_VALUES, max_size=8))
+def test_item_size_is_names_plus_value_sizes(item: dict[str, Any]) -> None:
+    """The item size (with its inline count of strings) is the UTF-8 length of every name plus its value's size."""
+    expected = sum(len(name.encode("utf-8", "surrogatepass")) + value_size(value) for name, value in item.items())
+    assert item_size(item) == expected
+
+
 def test_check_item_size() -> None:
     """Items over 400 KB are rejected with DynamoDB's wording; exactly 400 KB is allowed."""
     name = "a"

@@ -322,7 +322,15 @@ def value_size(value: AttributeValue) -> int:
 
 def item_size(item: Item) -> int:
     """Bytes DynamoDB counts for a validated item: each attribute name's UTF-8 bytes plus its value's size."""
-    return sum(_utf8_length(name) + value_size(value) for name, value in item.items())
+    size = 0
+    for name, value in item.items():  # every write pays this: strings, the common case, are counted inline
+        size += len(name) if name.isascii() else len(name.encode("utf-8", "surrogatepass"))
+        text = value.get("S")
+        if text is None:
+            size += value_size(value)
+        else:
+            size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return size
 
 
 def check_item_size(item: Item) -> int:
