@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import zlib
 
 import pytest
@@ -214,3 +215,39 @@ def test_pipelined_reads_and_writes_stay_in_request_order(server, ddb):
         finally:
             for sock in sockets:
                 sock.close()
+
+
+def _read_until_closed(sock) -> bytes:
+    received = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return received
+        received += chunk
+
+
+def test_malformed_http_after_a_good_request_is_answered_in_turn_then_closed(server):
+    """A request, then bytes that are not HTTP, in one send: the request's answer first, then a 400, then the
+    server closes the connection."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(_framed("ListTables", {}) + b"NOT HTTP AT ALL\r\n\r\n")
+        received = _read_until_closed(sock)
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", received) == [b"200", b"400"]
+    assert b'"TableNames"' in received.split(b"HTTP/1.1 400")[0]
+
+
+def test_connection_close_is_answered_then_closed(server):
+    """`Connection: close`: the answer is sent in full, then the server closes the connection."""
+    import socket
+
+    request = _framed("ListTables", {}).replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(request + _framed("ListTables", {}))  # the second is never read
+        received = _read_until_closed(sock)
+    head, body = received.split(b"\r\n\r\n", 1)  # one answer, complete: nothing after its body
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"\r\nConnection: close\r\n" in head
+    assert b"\r\nContent-Length: %d\r\n" % len(body) in head
+    assert "TableNames" in json.loads(body)
