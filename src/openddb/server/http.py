@@ -208,7 +208,7 @@ class HttpProtocol(asyncio.Protocol):
             return False
         response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
         if engine.reading:
-            self.server.end_reads_soon()
+            self.server.end_pass_soon()
         if engine.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
             self.held += 1
             self.server.hold(self, request, response, engine.group_writes != writes)
@@ -289,14 +289,13 @@ class ServerState:
         self.connections: set[HttpProtocol] = set()
         self.closing = False
         self._held: list[_Held] = []
-        self._ending_reads = False
+        self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
 
     def send_soon(self, transport: asyncio.Transport, response: bytes, keep_alive: bool) -> None:
         """Send an answer at the end of this event-loop pass, with the pass's other answers."""
-        if not self._outbox:
-            asyncio.get_running_loop().call_soon(self.send_answers)
         self._outbox.append((transport, response, keep_alive))
+        self.end_pass_soon()
 
     def send_answers(self) -> None:
         """Send the answers `send_soon` collected (one burst: the clients wake once for many answers)."""
@@ -308,14 +307,16 @@ class ServerState:
             if not keep_alive:
                 transport.close()
 
-    def end_reads_soon(self) -> None:
-        """Release the engine's read snapshot after this event-loop pass (see `Engine.reading`)."""
-        if not self._ending_reads:
-            self._ending_reads = True
-            asyncio.get_running_loop().call_soon(self._end_reads)
+    def end_pass_soon(self) -> None:
+        """At the end of this event-loop pass, send its answers and release the engine's read snapshot (see
+        `Engine.reading`): one callback for both, scheduled by the first answer or read of the pass."""
+        if not self._pass_ending:
+            self._pass_ending = True
+            asyncio.get_running_loop().call_soon(self._end_pass)
 
-    def _end_reads(self) -> None:
-        self._ending_reads = False
+    def _end_pass(self) -> None:
+        self._pass_ending = False
+        self.send_answers()
         self.engine.end_reads()
 
     def hold(self, connection: HttpProtocol, request: _Request, response: bytes, wrote: bool) -> None:
