@@ -115,11 +115,15 @@ class _CatalogSignal:
 
     def bump(self) -> None:
         """Call with the writer lock held, after the DDL committed."""
-        self._counters[:8] = (int.from_bytes(self._counters[:8], "little") + 1).to_bytes(8, "little")
+        self._increment(0)
 
     def bump_commits(self) -> None:
         """Call with the writer lock held, after a write committed (before it is acknowledged)."""
-        self._counters[8:16] = (int.from_bytes(self._counters[8:16], "little") + 1).to_bytes(8, "little")
+        self._increment(8)
+
+    def _increment(self, start: int) -> None:
+        counter = slice(start, start + 8)
+        self._counters[counter] = (int.from_bytes(self._counters[counter], "little") + 1).to_bytes(8, "little")
 
     def close(self) -> None:
         self._counters.close()
@@ -242,6 +246,14 @@ class _Staged:
         self.data = data
         self.size = size
         self.written = written  # False: the row was only read (a write that changed nothing); check it alone
+
+
+def _stored(db: sqlite3.Connection, where: tuple[int, int, bytes, bytes]) -> tuple[Item | None, int, bytes | None]:
+    """The item stored under `where` (tid, h, pk, sk), parsed, with its size and its stored bytes."""
+    found = db.execute(_GET, where).fetchone()
+    if found is None:
+        return None, 0, None
+    return orjson.loads(found[1]), found[0], found[1]
 
 
 def _row(db: sqlite3.Connection, meta: TableMeta, key: StorageKey) -> Row | None:
@@ -504,11 +516,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                         db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                         results.append(WriteResult(None, new, 0, new_size))
                     continue
-                found = db.execute(_GET, params).fetchone()
-                if found is None:
-                    old, old_size = None, 0
-                else:
-                    old, old_size = orjson.loads(found[1]), found[0]
+                old, old_size, _ = _stored(db, params)
                 new = op.apply(old)
                 if new is old:
                     results.append(WriteResult(old, old, old_size, old_size))
@@ -565,12 +573,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             else:
                 if db is None:
                     db = self._read()
-                found = db.execute(_GET, where).fetchone()
-                if found is None:
-                    old, old_size, expected = None, 0, None
-                else:
-                    expected = found[1]
-                    old, old_size = orjson.loads(expected), found[0]
+                old, old_size, expected = _stored(db, where)
                 original = old
             new = op.apply(old)
             if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
