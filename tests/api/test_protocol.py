@@ -127,7 +127,7 @@ def test_oversized_body_is_refused(server):
     assert json.loads(data)["__type"] == "com.amazon.coral.service#RequestEntityTooLargeException"
 
 
-def _framed(target: str, body: dict) -> bytes:
+def framed_request(target: str, body: dict) -> bytes:
     payload = json.dumps(body).encode()
     return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
             f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
@@ -162,10 +162,10 @@ def test_pipelined_answers_stay_in_request_order(server, ddb):
 
     table = create_table(ddb, unique_name("pipe"), range_type=None)
     new_table = unique_name("pipe")
-    stream = _framed("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}}}) + _framed("CreateTable", {
-        "TableName": new_table, "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}) + _framed("ListTables", {})
+    stream = framed_request("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}}}) + framed_request(
+        "CreateTable", {"TableName": new_table, "BillingMode": "PAY_PER_REQUEST",
+                        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}) + framed_request("ListTables", {})
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         sock.sendall(stream)
         bodies = _answers(sock, 3)
@@ -189,12 +189,12 @@ def test_pipelined_reads_and_writes_stay_in_request_order(server, ddb):
         requests, expected = [], []
         for i in range(6):
             if i % 2 != write_first:
-                requests.append(_framed("PutItem", {"TableName": table, "ReturnValues": "ALL_OLD",
+                requests.append(framed_request("PutItem", {"TableName": table, "ReturnValues": "ALL_OLD",
                                                     "Item": {"pk": {"S": f"w{step}-{i}"}, "n": {"N": str(i)}}}))
                 expected.append({})
             else:
-                requests.append(_framed("DescribeTable", {"TableName": table}) if i == 2 else
-                                 _framed("GetItem", {"TableName": table, "Key": {"pk": {"S": "k"}},
+                requests.append(framed_request("DescribeTable", {"TableName": table}) if i == 2 else
+                                 framed_request("GetItem", {"TableName": table, "Key": {"pk": {"S": "k"}},
                                                      "ProjectionExpression": "n"}))
                 expected.append("Table" if i == 2 else {"Item": {"n": {"N": "0"}}})
         return b"".join(requests), expected
@@ -232,7 +232,7 @@ def test_malformed_http_after_a_good_request_is_answered_in_turn_then_closed(ser
     import socket
 
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(_framed("ListTables", {}) + b"NOT HTTP AT ALL\r\n\r\n")
+        sock.sendall(framed_request("ListTables", {}) + b"NOT HTTP AT ALL\r\n\r\n")
         received = _read_until_closed(sock)
     assert re.findall(rb"HTTP/1\.1 (\d{3}) ", received) == [b"200", b"400"]
     assert b'"TableNames"' in received.split(b"HTTP/1.1 400")[0]
@@ -242,9 +242,9 @@ def test_connection_close_is_answered_then_closed(server):
     """`Connection: close`: the answer is sent in full, then the server closes the connection."""
     import socket
 
-    request = _framed("ListTables", {}).replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+    request = framed_request("ListTables", {}).replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(request + _framed("ListTables", {}))  # the second is never read
+        sock.sendall(request + framed_request("ListTables", {}))  # the second is never read
         received = _read_until_closed(sock)
     head, body = received.split(b"\r\n\r\n", 1)  # one answer, complete: nothing after its body
     assert head.startswith(b"HTTP/1.1 200 OK\r\n")

@@ -16,16 +16,7 @@ import pytest
 from openddb.api.dispatch import Dispatcher
 from openddb.server.http import HttpProtocol, ServerState
 from openddb.storage.sqlite import SQLiteEngine
-
-AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "
-        "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=00")
-
-
-def _framed(target: str, body: dict) -> bytes:
-    payload = json.dumps(body).encode()
-    return (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
-            f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTH}\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+from tests.api.test_protocol import AUTH, framed_request
 
 
 def _bodies(data: bytes) -> list[dict]:
@@ -40,10 +31,10 @@ def _bodies(data: bytes) -> list[dict]:
 
 
 def _put(key: str) -> bytes:
-    return _framed("PutItem", {"TableName": "tbl", "Item": {"pk": {"S": key}}, "ReturnValues": "ALL_OLD"})
+    return framed_request("PutItem", {"TableName": "tbl", "Item": {"pk": {"S": key}}, "ReturnValues": "ALL_OLD"})
 
 
-GET = _framed("GetItem", {"TableName": "tbl", "Key": {"pk": {"S": "k"}}})
+GET = framed_request("GetItem", {"TableName": "tbl", "Key": {"pk": {"S": "k"}}})
 
 
 @pytest.mark.parametrize("optimistic", [False, True])
