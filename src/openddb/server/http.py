@@ -11,7 +11,9 @@ import asyncio
 import base64
 import logging
 import os
+import queue
 import socket
+import threading
 import time
 import zlib
 from collections import deque
@@ -22,7 +24,7 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
-from openddb.storage.base import WriteConflict
+from openddb.storage.base import EngineBusy, WriteConflict
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -289,6 +291,8 @@ class ServerState:
         self.connections: set[HttpProtocol] = set()
         self.closing = False
         self._held: list[_Held] = []
+        self._flush_attempts = 0
+        self._writer_waits: queue.SimpleQueue[asyncio.AbstractEventLoop] | None = None
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
 
@@ -352,13 +356,27 @@ class ServerState:
 
     def release(self) -> None:
         self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
-        held, self._held = self._held, []
+        held = self._held
         failed = False
+        engine = self.engine
+        lock_wait = engine.lock_wait
+        if self._flush_attempts >= _MAX_ATTEMPTS:  # wait for the lock outright: a busy neighbour cannot starve us
+            engine.lock_wait = True
         try:
             held = self._commit(held)
+        except EngineBusy:
+            # Another worker is committing. Instead of blocking the event loop until it is done, go on serving:
+            # requests arriving meanwhile join the group, which commits as soon as the lock is free.
+            self._flush_attempts += 1
+            self._await_writer()
+            return
         except Exception:
             log.exception("group commit failed; answering its %d requests with errors", len(held))
             failed = True
+        finally:
+            engine.lock_wait = lock_wait
+        self._held = []
+        self._flush_attempts = 0
         for connection, request, response, _ in held:
             connection.held -= 1
             if failed:
@@ -373,6 +391,23 @@ class ServerState:
                 transport.close()
             elif self.closing:
                 connection.close_if_idle()
+
+
+    def _await_writer(self) -> None:
+        """Run `release` again once the writer lock is free, waiting for it on a helper thread."""
+        if self._writer_waits is None:
+            self._writer_waits = queue.SimpleQueue()
+            threading.Thread(target=self._wait_for_writers, args=(self._writer_waits,), name="openddb-writer-wait",
+                             daemon=True).start()
+        self._writer_waits.put(asyncio.get_running_loop())
+
+    def _wait_for_writers(self, waits: queue.SimpleQueue[asyncio.AbstractEventLoop]) -> None:
+        while True:
+            loop = waits.get()
+            try:
+                self.engine.wait_for_writer()
+            finally:
+                loop.call_soon_threadsafe(self.release)
 
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,

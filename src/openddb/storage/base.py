@@ -163,7 +163,12 @@ class Engine(ABC):
 
     def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Commit whatever `write` left open; a no-op for engines that commit every write. Raises WriteConflict
-        (having committed nothing of the group) only in `optimistic` mode."""
+        (having committed nothing of the group) only in `optimistic` mode, and EngineBusy (having done nothing:
+        the group stays open, and more writes may join it) only with `lock_wait` off."""
+
+    def wait_for_writer(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
+        """Block until the writer lock that made `flush` raise EngineBusy is probably free. Called from a helper
+        thread, so the event loop keeps serving meanwhile; touches nothing else of the engine."""
 
     # --- catalog ------------------------------------------------------------------------------
     @abstractmethod

@@ -63,7 +63,20 @@ class _WriterLock:
     loop; a blocking flock is woken by the kernel the moment the other process commits."""
 
     def __init__(self, path: str | None) -> None:
+        self._path = path
         self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._probe = -1
+
+    def wait_free(self) -> None:
+        """Block until no other process holds the lock (for a helper thread). It takes the lock and drops it at
+        once through a second open file description: flock belongs to the description, so the lock the event
+        loop takes through `_fd` is never one this thread acquired."""
+        if self._path is None:
+            return
+        if self._probe < 0:
+            self._probe = os.open(self._path, os.O_RDWR)
+        fcntl.flock(self._probe, fcntl.LOCK_EX)
+        fcntl.flock(self._probe, fcntl.LOCK_UN)
 
     def acquire(self, wait: bool = True) -> bool:
         """Take the lock; with wait=False return False at once if another process holds it."""
@@ -79,9 +92,10 @@ class _WriterLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        for fd in (self._fd, self._probe):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._probe = -1
 
 
 class _CatalogSignal:
@@ -490,7 +504,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         if self.group_commit:
             if not self._locked:
                 if self._overlay:
-                    self._end_group()
+                    self._end_group(self.lock_wait)
                     if self._conflict:  # that group is lost: run this after its requests run again
                         raise EngineBusy()
                 self._begin(self.lock_wait)
@@ -591,14 +605,16 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self.pending = True
         return results
 
-    def _commit_overlay(self) -> None:
+    def _commit_overlay(self, wait: bool = True) -> None:
         """Under the writer lock: check every row the staged writes read, write them, commit; on a changed row
-        roll back and mark the group conflicted."""
-        overlay, self._overlay = self._overlay, {}
+        roll back and mark the group conflicted. Without `wait`, EngineBusy if another process holds the lock
+        (the group stays staged, and more writes may join it)."""
         if self._conflict:
+            self._overlay = {}
             return
+        self._begin(wait)
+        overlay, self._overlay = self._overlay, {}
         db = self._db
-        self._begin()
         if self._signal.current() != self._group_catalog:  # a table may have gone or changed: run them again
             self._conflict = True
             self._rollback()
@@ -627,10 +643,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._rollback()
             raise
 
-    def _end_group(self) -> None:
-        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict)."""
+    def _end_group(self, wait: bool = True) -> None:
+        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict). Without
+        `wait`, EngineBusy while another process holds the writer lock, the group kept as it is."""
         if self._overlay:
-            self._commit_overlay()
+            self._commit_overlay(wait)
         if self._locked:
             self._locked = False
             if self._conflict:
@@ -645,13 +662,17 @@ class SQLiteEngine(SQLiteIndexes, Engine):
 
     def flush(self) -> None:
         """Commit the writes this pass grouped (see `Engine.pending`); WriteConflict if nothing of them could be
-        committed because another worker changed a row they read."""
+        committed because another worker changed a row they read; EngineBusy (nothing done) if `lock_wait` is off
+        and another worker holds the writer lock."""
         try:
-            self._end_group()
+            self._end_group(self.lock_wait)
         finally:
             conflict, self._conflict = self._conflict, False
         if conflict:
             raise WriteConflict()
+
+    def wait_for_writer(self) -> None:
+        self._lock.wait_free()
 
     def _record_token(self, token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""

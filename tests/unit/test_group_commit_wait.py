@@ -1,0 +1,110 @@
+"""A worker whose group commit finds the writer lock taken by another process keeps serving meanwhile.
+
+The lock is held here through its own open file description, as another worker process would hold it; the
+server runs in this process on real sockets and a real SQLite store, as one of several workers does
+(optimistic writes, no waiting on the lock in the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import socket
+import threading
+import time
+
+from openddb.api.dispatch import Dispatcher
+from openddb.server.http import HttpProtocol, ServerState
+from openddb.storage.sqlite import SQLiteEngine
+from tests.api.test_protocol import AUTH, framed_request
+
+HOLD_SECONDS = 1.0
+
+
+def _put(key: str) -> bytes:
+    return framed_request("PutItem", {"TableName": "tbl", "Item": {"pk": {"S": key}}})
+
+
+def _transact_put(key: str) -> bytes:  # a token-guarded write: it runs under the lock, not in the group
+    return framed_request("TransactWriteItems", {
+        "ClientRequestToken": "token-1",
+        "TransactItems": [{"Put": {"TableName": "tbl", "Item": {"pk": {"S": key}}}}]})
+
+
+def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(tmp_path) -> None:
+    async def scenario() -> dict[str, object]:
+        loop = asyncio.get_running_loop()
+        engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+        engine.optimistic, engine.lock_wait = True, False
+        dispatcher = Dispatcher(engine)
+        dispatcher.handle(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
+            "TableName": "tbl", "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r")
+        state = ServerState(dispatcher)
+        clients, protocols = [], []
+        for _ in range(3):
+            server_side, client_side = socket.socketpair()
+            client_side.setblocking(False)
+            protocol = HttpProtocol(dispatcher, state)
+            await loop.connect_accepted_socket(lambda p=protocol: p, server_side)
+            clients.append(client_side)
+            protocols.append(protocol)
+
+        other_worker = os.open(tmp_path / "openddb.lock", os.O_RDWR)
+        fcntl.flock(other_worker, fcntl.LOCK_EX)
+        released = threading.Event()
+
+        def let_go() -> None:
+            fcntl.flock(other_worker, fcntl.LOCK_UN)
+            released.set()
+
+        # Let go from another thread: if the event loop blocked on the lock, only this could free it.
+        timer = threading.Timer(HOLD_SECONDS, let_go)
+        timer.start()
+        answers: list[bytes] = [b"", b"", b""]
+        seen: dict[str, object] = {}
+
+        async def collect(until: float) -> None:
+            while time.monotonic() < until:
+                await asyncio.sleep(0.005)
+                for index, client in enumerate(clients):
+                    try:
+                        answers[index] += client.recv(65536)
+                    except BlockingIOError:
+                        pass
+
+        try:
+            protocols[0].data_received(_put("a"))  # its group commit finds the lock taken
+            await collect(time.monotonic() + 0.1)
+            protocols[1].data_received(_put("b"))  # joins the group, which waits for the lock
+            protocols[2].data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # nothing to wait for
+            await collect(time.monotonic() + 0.2)
+            seen["health_while_held"] = answers[2].startswith(b"HTTP/1.1 200") and not released.is_set()
+            seen["writes_while_held"] = answers[0] + answers[1]
+            # A write that must run under the lock meets the staged group: it waits (the event loop, too, after
+            # a while: it must not starve), then runs after the group's commit.
+            protocols[1].data_received(_transact_put("t"))
+            await collect(time.monotonic() + HOLD_SECONDS + 1.0)
+        finally:
+            timer.join()
+            os.close(other_worker)
+        seen["a"], seen["b"] = answers[0], answers[1]
+        for client in clients:
+            client.close()
+        reader = SQLiteEngine(str(tmp_path))
+        table = reader.get_table("tbl")
+        assert table is not None
+        seen["stored"] = reader.table_stats(table)[0]
+        reader.close()
+        engine.close()
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen["health_while_held"], "the health check waited for another worker's writer lock"
+    assert seen["writes_while_held"] == b"", "a write was acknowledged before its commit"
+    assert seen["a"].startswith(b"HTTP/1.1 200") and seen["a"].endswith(b"{}")
+    assert seen["b"].count(b"HTTP/1.1 200") == 2
+    assert seen["stored"] == 3
