@@ -392,7 +392,6 @@ class ServerState:
             elif self.closing:
                 connection.close_if_idle()
 
-
     def _await_writer(self) -> None:
         """Run `release` again once the writer lock is free, waiting for it on a helper thread."""
         if self._writer_waits is None:
@@ -407,7 +406,10 @@ class ServerState:
             try:
                 self.engine.wait_for_writer()
             finally:
-                loop.call_soon_threadsafe(self.release)
+                try:
+                    loop.call_soon_threadsafe(self.release)
+                except RuntimeError:  # the loop is closed: the server has stopped
+                    return
 
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
