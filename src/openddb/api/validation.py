@@ -157,9 +157,12 @@ class List(Shape):
     def check(self, value: Any, path: str, errors: list[str]) -> None:
         if not isinstance(value, list):
             raise SerializationException(f"Unrecognized collection type class java.lang.{_java_name(value)}")
+        structs = isinstance(self.member, Struct)
         for index, element in enumerate(value, 1):
             if element is None:
-                continue
+                if not structs:
+                    continue
+                element = value[index - 1] = {}  # a null structure reads as an empty one, as in DynamoDB
             self.member.check(element, f"{path}.{index}.member", errors)
         _check_length(value, path, len(value), self.min_len, self.max_len, errors)
 
@@ -175,9 +178,12 @@ class Map(Shape):
         if not isinstance(value, dict):
             raise SerializationException("Unexpected field type") if not isinstance(value, list) else \
                 SerializationException("Start of list found where not expected")
+        structs = isinstance(self.value, Struct)
         for key, element in value.items():
             if element is None:
-                continue
+                if not structs:
+                    continue
+                element = value[key] = {}  # (see List.check)
             self.value.check(element, f"{path}.{key}.member", errors)
         _check_length(value, path, len(value), self.min_len, self.max_len, errors)
 
