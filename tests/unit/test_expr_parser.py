@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from openddb.expressions.ast import (
@@ -196,3 +196,23 @@ def show(node: Cond) -> str:
 def test_printed_tree_parses_back_to_itself(tree: Cond) -> None:
     """Any well-formed condition tree, printed as text, parses back to the same tree."""
     assert parse_condition(show(tree)) == tree
+
+
+TOKENS = ["a", "#n", ":v", "size", "begins_with", "list_append", "if_not_exists", "(", ")", "[", "]", "0", ",",
+          ".", "=", "<>", "<", ">=", "+", "-", "AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD",
+          "DELETE", "#", ":", "!"]
+
+
+@settings(max_examples=3000)
+@given(st.lists(st.sampled_from(TOKENS), max_size=8))
+@example(["a", "=", "("])
+@example(["SET", "a", "=", "("])
+def test_any_token_soup_parses_or_raises_expression_error(tokens: list[str]) -> None:
+    """Whatever the text, every expression kind either yields a tree or raises ExpressionError (a 400),
+    never another exception (which would be a 500)."""
+    text = " ".join(tokens)
+    for tree_of in (condition_tree, update_tree, parse_projection):
+        try:
+            tree_of(text)
+        except ExpressionError:
+            pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import orjson
@@ -86,6 +87,11 @@ def item_key(meta: TableMeta, item: Item) -> tuple[Item, StorageKey]:
 # --- expressions ---------------------------------------------------------------------------------------
 
 
+# A placeholder is '#' or ':' and then letters, digits or underscores (as the expression lexer reads one).
+_NAME_KEY = re.compile(r"#[A-Za-z0-9_]+")
+_VALUE_KEY = re.compile(r":[A-Za-z0-9_]+")
+
+
 def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...]) -> ExpressionAttributes:
     """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`."""
     names = request.get("ExpressionAttributeNames")
@@ -96,9 +102,12 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
             raise ValidationException("ExpressionAttributeNames can only be specified when using expressions")
         if not names:
             raise ValidationException("ExpressionAttributeNames must not be empty")
-        for name in names:
-            if not name.startswith("#") or len(name) < 2:
+        for name, real in names.items():
+            if not _NAME_KEY.fullmatch(name):
                 raise ValidationException(f'ExpressionAttributeNames contains invalid key: Syntax error; key: "{name}"')
+            if not real:
+                raise ValidationException(f"ExpressionAttributeNames contains invalid value: Empty attribute name for "
+                                          f"key {name}")
     validated: dict[str, AttributeValue] | None = None
     if values is not None:
         if not isinstance(values, dict):
@@ -113,7 +122,7 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
             raise ValidationException("ExpressionAttributeValues must not be empty")
         validated = {}
         for name, raw in values.items():
-            if not name.startswith(":") or len(name) < 2:
+            if not _VALUE_KEY.fullmatch(name):
                 raise ValidationException(
                     f'ExpressionAttributeValues contains invalid key: Syntax error; key: "{name}"')
             try:

@@ -97,8 +97,8 @@ class _Parser:
         if tok.kind == VALUE_REF:
             self.pos += 1
             return ValueRef(tok.value)
-        after = self.tokens[self.pos + 1] if tok.kind == NAME else tok
-        if after.kind == OP and after.value == "(":
+        after = self.tokens[self.pos + 1] if tok.kind == NAME else None  # only a bare name calls a function
+        if after is not None and after.kind == OP and after.value == "(":
             self.pos += 2
             args: list[Operand] = []
             if not self.is_op(")"):
@@ -172,12 +172,21 @@ class _Parser:
     # --- update expressions ------------------------------------------------------------------------
 
     def set_value(self) -> Operand:
-        left = self.operand()
+        left = self.set_term()
         tok = self.peek()
         if tok.kind == OP and tok.value in ("+", "-"):
             self.pos += 1
-            return Arith(tok.value, left, self.operand())
+            return Arith(tok.value, left, self.set_term())
         return left
+
+    def set_term(self) -> Operand:
+        """An operand of a SET value, or a parenthesized SET value: `SET a = (a - :v)`."""
+        if self.is_op("("):
+            self.pos += 1
+            inner = self.set_value()
+            self.expect_op(")")
+            return inner
+        return self.operand()
 
     def update(self) -> UpdateAst:
         sets: list[tuple[Path, Operand]] = []

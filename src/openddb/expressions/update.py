@@ -106,13 +106,14 @@ def _delete(current: AttributeValue, operand: AttributeValue) -> AttributeValue 
 class _Writer:
     """Applies writes to a copy-on-write clone of the old item."""
 
-    __slots__ = ("owned", "removals", "root")
+    __slots__ = ("appends", "owned", "removals", "root")
 
     def __init__(self, old: Item) -> None:
         self.root: Item = dict(old)
         # id -> container we copied; keeping them alive keeps their ids unique.
         self.owned: dict[int, AttributeValue] = {}
         self.removals: dict[int, tuple[list[AttributeValue], set[int]]] = {}
+        self.appends: dict[int, tuple[list[AttributeValue], list[tuple[int, AttributeValue]]]] = {}
 
     def own(self, holder: dict[str, AttributeValue] | list[AttributeValue], key: str | int,
             av: AttributeValue) -> AttributeValue:
@@ -128,9 +129,9 @@ class _Writer:
         self.owned[id(av)] = av
         return av
 
-    def parent(self, path: Resolved, strict: bool) -> tuple[object, str | int] | None:
-        """The owned container holding the last step of ``path`` and that step; None if absent and not
-        ``strict``. Raises the invalid-path error for a wrong type (or an absent parent when ``strict``)."""
+    def parent(self, path: Resolved) -> tuple[object, str | int]:
+        """The owned container holding the last step of ``path`` and that step. Raises the invalid-path error
+        when a container on the way is absent or of the wrong type."""
         holder: object = self.root
         key: str | int = path[0]
         for el in path[1:]:
@@ -140,9 +141,7 @@ class _Writer:
                 assert isinstance(holder, list) and type(key) is int
                 av = holder[key] if key < len(holder) else None
             if av is None:
-                if strict:
-                    raise ValidationException(INVALID_PATH)
-                return None
+                raise ValidationException(INVALID_PATH)
             av = self.own(holder, key, av)
             holder = av.get("L") if type(el) is int else av.get("M")
             if holder is None:
@@ -156,6 +155,9 @@ class _Writer:
                 self.remove(path)
             else:
                 self.set(path, value)
+        # Elements set beyond a list's end are appended in index order, whatever the order of the actions.
+        for seq, pending in self.appends.values():
+            seq.extend(value for _, value in sorted(pending, key=lambda entry: entry[0]))
         # List elements are removed last, highest index first, so every index means the old position.
         for seq, indexes in self.removals.values():
             for index in sorted(indexes, reverse=True):
@@ -164,23 +166,19 @@ class _Writer:
         return self.root
 
     def set(self, path: Resolved, value: AttributeValue) -> None:
-        found = self.parent(path, strict=True)
-        assert found is not None
-        holder, key = found
+        holder, key = self.parent(path)
         if isinstance(holder, list):
             assert type(key) is int
             if key < len(holder):
                 holder[key] = value
-            else:
-                holder.append(value)  # beyond the end appends
+            else:  # beyond the end: appended, after every action (see `run`)
+                self.appends.setdefault(id(holder), (holder, []))[1].append((key, value))
         else:
             holder[key] = value  # type: ignore[index]
 
     def remove(self, path: Resolved) -> None:
-        found = self.parent(path, strict=False)
-        if found is None:
-            return
-        holder, key = found
+        # A missing attribute is no error, but a missing map or list on the way to it is.
+        holder, key = self.parent(path)
         if isinstance(holder, list):
             assert type(key) is int
             self.removals.setdefault(id(holder), (holder, set()))[1].add(key)

@@ -27,7 +27,7 @@ from .reserved import RESERVED_WORDS
 
 MAX_PATH_DEPTH = 32
 MAX_IN_OPERANDS = 100
-MAX_UPDATE_OPERATORS = 300
+MAX_OPERATORS = 300  # operators and functions in any one expression
 
 # function name -> number of operands
 CONDITION_FUNCTIONS = {
@@ -93,11 +93,35 @@ def _check_comparison_operand(node: Operand) -> None:
 
 def check_condition(node: Cond) -> None:
     """Validate a Condition/Filter/KeyCondition tree; raises ExpressionError."""
+    _check_condition(node)
+    operators = _condition_operators(node)
+    if operators > MAX_OPERATORS:
+        raise ExpressionError(f"The expression contains too many operators; operator count: {operators}")
+
+
+def _condition_operators(node: Cond | Operand) -> int:
+    """How many operators and functions a condition uses (AND, OR, NOT, comparisons, BETWEEN, IN, calls)."""
     if isinstance(node, (And, Or)):
-        check_condition(node.left)
-        check_condition(node.right)
+        return 1 + _condition_operators(node.left) + _condition_operators(node.right)
+    if isinstance(node, Not):
+        return 1 + _condition_operators(node.operand)
+    if isinstance(node, Compare):
+        return 1 + _condition_operators(node.left) + _condition_operators(node.right)
+    if isinstance(node, Between):
+        return 1 + sum(_condition_operators(side) for side in (node.operand, node.low, node.high))
+    if isinstance(node, In):
+        return 1 + _condition_operators(node.operand) + sum(_condition_operators(c) for c in node.choices)
+    if isinstance(node, Call):
+        return 1 + sum(_condition_operators(arg) for arg in node.args)
+    return 0
+
+
+def _check_condition(node: Cond) -> None:
+    if isinstance(node, (And, Or)):
+        _check_condition(node.left)
+        _check_condition(node.right)
     elif isinstance(node, Not):
-        check_condition(node.operand)
+        _check_condition(node.operand)
     elif isinstance(node, Compare):
         _check_comparison_operand(node.left)
         _check_comparison_operand(node.right)
@@ -145,7 +169,7 @@ def check_update(node: UpdateAst) -> None:
         check_path(target)
     for target, _ in node.delete:
         check_path(target)
-    if operators > MAX_UPDATE_OPERATORS:
+    if operators > MAX_OPERATORS:
         raise ExpressionError(
             f"The expression contains too many operators; operator count: {operators}"
         )

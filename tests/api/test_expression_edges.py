@@ -1,0 +1,150 @@
+"""Expression corners: malformed text never reaches a 500, parenthesized SET values, placeholder key syntax,
+empty names, the operator limit of conditions, list appends in index order, REMOVE under a missing parent."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.api.test_protocol import call
+
+BAD_PATH = "The document path provided in the update expression is invalid for update"
+
+
+def error_of(excinfo) -> tuple[str, str]:
+    error = excinfo.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+def _item(ddb, table: str, **attributes) -> dict:
+    key = {"pk": {"S": uuid.uuid4().hex}}
+    ddb.put_item(TableName=table, Item={**key, **attributes})
+    return key
+
+
+@pytest.mark.parametrize(("member", "text"), [
+    ("ConditionExpression", "a > ("),
+    ("ConditionExpression", "a BETWEEN ("),
+    ("ConditionExpression", "a = ("),
+    ("ConditionExpression", "a = :v AND ("),
+    ("UpdateExpression", "SET a = ("),
+    ("UpdateExpression", "SET a = :v + ("),
+])
+def test_unfinished_parentheses_are_syntax_errors(server, hash_table, member, text):
+    """An expression ending where an operand should start is a 400 syntax error, never a server error."""
+    body = {"TableName": hash_table, "Key": {"pk": {"S": "x"}}, "ExpressionAttributeValues": {":v": {"N": "1"}}}
+    if member == "ConditionExpression":
+        body["UpdateExpression"] = "SET b = :v"
+    body[member] = text
+    response, data = call(server, json.dumps(body), target="DynamoDB_20120810.UpdateItem")
+    error = json.loads(data)
+    assert response.status == 400, data
+    assert error["__type"].endswith("#ValidationException")
+    assert error["message"].startswith(f"Invalid {member}: Syntax error; token: ")
+
+
+def test_condition_operand_in_parentheses_is_a_syntax_error_not_a_function(ddb, hash_table):
+    with pytest.raises(ClientError) as excinfo:
+        ddb.delete_item(TableName=hash_table, Key={"pk": {"S": "x"}}, ConditionExpression="a = (b)")
+    assert error_of(excinfo) == ("ValidationException",
+                                 'Invalid ConditionExpression: Syntax error; token: "(", near: "= (b"')
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("SET c = (c - :v)", "7"),
+    ("SET c = (:v + :w)", "5"),
+    ("SET c = c - (:v)", "7"),
+    ("SET c = (c) + (:w)", "12"),
+])
+def test_set_values_may_be_parenthesized(ddb, hash_table, expression, expected):
+    key = _item(ddb, hash_table, c={"N": "10"})
+    values = {name: value for name, value in ((":v", {"N": "3"}), (":w", {"N": "2"})) if name in expression}
+    ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=expression, ExpressionAttributeValues=values)
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["c"] == {"N": expected}
+
+
+@pytest.mark.parametrize("key", ["#a.b", "#a-b", "#a b", "#"])
+def test_name_placeholder_keys_must_be_word_characters(ddb, hash_table, key):
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key={"pk": {"S": "x"}}, UpdateExpression="SET #a = :v",
+                        ExpressionAttributeNames={"#a": "a", key: "b"}, ExpressionAttributeValues={":v": {"N": "1"}})
+    assert error_of(excinfo) == ("ValidationException",
+                                 f'ExpressionAttributeNames contains invalid key: Syntax error; key: "{key}"')
+
+
+@pytest.mark.parametrize("key", [":a-b", ":a.b", ":"])
+def test_value_placeholder_keys_must_be_word_characters(ddb, hash_table, key):
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key={"pk": {"S": "x"}}, UpdateExpression="SET a = :v",
+                        ExpressionAttributeValues={":v": {"N": "1"}, key: {"N": "2"}})
+    assert error_of(excinfo) == ("ValidationException",
+                                 f'ExpressionAttributeValues contains invalid key: Syntax error; key: "{key}"')
+
+
+def test_empty_attribute_name_is_refused_and_writes_nothing(ddb, hash_table):
+    key = _item(ddb, hash_table, a={"N": "1"})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key=key, UpdateExpression="SET #a = :v",
+                        ExpressionAttributeNames={"#a": ""}, ExpressionAttributeValues={":v": {"N": "2"}})
+    assert error_of(excinfo) == ("ValidationException",
+                                 "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a")
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"] == {**key, "a": {"N": "1"}}
+
+
+def test_null_attribute_name_is_refused(server, hash_table):
+    body = {"TableName": hash_table, "Item": {"pk": {"S": "null-name"}}, "ConditionExpression":
+            "attribute_not_exists(#a)", "ExpressionAttributeNames": {"#a": None}}
+    response, data = call(server, json.dumps(body), target="DynamoDB_20120810.PutItem")
+    assert response.status == 400
+    assert json.loads(data)["message"] == (
+        "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a")
+    body = {"TableName": hash_table, "Key": {"pk": {"S": "null-name"}}}
+    response, data = call(server, json.dumps(body), target="DynamoDB_20120810.GetItem")
+    assert json.loads(data) == {}
+
+
+@pytest.mark.parametrize("member", ["ConditionExpression", "FilterExpression"])
+def test_conditions_allow_at_most_300_operators(ddb, hash_table, member):
+    """150 comparisons joined by 149 ORs: 299 operators; one more comparison (and OR) passes the limit."""
+    values = {":v": {"N": "1"}}
+    fine = " OR ".join(["n = :v"] * 150)
+    too_many = " OR ".join(["n = :v"] * 151)
+    if member == "FilterExpression":
+        ddb.scan(TableName=hash_table, FilterExpression=fine, ExpressionAttributeValues=values, Limit=1)
+        with pytest.raises(ClientError) as excinfo:
+            ddb.scan(TableName=hash_table, FilterExpression=too_many, ExpressionAttributeValues=values)
+    else:
+        key = _item(ddb, hash_table, n={"N": "1"})
+        ddb.delete_item(TableName=hash_table, Key=key, ConditionExpression=fine, ExpressionAttributeValues=values)
+        with pytest.raises(ClientError) as excinfo:
+            ddb.delete_item(TableName=hash_table, Key=key, ConditionExpression=too_many,
+                            ExpressionAttributeValues=values)
+    assert error_of(excinfo) == (
+        "ValidationException", f"Invalid {member}: The expression contains too many operators; operator count: 301")
+
+
+def test_elements_set_past_the_end_are_appended_in_index_order(ddb, hash_table):
+    key = _item(ddb, hash_table, l={"L": [{"S": "a"}, {"S": "b"}]})
+    ddb.update_item(TableName=hash_table, Key=key, UpdateExpression="SET l[7] = :x, l[5] = :y, l[2] = :z",
+                    ExpressionAttributeValues={":x": {"S": "i7"}, ":y": {"S": "i5"}, ":z": {"S": "i2"}})
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["l"] == {
+        "L": [{"S": "a"}, {"S": "b"}, {"S": "i2"}, {"S": "i5"}, {"S": "i7"}]}
+
+
+@pytest.mark.parametrize("expression", ["REMOVE nope.a", "REMOVE m.x.y", "REMOVE nope[0]", "REMOVE l[5].a"])
+def test_remove_under_a_missing_parent_is_an_invalid_path(ddb, hash_table, expression):
+    key = _item(ddb, hash_table, m={"M": {"k": {"S": "v"}}}, l={"L": [{"S": "a"}]})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=expression)
+    assert error_of(excinfo) == ("ValidationException", BAD_PATH)
+
+
+@pytest.mark.parametrize("expression", ["REMOVE gone", "REMOVE m.gone", "REMOVE l[5]"])
+def test_remove_of_a_missing_attribute_is_no_error(ddb, hash_table, expression):
+    key = _item(ddb, hash_table, m={"M": {"k": {"S": "v"}}}, l={"L": [{"S": "a"}]})
+    ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=expression)
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"] == {
+        **key, "m": {"M": {"k": {"S": "v"}}}, "l": {"L": [{"S": "a"}]}}
