@@ -57,6 +57,8 @@ def test_names_resolve() -> None:
         ("pk.x = :p", "Invalid KeyConditionExpression: KeyConditionExpressions cannot have conditions on "
                       "nested attributes"),
         ("sk = :a", "Query condition missed key schema element: pk"),
+        ("attr1 = :a", "Query condition missed key schema element: pk"),
+        ("attr1 = :a AND sk = :a", "Query condition missed key schema element: pk"),
         ("pk < :p", "Query key condition not supported"),
         ("pk = :p AND attr1 = :a", "Query condition missed key schema element: sk"),
         ("pk = :p AND sk BETWEEN :b AND :a",

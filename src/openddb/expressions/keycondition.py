@@ -112,6 +112,7 @@ def compile_key_condition(
         hash_value: AttributeValue | None = None
         range_op: str | None = None
         range_values: tuple[AttributeValue, ...] = ()
+        strangers = False  # a condition on an attribute outside the key schema
         for name, op, values in key_clauses(text, attrs):
             if name == hash_key:
                 if hash_value is not None:
@@ -124,9 +125,9 @@ def compile_key_condition(
                     raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
                 range_op, range_values = op, values
             else:
-                raise ValidationException(
-                    f"Query condition missed key schema element: {range_key or hash_key}"
-                )
+                strangers = True
+        if strangers and hash_value is not None:  # the partition key is there: what is missed is the sort key
+            raise ValidationException(f"Query condition missed key schema element: {range_key or hash_key}")
         if hash_value is None:
             raise ValidationException(f"Query condition missed key schema element: {hash_key}")
         return KeyCondition(hash_value, range_op, range_values)
