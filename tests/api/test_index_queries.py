@@ -49,15 +49,28 @@ def test_query_gsi_keys_only(ddb, shop):
 
 
 def test_include_projection_and_projection_expression(ddb, shop):
-    """INCLUDE returns the keys plus its attributes; a ProjectionExpression on a GSI sees only those."""
+    """INCLUDE returns the keys plus its attributes; a ProjectionExpression on a GSI may name only those."""
     result = ddb.query(TableName=shop, IndexName="byStatusInc", KeyConditionExpression="#s = :s AND amt = :t",
                        ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s="done", t="#40"))
     assert result["Items"] == [{"pk": {"S": "c1"}, "sk": {"S": "o4"}, "status": {"S": "done"}, "amt": {"N": "40"},
                                 "note": {"S": "n4"}}]
     projected = ddb.query(TableName=shop, IndexName="byStatusInc", KeyConditionExpression="#s = :s AND amt = :t",
-                          ExpressionAttributeNames={"#s": "status"}, ProjectionExpression="note, big",
+                          ExpressionAttributeNames={"#s": "status"}, ProjectionExpression="note, pk",
                           ExpressionAttributeValues=values(s="done", t="#40"))
-    assert projected["Items"] == [{"note": {"S": "n4"}}]
+    assert projected["Items"] == [{"note": {"S": "n4"}, "pk": {"S": "c1"}}]
+    expression = {"KeyConditionExpression": "#s = :s", "ExpressionAttributeNames": {"#s": "status"},
+                  "ExpressionAttributeValues": values(s="done"), "ProjectionExpression": "note, big.x, zz9"}
+    legacy = {"KeyConditions": {"status": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "done"}]}},
+              "AttributesToGet": ["note", "big", "zz9"]}
+    for request in (expression, legacy):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.query(TableName=shop, IndexName="byStatusInc", **request)
+        assert error_of(excinfo) == ("ValidationException",
+                                     INVALID + "Global secondary index byStatusInc does not project [big, zz9]")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName="byStatusInc", ProjectionExpression="big")
+    assert error_of(excinfo) == ("ValidationException",
+                                 INVALID + "Global secondary index byStatusInc does not project [big]")
 
 
 def test_gsi_refusals(ddb, shop):
@@ -94,6 +107,20 @@ def test_lsi_query_fetches_from_table(ddb, shop):
     assert capacity["Table"]["CapacityUnits"] == 1.0  # two fetches of 0.5
     assert capacity["LocalSecondaryIndexes"] == {"byPlaced": {"CapacityUnits": 0.5}}
     assert capacity["CapacityUnits"] == 1.5
+
+
+def test_lsi_filter_on_unprojected_attribute_still_returns_the_projection(ddb, shop):
+    """A filter naming an attribute the LSI does not hold is evaluated on the fetched item, but the items come
+    back as the index projects them (Select ALL_PROJECTED_ATTRIBUTES, the default for an index)."""
+    held = {"pk", "sk", "placed", "note"}
+    for select in ({}, {"Select": "ALL_PROJECTED_ATTRIBUTES"}):
+        result = ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p",
+                           FilterExpression="amt >= :a", ExpressionAttributeValues=values(p="c1", a="#30"), **select)
+        assert sorted(i["sk"]["S"] for i in result["Items"]) == ["o3", "o4", "o5"]
+        assert all(set(item) == held for item in result["Items"])
+        scanned = ddb.scan(TableName=shop, IndexName="byPlaced", FilterExpression="big = :b",
+                           ExpressionAttributeValues={":b": {"S": "x" * 100}}, **select)
+        assert scanned["Count"] == 10 and all(set(item) == held for item in scanned["Items"])
 
 
 def test_paging_carries_index_and_table_keys(ddb, shop):

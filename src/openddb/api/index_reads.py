@@ -4,7 +4,7 @@ An index read walks `Engine.index_query`/`index_scan` entries. Page size (1 MB) 
 projected entries' sizes. Items come back as projected; a local secondary index asked for attributes it does not
 project (Select ALL_ATTRIBUTES, or a projection or filter naming them) fetches each item from the table, charged
 to the table at one read of the whole item each (rounded up to 4 KB per item). A global secondary index cannot
-fetch: Select ALL_ATTRIBUTES on one that does not project ALL is refused, and other attributes are simply absent.
+fetch: Select ALL_ATTRIBUTES, or a projection naming attributes it does not project, is refused.
 LastEvaluatedKey holds the table key and the index key of the last entry evaluated.
 """
 
@@ -54,6 +54,15 @@ def index_for_read(meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
         if request.get("Select") == "ALL_ATTRIBUTES" and index.projection_type != "ALL":
             raise invalid(_SELECT_ALL.format(name))
     return index
+
+
+def check_projected(meta: TableMeta, index: IndexMeta, names: tuple[str, ...]) -> None:
+    """A global secondary index is asked only for attributes it projects (it cannot fetch from the table)."""
+    held = projected_names(meta, index) if index.is_global else None
+    if held is not None:
+        missing = [name for name in dict.fromkeys(names) if name not in held]
+        if missing:
+            raise invalid(f"Global secondary index {index.name} does not project [{', '.join(missing)}]")
 
 
 def check_filter_names(index: IndexMeta, names: set[str]) -> None:
@@ -255,16 +264,21 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
     count = 0
     want_items = plan.select != "COUNT"
     last_item: Item | None = None
+    # Fetched for a filter alone, an item still comes back as the index projects it (unless all is asked for).
+    whole = plan.select == "ALL_ATTRIBUTES"
     for position, row in enumerate(page):
-        item = orjson.loads(row.data)
-        last_item = item
+        entry = item = orjson.loads(row.data)
+        last_item = entry
         if plan.fetch and fetched[position] is not None:
             item = fetched[position]
         if plan.filter is not None and not plan.filter.evaluate(item):
             continue
         count += 1
         if want_items:
-            items.append(item if plan.projection is None else plan.projection.apply(item))
+            if plan.projection is not None:
+                items.append(plan.projection.apply(item))
+            else:
+                items.append(item if whole else entry)
     response: dict[str, Any] = {}
     if want_items:
         response["Items"] = items

@@ -30,6 +30,7 @@ from openddb.api.context import RequestContext
 from openddb.api.index_reads import (
     IndexReadPlan,
     check_filter_names,
+    check_projected,
     check_query_start,
     index_for_read,
     key_range,
@@ -141,6 +142,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
             check_filter_names(index, names)
         wanted |= names
     if base.projection is not None:
+        check_projected(meta, index, tuple(str(path[0]) for path in base.projection.paths))
         wanted |= set(base.projection.top_level_names)
     # Without Select or a projection, an index read returns what the index projects.
     select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if base.projection else "ALL_PROJECTED_ATTRIBUTES")
