@@ -148,3 +148,22 @@ def test_remove_of_a_missing_attribute_is_no_error(ddb, hash_table, expression):
     ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=expression)
     assert ddb.get_item(TableName=hash_table, Key=key)["Item"] == {
         **key, "m": {"M": {"k": {"S": "v"}}}, "l": {"L": [{"S": "a"}]}}
+
+
+@pytest.mark.parametrize(("operation", "request_"), [
+    ("update_item", {"Key": {"pk": {"S": "a"}}, "UpdateExpression": "SET a"}),
+    ("update_item", {"Key": {"pk": {"S": "a"}}, "UpdateExpression": "SET a = :v",
+                     "ExpressionAttributeValues": {":v": {"N": "1"}, ":w": {"N": "2"}}}),
+    ("put_item", {"Item": {"pk": {"S": "a"}}, "ConditionExpression": "attribute_exists(#n)"}),
+    ("delete_item", {"Key": {"pk": {"S": "a"}}, "ConditionExpression": "size(a)"}),
+    ("get_item", {"Key": {"pk": {"S": "a"}}, "ProjectionExpression": "a, a"}),
+])
+def test_expression_errors_come_before_the_table_lookup(ddb, operation, request_):
+    """An expression that is wrong in itself is reported even when the table does not exist; the key is
+    checked against the table after it."""
+    with pytest.raises(ClientError) as excinfo:
+        getattr(ddb, operation)(TableName="no-such-table", **request_)
+    assert excinfo.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.get_item(TableName="no-such-table", Key={"pk": {"S": "a"}}, ProjectionExpression="a")
+    assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"

@@ -120,6 +120,10 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
 
 def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(PUT_ITEM, request)
+    # Expressions are checked before the table is looked up: they need nothing of it (DynamoDB's order too).
+    attrs = expression_attributes(request, ("ConditionExpression",))
+    condition = condition_of(request, attrs)
+    attrs.check_all_used()
     meta = context.table(request["TableName"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
@@ -129,9 +133,6 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     check_index_keys(meta, item)
     if exceeds_item_size(item):
         raise ValidationException(MSG_ITEM_SIZE)
-    attrs = expression_attributes(request, ("ConditionExpression",))
-    condition = condition_of(request, attrs)
-    attrs.check_all_used()
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
@@ -148,12 +149,12 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(GET_ITEM, request)
-    meta = context.table(request["TableName"])
-    _, key = parse_key(meta, request["Key"])
     attrs = expression_attributes(request, ("ProjectionExpression",))
     text = expression_text(request, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
     attrs.check_all_used()
+    meta = context.table(request["TableName"])
+    _, key = parse_key(meta, request["Key"])
     row = context.engine.get(meta, key)
     consistent = bool(request.get("ConsistentRead"))
     response: dict[str, Any] = {}
@@ -170,14 +171,14 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_ITEM, request)
-    meta = context.table(request["TableName"])
-    key_item, key = parse_key(meta, request["Key"])
-    return_values = request.get("ReturnValues") or "NONE"
     attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
     text = expression_text(request, "UpdateExpression")
     update = None if text is None else compile_update(text, attrs)
     condition = condition_of(request, attrs)
     attrs.check_all_used()
+    meta = context.table(request["TableName"])
+    key_item, key = parse_key(meta, request["Key"])
+    return_values = request.get("ReturnValues") or "NONE"
     check_key_untouched(meta, update)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
     legacy_updates = legacy_origin(request, "AttributeUpdates") is not None
@@ -216,14 +217,14 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
 def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DELETE_ITEM, request)
+    attrs = expression_attributes(request, ("ConditionExpression",))
+    condition = condition_of(request, attrs)
+    attrs.check_all_used()
     meta = context.table(request["TableName"])
     key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
         raise ValidationException(_INVALID_RETURN_VALUES)
-    attrs = expression_attributes(request, ("ConditionExpression",))
-    condition = condition_of(request, attrs)
-    attrs.check_all_used()
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
