@@ -243,7 +243,7 @@ def test_select_enum(ddb, table):
     ("pk = :p AND begins_with(sk, :a)", {":p": {"S": "p"}, ":a": {"B": b"x"}},
      "One or more parameter values were invalid: Condition parameter type does not match schema type"),
     ("sk = :p", {":p": {"S": "p"}}, "Query condition missed key schema element: pk"),
-    ("pk = :p AND sk <> :p", {":p": {"S": "p"}}, "Invalid KeyConditionExpression: Invalid operator used in "
+    ("pk = :p AND sk <> :p", {":p": {"S": "p"}}, "Invalid operator used in "
                                                  "KeyConditionExpression: <>"),
     ("pk = :p", {":p": {"S": ""}}, "One or more parameter values are not valid. The AttributeValue for a key "
                                    "attribute cannot contain an empty string value. Key: pk"),

@@ -47,11 +47,11 @@ def test_names_resolve() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("pk = :p OR sk = :a", "Invalid KeyConditionExpression: Invalid operator used in KeyConditionExpression: OR"),
-        ("NOT pk = :p", "Invalid KeyConditionExpression: Invalid operator used in KeyConditionExpression: NOT"),
-        ("pk IN (:p)", "Invalid KeyConditionExpression: Invalid operator used in KeyConditionExpression: IN"),
+        ("pk = :p OR sk = :a", "Invalid operator used in KeyConditionExpression: OR"),
+        ("NOT pk = :p", "Invalid operator used in KeyConditionExpression: NOT"),
+        ("pk IN (:p)", "Invalid operator used in KeyConditionExpression: IN"),
         ("pk = :p AND contains(sk, :a)",
-         "Invalid KeyConditionExpression: Invalid operator used in KeyConditionExpression: contains"),
+         "Invalid operator used in KeyConditionExpression: contains"),
         ("pk = :p AND sk = :a AND sk = :b",
          "Invalid KeyConditionExpression: KeyConditionExpressions must only contain one condition per key"),
         ("pk.x = :p", "Invalid KeyConditionExpression: KeyConditionExpressions cannot have conditions on "

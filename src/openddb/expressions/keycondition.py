@@ -90,7 +90,8 @@ def key_clauses(text: str, attrs: ExpressionAttributes) -> Iterator[tuple[str, s
     for node in conjuncts:
         name = _operator_name(node)
         if name is not None:
-            raise ExpressionError(f"Invalid operator used in {KIND}: {name}")
+            # Reported as it is, without the "Invalid KeyConditionExpression: " prefix (as DynamoDB words it).
+            raise ValidationException(f"Invalid operator used in {KIND}: {name}")
     # Resolves every placeholder and runs the constant checks shared with conditions (BETWEEN bounds...).
     compile_predicate(tree, attrs)
     for node in conjuncts:
