@@ -219,3 +219,70 @@ def test_warm_throughput_keeps_the_highest_capacity(ddb):
     table = ddb.describe_table(TableName=name)["Table"]
     assert table["ProvisionedThroughput"]["ReadCapacityUnits"] == 2
     assert (table["WarmThroughput"]["ReadUnitsPerSecond"], table["WarmThroughput"]["WriteUnitsPerSecond"]) == (20, 10)
+
+
+def _on_demand_with_gsi(ddb) -> str:
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=GSI_DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                     GlobalSecondaryIndexes=[_gsi()])
+    return name
+
+
+def test_switch_to_provisioned_needs_throughput_for_every_gsi(ddb):
+    """On-demand to provisioned: each GSI must get its capacity in the same request (checked against the new
+    mode, not the old one); without it the switch is refused and nothing changes."""
+    name = _on_demand_with_gsi(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE)
+    assert error_of(excinfo) == ("ValidationException", INVALID + "ProvisionedThroughput must be specified for index: "
+                                 "gsi1")
+    assert ddb.describe_table(TableName=name)["Table"]["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE,
+                     GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "gsi1", "ProvisionedThroughput": {
+                         "ReadCapacityUnits": 3, "WriteCapacityUnits": 4}}}])
+    table = ddb.describe_table(TableName=name)["Table"]
+    gsi = table["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (gsi["ReadCapacityUnits"], gsi["WriteCapacityUnits"]) == (3, 4)
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")  # and back: the index capacity goes to 0
+    gsi = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (gsi["ReadCapacityUnits"], gsi["WriteCapacityUnits"]) == (0, 0)
+
+
+def test_duplicate_tag_keys_keep_the_last_value(ddb):
+    """A table holds one tag per key: a repeated key, at creation or in TagResource, keeps the later value."""
+    name = unique_name()
+    created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                               BillingMode="PAY_PER_REQUEST",
+                               Tags=[{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}])
+    arn = created["TableDescription"]["TableArn"]
+    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == [{"Key": "a", "Value": "2"}]
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "b", "Value": "1"}, {"Key": "b", "Value": "3"},
+                                            {"Key": "a", "Value": "4"}])
+    assert sorted((t["Key"], t["Value"]) for t in ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]) == [
+        ("a", "4"), ("b", "3")]
+
+
+def test_duplicate_non_key_attributes_are_refused(ddb):
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=GSI_DEFS, KeySchema=SCHEMA,
+                         BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[_gsi(Projection={
+                             "ProjectionType": "INCLUDE", "NonKeyAttributes": ["a", "a"]})])
+    assert error_of(excinfo) == ("ValidationException", "Cannot have two attributes with the same name")
+
+
+def test_index_created_later_counts_toward_the_projected_attribute_limit(ddb):
+    """100 NonKeyAttributes across all indexes: an index added by UpdateTable may not pass it either."""
+    name = unique_name()
+    defs = [*DEFS] + [{"AttributeName": f"g{n}", "AttributeType": "S"} for n in range(6)]
+    gsis = [{"IndexName": f"idx{n}", "KeySchema": [{"AttributeName": f"g{n}", "KeyType": "HASH"}],
+             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": [f"a{n}_{m}" for m in range(20)]}}
+            for n in range(5)]
+    ddb.create_table(TableName=name, AttributeDefinitions=defs[:6], KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                     GlobalSecondaryIndexes=gsis)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, AttributeDefinitions=[defs[6]], GlobalSecondaryIndexUpdates=[{"Create": {
+            "IndexName": "idx5", "KeySchema": [{"AttributeName": "g5", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["zz"]}}}])
+    assert excinfo.value.response["Error"]["Code"] == "ValidationException"
+    assert "projected attributes" in excinfo.value.response["Error"]["Message"]
+    assert len(ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]) == 5

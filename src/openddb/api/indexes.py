@@ -111,6 +111,8 @@ def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
         raise _invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
     if kind != "INCLUDE" and non_key is not None:
         raise _invalid(f"ProjectionType is {kind}, but NonKeyAttributes is specified")
+    if non_key and len(set(non_key)) != len(non_key):
+        raise ValidationException("Cannot have two attributes with the same name")
     return kind, list(non_key or [])
 
 
@@ -128,6 +130,14 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
             raise _invalid(f"ProvisionedThroughput is not specified for index: {name}")
         raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")
     return provisioned_units(throughput)
+
+
+def _check_projected_total(indexes: list[IndexMeta]) -> None:
+    """At most 100 NonKeyAttributes summed over every secondary index of a table."""
+    projected = sum(len(index.non_key_attributes) for index in indexes)
+    if projected > MAX_PROJECTED_ATTRIBUTES:
+        raise _invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
+                       f"number of projected attributes: {projected}")  # best guess
 
 
 def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int, *,
@@ -176,10 +186,7 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
             raise _invalid(f"Duplicate index name: {spec['IndexName']}")
         seen.add(spec["IndexName"])
         indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1, creating_table=True))
-    projected = sum(len(index.non_key_attributes) for index in indexes)
-    if projected > MAX_PROJECTED_ATTRIBUTES:
-        raise _invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
-                       f"number of projected attributes: {projected}")  # best guess
+    _check_projected_total(indexes)
     used = {hash_key.name} | ({range_key.name} if range_key else set())
     for index in indexes:
         used.update(index.key_names)
@@ -231,8 +238,10 @@ def _find(meta: TableMeta, name: str, action: str) -> IndexMeta:
     return index
 
 
-def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) -> tuple[list[IndexMeta], list[int]]:
-    """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped."""
+def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
+                        billing_mode: str) -> tuple[list[IndexMeta], list[int]]:
+    """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped.
+    `billing_mode` is the table's mode once the request is applied (it may switch it)."""
     updates: list[dict[str, Any]] = request["GlobalSecondaryIndexUpdates"]
     for update in updates:
         actions = sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None)
@@ -264,7 +273,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
             for name, kind in defined.items():
                 if types.get(name, kind) != kind:
                     raise _invalid(f"Cannot change the type of an attribute that is already defined: {name}")
-            index = parse_gsi(spec, {**types, **defined}, meta.billing_mode, meta.next_index_id)
+            index = parse_gsi(spec, {**types, **defined}, billing_mode, meta.next_index_id)
             index.status = "CREATING"
             meta.next_index_id += 1
             for name in keys:
@@ -272,6 +281,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
                     types[name] = defined[name]
                     meta.attribute_definitions.append({"AttributeName": name, "AttributeType": defined[name]})
             meta.indexes.append(index)
+            _check_projected_total(meta.indexes)
             created.append(index)
         elif update.get("Delete") is not None:
             index = _find(meta, update["Delete"]["IndexName"], "delete")
@@ -284,7 +294,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
         else:
             spec = update["Update"]
             index = _find(meta, spec["IndexName"], "update")
-            if meta.billing_mode == "PAY_PER_REQUEST":
+            if billing_mode == "PAY_PER_REQUEST":
                 raise _invalid(f"ProvisionedThroughput should not be specified for index: {index.name} when "
                                "BillingMode is PAY_PER_REQUEST")
             read, write = _index_throughput(index.name, spec, "PROVISIONED")
@@ -295,6 +305,21 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float) ->
                 index.decreases_today += 1
             index.read_capacity, index.write_capacity = read, write
     return created, dropped
+
+
+def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode: str,
+                         created: list[IndexMeta]) -> None:
+    """The table switches billing mode: to on-demand, its GSIs drop their capacity; to provisioned, every GSI
+    must be given capacity in the same request (an Update, or its Create)."""
+    if billing_mode == "PAY_PER_REQUEST":
+        for index in meta.indexes:
+            index.read_capacity = index.write_capacity = 0
+        return
+    updated = {u["Update"]["IndexName"] for u in request.get("GlobalSecondaryIndexUpdates") or []
+               if u.get("Update") is not None}
+    for index in meta.indexes:
+        if index.is_global and index not in created and index.name not in updated:
+            raise _invalid(f"ProvisionedThroughput must be specified for index: {index.name}")
 
 
 # --- online creation -----------------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
         peak_read=read, peak_write=write,
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
-        tags=list(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
+        tags=_unique_tags(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)),
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
@@ -283,11 +283,13 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
-    if request.get("GlobalSecondaryIndexUpdates") is not None:
-        _require_index_support(context)
-        created, dropped = ix.apply_index_updates(meta, request, now)
     billing_mode = request.get("BillingMode") or meta.billing_mode
     switched = billing_mode != meta.billing_mode
+    if request.get("GlobalSecondaryIndexUpdates") is not None:
+        _require_index_support(context)
+        created, dropped = ix.apply_index_updates(meta, request, now, billing_mode)
+    if switched:
+        ix.switch_index_billing(meta, request, billing_mode, created)
     if billing_mode == "PAY_PER_REQUEST":
         if request.get("ProvisionedThroughput") is not None:
             if request.get("BillingMode") == "PAY_PER_REQUEST":
@@ -361,9 +363,7 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
 def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(TAG_RESOURCE, request)
     meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
-    tags = {tag["Key"]: tag["Value"] for tag in meta.tags}
-    tags.update({tag["Key"]: tag["Value"] for tag in request["Tags"]})
-    meta.tags = [{"Key": key, "Value": value} for key, value in tags.items()]
+    meta.tags = _unique_tags(meta.tags + request["Tags"])
     context.engine.update_table(meta)
     return {}
 
@@ -375,6 +375,12 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
     context.engine.update_table(meta)
     return {}
+
+
+def _unique_tags(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """One tag per key (a table holds one tag with a given key); a later value replaces an earlier one."""
+    values = {tag["Key"]: tag["Value"] for tag in tags}
+    return [{"Key": key, "Value": value} for key, value in values.items()]
 
 
 def list_tags_of_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
