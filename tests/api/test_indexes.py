@@ -281,3 +281,32 @@ def test_item_collection_size_limit(monkeypatch):
         client.put_item(TableName=name, Item={"pk": {"S": "b"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
     finally:
         process.finish()
+
+
+def test_index_key_values_are_held_to_key_size_limits(ddb):
+    """A GSI hash key value over 2048 bytes (sort key over 1024) is refused on every write path: stored, the
+    item could never be read back through the index."""
+    name = unique_name("ixsize")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                           {"AttributeName": "g", "AttributeType": "S"},
+                                           {"AttributeName": "r", "AttributeType": "B"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     GlobalSecondaryIndexes=[{"IndexName": "gsi", "Projection": {"ProjectionType": "KEYS_ONLY"},
+                                              "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"},
+                                                            {"AttributeName": "r", "KeyType": "RANGE"}]}])
+    ddb.put_item(TableName=name, Item={"pk": {"S": "ok"}, "g": {"S": "é" * 1024}, "r": {"B": b"x" * 1024}})
+    too_big = "One or more parameter values were invalid: Size limit exceeded for Index Key {} Actual Size: {} bytes " \
+              "Max Size: {} bytes IndexName: gsi"
+    for attribute, value, message in (("g", {"S": "x" * 2049}, too_big.format("g", 2049, 2048)),
+                                      ("g", {"S": "é" * 1025}, too_big.format("g", 2050, 2048)),
+                                      ("r", {"B": b"x" * 1025}, too_big.format("r", 1025, 1024))):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, attribute: value})
+        assert error_of(excinfo) == ("ValidationException", message)
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_item(TableName=name, Key={"pk": {"S": "ok"}}, UpdateExpression="SET #a = :v",
+                            ExpressionAttributeNames={"#a": attribute}, ExpressionAttributeValues={":v": value})
+        assert error_of(excinfo) == ("ValidationException", message)
+    assert ddb.scan(TableName=name)["Count"] == 1
+    assert ddb.get_item(TableName=name, Key={"pk": {"S": "ok"}})["Item"]["g"] == {"S": "é" * 1024}
