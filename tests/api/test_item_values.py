@@ -408,3 +408,15 @@ def test_nesting_depth_limit_in_expression_values(ddb, hash_table):
                         ExpressionAttributeValues={":v": nested(32)})
     assert error_of(excinfo) == ("ValidationException", f"ExpressionAttributeValues contains invalid value: "
                                  f"{NESTING} for key :v")
+
+
+def test_attribute_names_must_be_under_64_kb(ddb, hash_table):
+    """65,535 bytes of name is the most DynamoDB accepts, at the top level or inside a map."""
+    ddb.put_item(TableName=hash_table, Item={"pk": {"S": "long-name"}, "n" * 65535: {"S": "v"}})
+    for item in ({"pk": {"S": "long-name-2"}, "n" * 65536: {"S": "v"}},
+                 {"pk": {"S": "long-name-2"}, "m": {"M": {"é" * 32768: {"S": "v"}}}}):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.put_item(TableName=hash_table, Item=item)
+        assert excinfo.value.response["Error"]["Message"] == (
+            "1 validation error detected: Attribute name is too large, must be less than 65536 bytes")
+    assert "Item" not in ddb.get_item(TableName=hash_table, Key={"pk": {"S": "long-name-2"}})

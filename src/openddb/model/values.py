@@ -31,6 +31,9 @@ MSG_NESTING = (
 MSG_ITEM_SIZE = "Item size has exceeded the maximum allowed size"
 # Best guess: no capture of DynamoDB's wording for an empty attribute name was found.
 MSG_EMPTY_NAME = _INVALID + "An attribute name cannot be empty"
+MAX_NAME_BYTES = 65535  # "less than 64 KB"
+MSG_LONG_NAME = "1 validation error detected: Attribute name is too large, must be less than 65536 bytes"
+_LONG_NAME = (MAX_NAME_BYTES + 1) // 4  # names shorter than this many characters cannot pass the limit
 # DynamoDB's own wording, grammar and double space included ("An string set  may not be empty").
 _EMPTY_SET = {"SS": "string", "NS": "number", "BS": "binary"}
 
@@ -251,6 +254,8 @@ def _attributes(attributes: dict[str, Any], depth: int) -> dict[str, AttributeVa
     for name, value in attributes.items():
         if not name:
             raise ValidationException(MSG_EMPTY_NAME)
+        if len(name) >= _LONG_NAME and len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise ValidationException(MSG_LONG_NAME)
         checked = _value(value, depth)
         if checked is not value:
             if result is attributes:
