@@ -100,3 +100,23 @@ def test_full_page_capacity(ddb):
     second = query(ddb, name, ExclusiveStartKey=first["LastEvaluatedKey"])
     assert second["ScannedCount"] == 3 and "LastEvaluatedKey" not in second
     assert capacity(second) == math.ceil(300_000 / 4096) / 2 == 37.0
+
+
+def test_a_table_named_by_arn_is_named_by_arn_in_consumed_capacity(ddb, table):
+    """The API reference: with a table's ARN in the input, ConsumedCapacity gives the ARN."""
+    arn = ddb.describe_table(TableName=table)["Table"]["TableArn"]
+    key = {"pk": {"S": "c"}, "sk": {"S": "k0"}}
+    responses = [
+        ddb.get_item(TableName=arn, Key=key, ReturnConsumedCapacity="TOTAL"),
+        ddb.query(TableName=arn, KeyConditionExpression="pk = :p", ExpressionAttributeValues=PK,
+                  ReturnConsumedCapacity="INDEXES"),
+        ddb.update_item(TableName=arn, Key=key, UpdateExpression="SET n = :n",
+                        ExpressionAttributeValues={":n": {"N": "1"}}, ReturnConsumedCapacity="TOTAL"),
+    ]
+    for response in responses:
+        assert response["ConsumedCapacity"]["TableName"] == arn
+    batch = ddb.batch_get_item(RequestItems={arn: {"Keys": [key]}}, ReturnConsumedCapacity="TOTAL")
+    assert [c["TableName"] for c in batch["ConsumedCapacity"]] == [arn]
+    assert list(batch["Responses"]) == [arn]
+    by_name = ddb.get_item(TableName=table, Key=key, ReturnConsumedCapacity="TOTAL")
+    assert by_name["ConsumedCapacity"]["TableName"] == table

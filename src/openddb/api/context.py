@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from openddb.errors import ResourceNotFoundException
 from openddb.model.schema import TableMeta
@@ -17,10 +18,16 @@ class RequestContext:
     region: str = "us-east-1"
     account: str = DEFAULT_ACCOUNT
     request_id: str = ""
+    # Tables the request named by ARN (name -> ARN): the response then names them so too (`as_requested`).
+    arns: dict[str, str] | None = None
 
     def table(self, name_or_arn: str) -> TableMeta:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""
         name = table_name_from(name_or_arn)
+        if name != name_or_arn:
+            if self.arns is None:
+                self.arns = {}
+            self.arns[name] = name_or_arn
         meta = self.engine.get_table(name)
         if meta is None:
             raise ResourceNotFoundException("Requested resource not found")
@@ -41,3 +48,15 @@ def table_name_from(name_or_arn: str) -> str:
         _, _, rest = name_or_arn.partition(":table/")
         return rest.split("/", 1)[0]
     return name_or_arn
+
+
+def as_requested(response: dict[str, Any], arns: dict[str, str]) -> dict[str, Any]:
+    """Name the tables a request gave by ARN by that ARN in the response's ConsumedCapacity (and in the per-table
+    ItemCollectionMetrics of BatchWriteItem), as DynamoDB does."""
+    consumed = response.get("ConsumedCapacity")
+    for entry in consumed if isinstance(consumed, list) else [consumed] if consumed else []:
+        entry["TableName"] = arns.get(entry["TableName"], entry["TableName"])
+    metrics = response.get("ItemCollectionMetrics")
+    if isinstance(metrics, dict) and any(name in arns for name in metrics):
+        response["ItemCollectionMetrics"] = {arns.get(name, name): value for name, value in metrics.items()}
+    return response

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from openddb.api.context import RequestContext
+from openddb.api.context import RequestContext, as_requested
 from openddb.errors import (
     DynamoDBError,
     IncompleteSignatureException,
@@ -113,7 +113,10 @@ class Dispatcher:
             if rewrite is not None:
                 request = rewrite(request)
             context = RequestContext(self.engine, region, self.account, request_id.decode())
-            return 200, orjson.dumps(handler(context, request))
+            response = handler(context, request)
+            if context.arns is not None:
+                response = as_requested(response, context.arns)
+            return 200, orjson.dumps(response)
         except DynamoDBError as error:
             return error.status, orjson.dumps(error.to_wire())
         except EngineBusy:
