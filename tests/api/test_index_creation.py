@@ -138,7 +138,9 @@ def test_delete_index(ddb):
     name = base_table(ddb, 30)
     ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
     assert wait_active(ddb, name, "byG")["ItemCount"] == 30
-    ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
+    answer = ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
+    (deleting,) = answer["TableDescription"]["GlobalSecondaryIndexes"]  # the answer still shows it, going
+    assert (deleting["IndexName"], deleting["IndexStatus"], deleting["ItemCount"]) == ("byG", "DELETING", 30)
     table = ddb.describe_table(TableName=name)["Table"]
     assert "GlobalSecondaryIndexes" not in table
     assert table["AttributeDefinitions"] == defs(pk="S")

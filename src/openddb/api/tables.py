@@ -329,12 +329,21 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
     context.engine.update_table(meta)
+    deleting: list[dict[str, Any]] = []
+    if dropped:  # the answer still lists a dropped index, as DELETING (described before its entries go)
+        gone = copy.copy(before)
+        gone.indexes = [copy.copy(index) for index in before.indexes if index.index_id in dropped]
+        for index in gone.indexes:
+            index.status = "DELETING"
+        deleting = ix.describe_indexes(context.engine, gone).get("GlobalSecondaryIndexes", [])
     for index_id in dropped:
         context.engine.drop_index(meta, index_id)
     for index in created:
         ix.schedule_backfill(context.engine, meta, index)
     updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or created or dropped
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
+    if deleting:
+        description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
     # DynamoDB answers while the change is still being applied: the throughput shown is the one before it.
     description["ProvisionedThroughput"] = throughput_description(before)
     return {"TableDescription": description}
