@@ -72,6 +72,15 @@ def test_write_duplicates(ddb, tables, requests):
     assert scan_keys(ddb, one) == []
 
 
+def test_one_table_by_name_and_by_arn_is_one_table(ddb, tables):
+    """A table named once by name and once by ARN is still one table: one item twice is a duplicate."""
+    one, _ = tables
+    arn = ddb.describe_table(TableName=one)["Table"]["TableArn"]
+    assert fails(ddb.batch_write_item, RequestItems={one: [put("dup")], arn: [delete("dup")]}) == (
+        "ValidationException", "Provided list of item keys contains duplicates")
+    assert "dup" not in scan_keys(ddb, one)
+
+
 def test_same_key_in_two_tables_is_fine(ddb):
     """Duplicates are per table: the same key in two tables is two items."""
     one, two = create_table(ddb), create_table(ddb)

@@ -184,10 +184,11 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
     ops: list[WriteOp] = []
     tables: list[tuple[TableMeta, int]] = []  # each table and how many ops it owns, in request order
     wants_capacity = request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES")
+    seen_by_table: dict[int, set[StorageKey]] = {}  # by table id: a table may be named by name and by ARN
     for name, requests in request_items.items():
         meta = context.table(name)
         blind = not wants_capacity and not meta.indexes  # no old items needed: write without reading them
-        seen: set[StorageKey] = set()
+        seen = seen_by_table.setdefault(meta.table_id, set())
         for write in requests:
             put, delete = write.get("PutRequest"), write.get("DeleteRequest")
             if (put is None) == (delete is None):
