@@ -27,6 +27,11 @@ def _put(key: str) -> bytes:
     return framed_request("PutItem", {"TableName": "tbl", "Item": {"pk": {"S": key}}})
 
 
+def _batch(prefix: str) -> bytes:
+    return framed_request("BatchWriteItem", {"RequestItems": {"tbl": [
+        {"PutRequest": {"Item": {"pk": {"S": f"{prefix}{n}"}}}} for n in range(25)]}})
+
+
 def _transact_put(key: str) -> bytes:  # a token-guarded write: it runs under the lock, not in the group
     return framed_request("TransactWriteItems", {
         "ClientRequestToken": "token-1",
@@ -77,9 +82,10 @@ def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(t
                         pass
 
         try:
-            protocols[0].data_received(_put("a"))  # its group commit finds the lock taken
+            # 75 rows: a group large enough to wait for the lock beside the loop (a small one blocks it briefly).
+            protocols[0].data_received(_batch("a") + _batch("b") + _batch("c"))
             await collect(time.monotonic() + 0.1)
-            protocols[1].data_received(_put("b"))  # joins the group, which waits for the lock
+            protocols[1].data_received(_put("one"))  # joins the group, which waits for the lock
             protocols[2].data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # nothing to wait for
             await collect(time.monotonic() + 0.2)
             seen["health_while_held"] = answers[2].startswith(b"HTTP/1.1 200") and not released.is_set()
@@ -105,6 +111,6 @@ def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(t
     seen = asyncio.run(scenario())
     assert seen["health_while_held"], "the health check waited for another worker's writer lock"
     assert seen["writes_while_held"] == b"", "a write was acknowledged before its commit"
-    assert seen["a"].startswith(b"HTTP/1.1 200") and seen["a"].endswith(b"{}")
+    assert seen["a"].count(b"HTTP/1.1 200") == 3 and seen["a"].count(b'{"UnprocessedItems":{}}') == 3
     assert seen["b"].count(b"HTTP/1.1 200") == 2
-    assert seen["stored"] == 3
+    assert seen["stored"] == 77

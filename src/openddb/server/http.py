@@ -102,6 +102,9 @@ class _Request(NamedTuple):
 # A request that found the writer lock taken is tried again after this long, and after this many tries it waits.
 _RETRY_SECONDS = 0.001
 _MAX_ATTEMPTS = 20
+# A group commit of at least this many rows that finds the writer lock taken waits for it on a helper thread
+# while the event loop goes on serving (new writes join the group); a smaller one blocks the loop for the wait.
+_WAIT_BESIDE_ROWS = 64
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -360,7 +363,9 @@ class ServerState:
         failed = False
         engine = self.engine
         lock_wait = engine.lock_wait
-        if self._flush_attempts >= _MAX_ATTEMPTS:  # wait for the lock outright: a busy neighbour cannot starve us
+        # Wait for the lock outright when the group is small (the wait is short, a thread hop dearer) or after
+        # many lost races (a busy neighbour cannot starve us); a large group waits beside the event loop.
+        if self._flush_attempts >= _MAX_ATTEMPTS or engine.group_rows < _WAIT_BESIDE_ROWS:
             engine.lock_wait = True
         try:
             held = self._commit(held)

@@ -145,6 +145,11 @@ class Engine(ABC):
     # into the group (and must run again after a WriteConflict) or did all its work outside it (DDL).
     group_writes: int = 0
 
+    @property
+    def group_rows(self) -> int:
+        """How many rows the open group would write (0 for engines that stage nothing)."""
+        return 0
+
     # When false, `write` raises EngineBusy instead of blocking the event loop while another worker process
     # holds the writer lock (engines without such a lock ignore it).
     lock_wait: bool = True

@@ -674,6 +674,10 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def wait_for_writer(self) -> None:
         self._lock.wait_free()
 
+    @property
+    def group_rows(self) -> int:
+        return len(self._overlay)
+
     def _record_token(self, token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""
         db = self._db
