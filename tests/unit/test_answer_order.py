@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
 import pytest
 
-from openddb.api.dispatch import Dispatcher
-from openddb.server.http import HttpProtocol, ServerState
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH, framed_request
+from tests.unit.serving import connect, dispatcher_with_table, receive
 
 
 def _bodies(data: bytes) -> list[dict]:
@@ -43,27 +41,14 @@ def test_answers_keep_request_order_when_a_pass_mixes_reads_and_writes(tmp_path,
     same pass: B must still get its read's answer before its write's."""
 
     async def scenario() -> tuple[list[dict], list[dict]]:
-        loop = asyncio.get_running_loop()
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
         engine.optimistic = optimistic
-        dispatcher = Dispatcher(engine)
-        dispatcher.handle(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
-            "TableName": "tbl", "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r")
+        dispatcher = dispatcher_with_table(engine)
         dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
             "TableName": "tbl", "Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}).encode(), False, b"r")
         engine.flush()
         engine.end_reads()
-        state = ServerState(dispatcher)
-        clients, protocols = [], []
-        for _ in range(2):
-            server_side, client_side = socket.socketpair()
-            client_side.setblocking(False)
-            protocol = HttpProtocol(dispatcher, state)
-            await loop.connect_accepted_socket(lambda p=protocol: p, server_side)
-            clients.append(client_side)
-            protocols.append(protocol)
+        clients, protocols = await connect(dispatcher, 2)
         a, b = protocols
         a.data_received(_put("a1") + GET)  # one pass: A's write schedules the group commit first ...
         b.data_received(GET + _put("b1") + GET)  # ... then B reads, writes and reads
@@ -71,11 +56,7 @@ def test_answers_keep_request_order_when_a_pass_mixes_reads_and_writes(tmp_path,
         wanted = (2, 3)
         for _ in range(200):
             await asyncio.sleep(0.005)
-            for index, client in enumerate(clients):
-                try:
-                    answers[index] += client.recv(65536)
-                except BlockingIOError:
-                    pass
+            receive(clients, answers)
             if all(answer.count(b"HTTP/1.1 ") == want for answer, want in zip(answers, wanted)):
                 break
         for client in clients:

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
-import socket
 import threading
 import time
 
-from openddb.api.dispatch import Dispatcher
-from openddb.server.http import HttpProtocol, ServerState
 from openddb.storage.sqlite import SQLiteEngine
-from tests.api.test_protocol import AUTH, framed_request
+from tests.api.test_protocol import framed_request
+from tests.unit.serving import connect, dispatcher_with_table, receive
 
 HOLD_SECONDS = 1.0
 
@@ -40,23 +37,9 @@ def _transact_put(key: str) -> bytes:  # a token-guarded write: it runs under th
 
 def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(tmp_path) -> None:
     async def scenario() -> dict[str, object]:
-        loop = asyncio.get_running_loop()
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
         engine.optimistic, engine.lock_wait = True, False
-        dispatcher = Dispatcher(engine)
-        dispatcher.handle(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
-            "TableName": "tbl", "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r")
-        state = ServerState(dispatcher)
-        clients, protocols = [], []
-        for _ in range(3):
-            server_side, client_side = socket.socketpair()
-            client_side.setblocking(False)
-            protocol = HttpProtocol(dispatcher, state)
-            await loop.connect_accepted_socket(lambda p=protocol: p, server_side)
-            clients.append(client_side)
-            protocols.append(protocol)
+        clients, protocols = await connect(dispatcher_with_table(engine), 3)
 
         other_worker = os.open(tmp_path / "openddb.lock", os.O_RDWR)
         fcntl.flock(other_worker, fcntl.LOCK_EX)
@@ -75,11 +58,7 @@ def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(t
         async def collect(until: float) -> None:
             while time.monotonic() < until:
                 await asyncio.sleep(0.005)
-                for index, client in enumerate(clients):
-                    try:
-                        answers[index] += client.recv(65536)
-                    except BlockingIOError:
-                        pass
+                receive(clients, answers)
 
         try:
             # 75 rows: a group large enough to wait for the lock beside the loop (a small one blocks it briefly).
