@@ -220,8 +220,9 @@ def check_index_keys(meta: TableMeta, item: Item) -> None:
                     "One or more parameter values are not valid. A value specified for a secondary index key is not "
                     f"supported. The AttributeValue for a key attribute cannot contain an empty {kind} value. "
                     f"IndexName: {index.name}, IndexKey: {attribute.name}")
-            limit = MAX_HASH_KEY_BYTES if attribute in index.hash_keys else MAX_RANGE_KEY_BYTES
-            if attribute.type != "N" and len(value[attribute.type]) > limit // 4:  # (4 bytes a character at most)
+            # A value of 256 characters or fewer cannot pass either limit (4 bytes a character at most).
+            if attribute.type != "N" and len(value[attribute.type]) > MAX_RANGE_KEY_BYTES // 4:
+                limit = MAX_HASH_KEY_BYTES if attribute in index.hash_keys else MAX_RANGE_KEY_BYTES
                 size = len(encode_key(value))
                 if size > limit:  # else the item would be stored but out of reach of the index's queries
                     raise invalid(f"Size limit exceeded for Index Key {attribute.name} Actual Size: {size} bytes "
