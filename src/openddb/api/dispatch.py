@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,10 +36,10 @@ _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/
 
 
 def _handlers() -> dict[bytes, Handler]:
-    from openddb.api import batch, items, reads, tables, transactions
+    from openddb.api import batch, items, reads, tables, transactions, ttl
 
     table: dict[str, Handler] = {}
-    for module in (tables, items, reads, batch, transactions):
+    for module in (tables, items, reads, batch, transactions, ttl):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
 
@@ -125,3 +126,13 @@ class Dispatcher:
             log.exception("internal error handling %s", target.decode("latin-1"))
             failure = InternalServerError("Internal server error")
             return failure.status, orjson.dumps(failure.to_wire())
+
+    def run_background(self) -> None:
+        """The store's background duties (TTL expiry), for the server to call about once a second, between
+        event-loop passes that left no group of writes open."""
+        from openddb.api import ttl
+
+        try:
+            ttl.sweep(self.engine, time.time())
+        except Exception:
+            log.exception("TTL sweep failed")

@@ -14,16 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import time
-import uuid as uuid_module
 from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.common import provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
-from openddb.storage.base import Engine, StorageKey
+from openddb.storage.base import Engine, StorageKey, lease_holder
 
 log = logging.getLogger("openddb.indexes")
 
@@ -326,7 +324,6 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
 
 _RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
 # Who drives a backfill, across every worker and node sharing the store: the holder of its lease.
-_HOLDER = f"{socket.gethostname()}:{os.getpid()}:{uuid_module.uuid4().hex[:8]}"
 _LEASE_SECONDS = 30.0
 
 
@@ -348,7 +345,7 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         if current is None or target is None or target.status != "CREATING":
             _RUNNING.discard(job)
             return False
-        if not engine.try_lease(f"backfill:{uuid}:{index_id}", _HOLDER, _LEASE_SECONDS, time.time()):
+        if not engine.try_lease(f"backfill:{uuid}:{index_id}", lease_holder(), _LEASE_SECONDS, time.time()):
             # Another process drives it; if that one dies, a later DescribeTable here takes over once the
             # lease expires (and starts over: a chunk is idempotent).
             _RUNNING.discard(job)

@@ -86,6 +86,9 @@ class TableMeta:
     sse: dict[str, Any] | None = None
     table_class: str | None = None
     deletion_protection: bool = False
+    # Time to Live: the attribute whose epoch seconds expire an item (None: disabled), and when it last changed.
+    ttl_attribute: str | None = None
+    ttl_updated_at: float | None = None
     indexes: list[IndexMeta] = field(default_factory=list)
     next_index_id: int = 1
     region: str = "us-east-1"

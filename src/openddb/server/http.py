@@ -105,6 +105,9 @@ _MAX_ATTEMPTS = 20
 # A group commit of at least this many rows that finds the writer lock taken waits for it on a helper thread
 # while the event loop goes on serving (new writes join the group); a smaller one blocks the loop for the wait.
 _WAIT_BESIDE_ROWS = 64
+# How often the dispatcher's background duties run (TTL expiry); if a group of writes is open, shortly after.
+BACKGROUND_SECONDS = 1.0
+_BACKGROUND_RETRY_SECONDS = 0.01
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -298,6 +301,19 @@ class ServerState:
         self._writer_waits: queue.SimpleQueue[asyncio.AbstractEventLoop] | None = None
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
+        self.background: asyncio.TimerHandle | None = None
+
+    def run_background(self) -> None:
+        """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes
+        is open (they commit on their own)."""
+        if self.closing:
+            return
+        loop = asyncio.get_running_loop()
+        if self.engine.pending or self._held:
+            self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
+            return
+        self.dispatcher.run_background()
+        self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
 
     def send_soon(self, transport: asyncio.Transport, response: bytes, keep_alive: bool) -> None:
         """Send an answer at the end of this event-loop pass, with the pass's other answers."""
@@ -427,12 +443,16 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
     else:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,
                                           reuse_address=True)
+    background = loop.call_later(BACKGROUND_SECONDS, state.run_background)
     if ready is not None:
         ready.set()
     stop = stop or asyncio.Event()
     await stop.wait()
     server.close()
     state.closing = True
+    background.cancel()
+    if state.background is not None:
+        state.background.cancel()
     for connection in list(state.connections):
         connection.close_if_idle()
     deadline = loop.time() + 10

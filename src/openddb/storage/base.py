@@ -8,6 +8,9 @@ That one `write` call is the choke point where index maintenance and change reco
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -15,6 +18,18 @@ from typing import Any
 
 from openddb.model import Item
 from openddb.model.schema import IndexMeta, TableMeta
+
+_HOLDERS: dict[int, str] = {}
+
+
+def lease_holder() -> str:
+    """This process's name in leases (see `Engine.try_lease`), unique across the hosts and processes sharing a
+    store; worked out per process id, since workers fork after this module is imported."""
+    pid = os.getpid()
+    holder = _HOLDERS.get(pid)
+    if holder is None:
+        holder = _HOLDERS[pid] = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
+    return holder
 
 # The partition-hash space: parallel-scan segments split [0, HASH_SPACE) into equal ranges.
 HASH_SPACE = 1 << 32
