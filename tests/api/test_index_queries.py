@@ -140,6 +140,23 @@ def test_paging_carries_index_and_table_keys(ddb, shop):
     assert seen == ["o0", "o2", "o4", "o6", "o8"] and pages == 3
 
 
+@pytest.mark.parametrize("index", ["byStatus", "byPlaced"])
+def test_start_key_without_the_index_key(ddb, shop, index):
+    """A start key holding only the table key: a Query says the key is invalid, a Scan adds why (DynamoDB words
+    the two differently, as for a table)."""
+    start = {"pk": {"S": "c1"}, "sk": {"S": "o1"}}
+    condition = ("#s = :s", {":s": {"S": "open"}}) if index == "byStatus" else ("#s = :s", {":s": {"S": "c1"}})
+    names = {"#s": "status" if index == "byStatus" else "pk"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=shop, IndexName=index, KeyConditionExpression=condition[0], ExclusiveStartKey=start,
+                  ExpressionAttributeNames=names, ExpressionAttributeValues=condition[1])
+    assert excinfo.value.response["Error"]["Message"] == "The provided starting key is invalid"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName=index, ExclusiveStartKey=start)
+    assert excinfo.value.response["Error"]["Message"] == ("The provided starting key is invalid: The provided key "
+                                                          "element does not match the schema")
+
+
 def test_scan_index_parallel(ddb, shop):
     """Parallel segments of an index scan partition its entries."""
     found = []

@@ -202,8 +202,9 @@ def _key_names(meta: TableMeta, index: IndexMeta) -> list[str]:
     return names
 
 
-def start_key(meta: TableMeta, index: IndexMeta, raw: Any) -> IndexKey:
-    """An ExclusiveStartKey for an index read: the table key plus the index key of an entry."""
+def start_key(meta: TableMeta, index: IndexMeta, raw: Any, mismatch: str = _START_SCHEMA) -> IndexKey:
+    """An ExclusiveStartKey for an index read: the table key plus the index key of an entry. `mismatch` is the
+    message for a key of the wrong shape: a Query's is shorter than a Scan's."""
     try:
         key = validate_item(raw, path="ExclusiveStartKey")
     except ValidationException as error:
@@ -211,7 +212,7 @@ def start_key(meta: TableMeta, index: IndexMeta, raw: Any) -> IndexKey:
     names = _key_names(meta, index)
     types = {a.name: a.type for a in (meta.hash_key, meta.range_key, *index.hash_keys, *index.range_keys) if a}
     if len(key) != len(names) or any(n not in key or types[n] not in key[n] for n in names):
-        raise ValidationException(_START_SCHEMA)
+        raise ValidationException(mismatch)
     pk = encode_parts([key[a.name] for a in index.hash_keys])
     sk = encode_parts([key[a.name] for a in index.range_keys]) if index.range_keys else b""
     tpk = encode_key(key[meta.hash_key.name])

@@ -89,7 +89,8 @@ SCAN = v.Struct({
     "TotalSegments": v.Int(minimum=1, maximum=1000000, java="Integer"),
 })
 
-# Captured from real DynamoDB (see the report of issue 3): these arrive inside the validation envelope.
+# Captured from real DynamoDB (see the report of issue 3): these arrive inside the validation envelope (but for
+# SPECIFIC_ATTRIBUTES without a projection on a Scan).
 _PROJECTION_WITH_SELECT = "Cannot specify the ProjectionExpression when choosing to get {}"
 _SPECIFIC_WITHOUT_PROJECTION = ("Must specify the AttributesToGet or ProjectionExpression when choosing to get "
                                 "SPECIFIC_ATTRIBUTES")
@@ -127,6 +128,8 @@ def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
             errors.append(_SPECIFIC_WITHOUT_PROJECTION)
         elif select == "ALL_PROJECTED_ATTRIBUTES" and request.get("IndexName") is None:
             errors.append(_PROJECTED_WITHOUT_INDEX)
+    if errors == [_SPECIFIC_WITHOUT_PROJECTION] and shape is SCAN:
+        raise ValidationException(_SPECIFIC_WITHOUT_PROJECTION)  # Scan says it bare (captures of real DynamoDB)
     if errors:
         raise ValidationException(v.validation_message(errors))
 
@@ -162,7 +165,7 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
     after = None
     raw_start = request.get("ExclusiveStartKey")
     if raw_start is not None:
-        after = start_key(meta, index, raw_start)
+        after = start_key(meta, index, raw_start, _START_INVALID)
         check_query_start(after, where)
     return read_index_page(context, plan,
                            context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after))
