@@ -258,3 +258,18 @@ def test_table_arn_accepted(ddb):
     name = create_table(ddb)
     arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{name}"
     assert ddb.describe_table(TableName=arn)["Table"]["TableName"] == name
+
+
+def test_timestamps_to_the_millisecond(server, ddb):
+    """Description timestamps are epoch seconds with at most three decimals, as DynamoDB writes them."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 1})
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
+    _, data = call(server, json.dumps({"TableName": name}), "DynamoDB_20120810.DescribeTable")
+    table = json.loads(data)["Table"]
+    stamps = [table["CreationDateTime"], table["ProvisionedThroughput"]["LastIncreaseDateTime"],
+              table["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"]]
+    for stamp in stamps:
+        assert isinstance(stamp, float | int) and round(stamp, 3) == stamp, stamp

@@ -277,15 +277,20 @@ def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
     return read, write
 
 
+def epoch_millis(seconds: float) -> float:
+    """A timestamp as DynamoDB writes one in a description: epoch seconds to the millisecond."""
+    return round(seconds, 3)
+
+
 def throughput_description(provisioned: TableMeta | IndexMeta) -> dict[str, Any]:
     """The ProvisionedThroughput member that DescribeTable reports for a table or a global index."""
     throughput: dict[str, Any] = {"NumberOfDecreasesToday": provisioned.decreases_today,
                                   "ReadCapacityUnits": provisioned.read_capacity,
                                   "WriteCapacityUnits": provisioned.write_capacity}
     if provisioned.last_increase is not None:
-        throughput["LastIncreaseDateTime"] = provisioned.last_increase
+        throughput["LastIncreaseDateTime"] = epoch_millis(provisioned.last_increase)
     if provisioned.last_decrease is not None:
-        throughput["LastDecreaseDateTime"] = provisioned.last_decrease
+        throughput["LastDecreaseDateTime"] = epoch_millis(provisioned.last_decrease)
     return throughput
 
 

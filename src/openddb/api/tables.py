@@ -9,7 +9,7 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import MAX_THROUGHPUT, provisioned_units, throughput_description
+from openddb.api.common import MAX_THROUGHPUT, epoch_millis, provisioned_units, throughput_description
 from openddb.api.context import RequestContext, table_name_from
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
@@ -212,7 +212,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
         "TableName": meta.name,
         "KeySchema": meta.key_schema_wire(),
         "TableStatus": status or meta.status,
-        "CreationDateTime": meta.created_at,
+        "CreationDateTime": epoch_millis(meta.created_at),
         "ProvisionedThroughput": throughput_description(meta),
         "TableSizeBytes": size,
         "ItemCount": item_count,
@@ -223,7 +223,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
         summary: dict[str, Any] = {"BillingMode": meta.billing_mode}
         if not fresh:
-            summary["LastUpdateToPayPerRequestDateTime"] = meta.billing_mode_updated_at or meta.created_at
+            summary["LastUpdateToPayPerRequestDateTime"] = epoch_millis(meta.billing_mode_updated_at
+                                                                        or meta.created_at)
         description["BillingModeSummary"] = summary
     if meta.sse is not None:
         description["SSEDescription"] = {
