@@ -246,10 +246,11 @@ def test_delete_table_with_indexes(ddb):
     assert ddb.scan(TableName=name, IndexName="GSI1")["Count"] == 0
 
 
-def lsi_table(ddb) -> str:  # type: ignore[no-untyped-def]
+def lsi_table(ddb, projection: str = "ALL") -> str:  # type: ignore[no-untyped-def]
     name = unique_name("lsi")
     ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S", l="S"),
-                     KeySchema=schema("pk", "sk"), LocalSecondaryIndexes=[gsi("byL", "pk", "l")])
+                     KeySchema=schema("pk", "sk"),
+                     LocalSecondaryIndexes=[gsi("byL", "pk", "l", projection={"ProjectionType": projection})])
     return name
 
 
@@ -310,3 +311,49 @@ def test_index_key_values_are_held_to_key_size_limits(ddb):
         assert error_of(excinfo) == ("ValidationException", message)
     assert ddb.scan(TableName=name)["Count"] == 1
     assert ddb.get_item(TableName=name, Key={"pk": {"S": "ok"}})["Item"]["g"] == {"S": "é" * 1024}
+
+
+def test_item_size_limit_counts_local_index_entries(ddb):
+    """On a table with LSIs the 400 KB limit holds the item plus its entries in them: a 300 KB item fits alone
+    but not beside its copy in an ALL LSI, whichever way it is written; out of the LSI it fits."""
+    table = lsi_table(ddb, "ALL")
+    big = {"pk": {"S": "p"}, "sk": {"S": "s"}, "blob": {"S": "x" * 300_000}}
+    in_index = {**big, "l": {"S": "l"}}
+    too_big = ("ValidationException", "Item size has exceeded the maximum allowed size")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=table, Item=in_index)
+    assert error_of(excinfo) == too_big
+    with pytest.raises(ClientError) as excinfo:
+        ddb.batch_write_item(RequestItems={table: [{"PutRequest": {"Item": in_index}}]})
+    assert error_of(excinfo) == too_big
+    with pytest.raises(ClientError) as excinfo:
+        ddb.transact_write_items(TransactItems=[{"Put": {"TableName": table, "Item": in_index}}])
+    assert error_of(excinfo) == too_big
+    ddb.put_item(TableName=table, Item=big)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"S": "s"}}, UpdateExpression="SET l = :l",
+                        ExpressionAttributeValues={":l": {"S": "l"}})
+    assert error_of(excinfo) == ("ValidationException", "Item size to update has exceeded the maximum allowed size")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.transact_write_items(TransactItems=[{"Update": {
+            "TableName": table, "Key": {"pk": {"S": "p"}, "sk": {"S": "s"}}, "UpdateExpression": "SET l = :l",
+            "ExpressionAttributeValues": {":l": {"S": "l"}}}}])
+    assert excinfo.value.response["Error"]["Code"] == "TransactionCanceledException"
+    stored = ddb.get_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"S": "s"}})["Item"]
+    assert "l" not in stored
+    assert ddb.query(TableName=table, IndexName="byL", KeyConditionExpression="pk = :p",
+                     ExpressionAttributeValues={":p": {"S": "p"}})["Count"] == 0
+
+
+def test_item_at_the_limit_with_a_keys_only_entry(ddb):
+    """An item of exactly 400 KB fits a table without LSIs, not one where it also has a KEYS_ONLY entry."""
+    table = lsi_table(ddb, "KEYS_ONLY")
+    # pk (2+1) + sk (2+1) + l (1+1) + "blob" name (4) = 12 bytes besides the blob's value.
+    item = {"pk": {"S": "p"}, "sk": {"S": "s"}, "l": {"S": "l"}, "blob": {"S": "x" * (409_600 - 12)}}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=table, Item=item)
+    assert error_of(excinfo) == ("ValidationException", "Item size has exceeded the maximum allowed size")
+    plain = unique_name("plain")
+    ddb.create_table(TableName=plain, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S"),
+                     KeySchema=schema("pk", "sk"))
+    ddb.put_item(TableName=plain, Item=item)

@@ -198,7 +198,7 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
                 item = validate_item(put["Item"])
                 _, key = item_key(meta, item)
                 check_index_keys(meta, item)
-                if exceeds_item_size(item):
+                if exceeds_item_size(meta, item):
                     raise ValidationException("Item size has exceeded the maximum allowed size")
                 apply = _put(item)
             else:

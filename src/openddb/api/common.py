@@ -11,6 +11,7 @@ import orjson
 from openddb.errors import LimitExceededException, ValidationException
 from openddb.expressions import ExpressionAttributes, Update
 from openddb.model import AttributeValue, Item
+from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item, validate_value
@@ -187,13 +188,25 @@ def key_value_bytes(name: str, value: AttributeValue, *, is_hash: bool) -> bytes
 # --- item size -----------------------------------------------------------------------------------------
 
 
-def exceeds_item_size(item: Item) -> bool:
-    """True if a validated item is over DynamoDB's 400 KB limit.
+def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> bool:
+    """True if a validated item is over DynamoDB's 400 KB limit, which on a table with local secondary indexes
+    holds the item together with its entries in them (their key values and projected attributes). `size`: the
+    item's size, if the caller has counted it.
 
-    Its compact JSON is never shorter than its DynamoDB size (every name and value is written out in full,
-    plus quotes and type keys that outweigh the 1-3 byte overheads), so the exact count, slow in Python, is
-    only needed for items whose JSON is over the limit."""
-    return len(orjson.dumps(item)) > MAX_ITEM_SIZE and item_size(item) > MAX_ITEM_SIZE
+    An item's compact JSON is never shorter than its DynamoDB size (every name and value is written out in full,
+    plus quotes and type keys that outweigh the 1-3 byte overheads) and an LSI entry is never larger than its
+    item, so the exact count, slow in Python, is only needed for items whose JSON, once per copy, is over it."""
+    local = [index for index in meta.indexes if not index.is_global] if meta.indexes else []
+    if size is None:
+        if len(orjson.dumps(item)) * (1 + len(local)) <= MAX_ITEM_SIZE:
+            return False
+        size = item_size(item)
+    total = size
+    for index in local:
+        entry = entry_of(meta, index, item, size)
+        if entry is not None:
+            total += entry.size
+    return total > MAX_ITEM_SIZE
 
 
 # --- secondary indexes ---------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     item = validate_item(request["Item"])
     key_item, key = item_key(meta, item)
     check_index_keys(meta, item)
-    if exceeds_item_size(item):
+    if exceeds_item_size(meta, item):
         raise ValidationException(MSG_ITEM_SIZE)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
@@ -197,7 +197,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         if old is None and len(new) == len(key_item):
             # Only REMOVE/DELETE actions on a missing item: DynamoDB does not create it.
             return None
-        if exceeds_item_size(new):
+        if exceeds_item_size(meta, new):
             raise ValidationException("Item size to update has exceeded the maximum allowed size")
         check_index_keys(meta, new)
         return new

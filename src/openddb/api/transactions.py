@@ -29,6 +29,7 @@ from openddb.api.common import (
     capacity_with_indexes,
     check_index_keys,
     check_key_untouched,
+    exceeds_item_size,
     expression_attributes,
     expression_text,
     item_key,
@@ -42,7 +43,7 @@ from openddb.expressions import Condition, Projection, Update, compile_condition
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item
+from openddb.model.values import item_size, validate_item
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, SortRange, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
@@ -139,7 +140,7 @@ class _Action:
             new = self.update.apply(old if old is not None else self.key_item)
         except ValidationException as error:
             return old, {"Code": "ValidationError", "Message": error.message}
-        if item_size(new) > MAX_ITEM_SIZE:
+        if exceeds_item_size(self.meta, new):
             return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
         try:
             check_index_keys(self.meta, new)
@@ -171,7 +172,7 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         key_item, key = item_key(meta, item)
         check_index_keys(meta, item)
         size = item_size(item)
-        if size > MAX_ITEM_SIZE:
+        if exceeds_item_size(meta, item, size):
             raise ValidationException("Item size has exceeded the maximum allowed size")
         attrs = expression_attributes(body, ("ConditionExpression",))
         condition = _condition(body, attrs)
