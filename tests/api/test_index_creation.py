@@ -137,7 +137,11 @@ def test_delete_index(ddb):
     """Deleting an index removes it, its entries and its now unused attribute definition."""
     name = base_table(ddb, 30)
     ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
-    assert wait_active(ddb, name, "byG")["ItemCount"] == 30
+    active = wait_active(ddb, name, "byG")
+    assert active["ItemCount"] == 30
+    # An index added to a table keeps reporting Backfilling (false) once done; one made with the table never does.
+    assert active["Backfilling"] is False
+    assert active["WarmThroughput"] == {"ReadUnitsPerSecond": 12000, "WriteUnitsPerSecond": 4000, "Status": "ACTIVE"}
     answer = ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
     (deleting,) = answer["TableDescription"]["GlobalSecondaryIndexes"]  # the answer still shows it, going
     assert (deleting["IndexName"], deleting["IndexStatus"], deleting["ItemCount"]) == ("byG", "DELETING", 30)
@@ -163,6 +167,9 @@ def test_update_index_throughput(ddb):
                          "ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}])
     ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {
         "IndexName": "byG", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 6}}}])
-    throughput = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    (index,) = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    throughput = index["ProvisionedThroughput"]
     assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (5, 6)
+    assert "Backfilling" not in index
+    assert index["WarmThroughput"] == {"ReadUnitsPerSecond": 5, "WriteUnitsPerSecond": 6, "Status": "ACTIVE"}
     assert "LastIncreaseDateTime" in throughput

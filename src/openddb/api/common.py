@@ -290,6 +290,11 @@ def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
     return read, write
 
 
+# DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
+# ever on-demand; a provisioned table's follows its provisioned capacity (probes of real DynamoDB, 2026-10).
+ON_DEMAND_WARM = (12000, 4000)
+
+
 def epoch_millis(seconds: float) -> float:
     """A timestamp as DynamoDB writes one in a description: epoch seconds to the millisecond."""
     return round(seconds, 3)

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import provisioned_units, throughput_description
+from openddb.api.common import ON_DEMAND_WARM, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import Engine, StorageKey, lease_holder
@@ -197,9 +197,10 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
 # --- descriptions --------------------------------------------------------------------------------------------
 
 
-def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
-                     counts: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """The GlobalSecondaryIndexes / LocalSecondaryIndexes members of a TableDescription."""
+def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False, counts: bool = True,
+                     warm: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """The GlobalSecondaryIndexes / LocalSecondaryIndexes members of a TableDescription (`warm`: with each GSI's
+    WarmThroughput, as the table's)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for index in meta.indexes:
         count, size = engine.index_stats(meta, index) if counts else (0, 0)
@@ -214,7 +215,14 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
             if status == "CREATING" and not creating:
                 description["Backfilling"] = True
                 schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
+            elif index.online:
+                description["Backfilling"] = False  # only indexes made with the table leave it out
             description["ProvisionedThroughput"] = throughput_description(index)
+            if warm:
+                read, write = (ON_DEMAND_WARM if meta.billing_mode == "PAY_PER_REQUEST"
+                               else (index.read_capacity, index.write_capacity))
+                description["WarmThroughput"] = {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write,
+                                                 "Status": status}
         description["IndexSizeBytes"] = size
         description["ItemCount"] = count
         description["IndexArn"] = f"{meta.arn}/index/{index.name}"
@@ -273,6 +281,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
                     raise _invalid(f"Cannot change the type of an attribute that is already defined: {name}")
             index = parse_gsi(spec, {**types, **defined}, billing_mode, meta.next_index_id)
             index.status = "CREATING"
+            index.online = True
             meta.next_index_id += 1
             for name in keys:
                 if name not in types:

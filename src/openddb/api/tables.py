@@ -9,16 +9,13 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import MAX_THROUGHPUT, epoch_millis, provisioned_units, throughput_description
+from openddb.api.common import MAX_THROUGHPUT, ON_DEMAND_WARM, epoch_millis, provisioned_units, throughput_description
 from openddb.api.context import RequestContext, table_name_from
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
 
-# DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
-# ever on-demand; a provisioned table's follows its provisioned capacity (probes of real DynamoDB, 2026-10).
-ON_DEMAND_WARM = (12000, 4000)
 # UpdateTable members whose change DynamoDB answers with TableStatus UPDATING (DeletionProtectionEnabled and
 # SSESpecification complete with the table ACTIVE).
 _UPDATING_MEMBERS = ("ProvisionedThroughput", "BillingMode", "TableClass", "StreamSpecification")
@@ -238,7 +235,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if warm:
         description["WarmThroughput"] = warm_throughput(meta)
     if meta.indexes:
-        description.update(ix.describe_indexes(context.engine, meta, creating=status == "CREATING", counts=counts))
+        description.update(ix.describe_indexes(context.engine, meta, creating=status == "CREATING", counts=counts,
+                                               warm=warm))
     return description
 
 

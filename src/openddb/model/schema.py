@@ -42,6 +42,7 @@ class IndexMeta:
     last_increase: float | None = None
     last_decrease: float | None = None
     decreases_today: int = 0
+    online: bool = False  # added by UpdateTable (DescribeTable then reports Backfilling, false once ACTIVE)
 
     @property
     def is_global(self) -> bool:
