@@ -126,6 +126,32 @@ def test_conditions_allow_at_most_300_operators(ddb, hash_table, member):
         "ValidationException", f"Invalid {member}: The expression contains too many operators; operator count: 301")
 
 
+def _nested(depth: int, inner: str, wrap: str) -> str:
+    for _ in range(depth):
+        inner = wrap.format(inner)
+    return inner
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    # Deeper than Python's default recursion limit; each gets DynamoDB's answer, not a server error.
+    ("(" * 2000 + "n = :v" + ")" * 2000, "The expression has redundant parentheses;"),
+    ("NOT " * 1000 + "n = :v", "The expression contains too many operators; operator count: 1001"),
+    (_nested(150, "n = :v", "(n = :v AND {})"), "The expression contains too many operators; operator count: 301"),
+])
+def test_deeply_nested_conditions_are_refused(ddb, hash_table, expression, message):
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=hash_table, FilterExpression=expression, ExpressionAttributeValues={":v": {"N": "1"}})
+    assert error_of(excinfo) == ("ValidationException", "Invalid FilterExpression: " + message)
+
+
+def test_deep_nesting_within_the_operator_limit(ddb, hash_table):
+    """299 nested NOT (...) groups around one comparison: 300 operators, a valid (if odd) condition."""
+    key = _item(ddb, hash_table, n={"N": "1"})
+    ddb.delete_item(TableName=hash_table, Key=key, ConditionExpression=_nested(299, "n = :v", "NOT ({})"),
+                    ExpressionAttributeValues={":v": {"N": "2"}})
+    assert "Item" not in ddb.get_item(TableName=hash_table, Key=key)
+
+
 def test_elements_set_past_the_end_are_appended_in_index_order(ddb, hash_table):
     key = _item(ddb, hash_table, l={"L": [{"S": "a"}, {"S": "b"}]})
     ddb.update_item(TableName=hash_table, Key=key, UpdateExpression="SET l[7] = :x, l[5] = :y, l[2] = :z",

@@ -7,6 +7,8 @@ Precedence, lowest first: OR, AND, NOT, parentheses, then comparisons / BETWEEN 
 
 from __future__ import annotations
 
+import sys
+
 from .ast import (
     And,
     Arith,
@@ -27,6 +29,14 @@ from .ast import (
 from .lexer import EOF, INTEGER, KEYWORD, NAME, NAME_REF, OP, VALUE_REF, Token, syntax_error, tokenize
 
 COMPARATORS = frozenset({"=", "<>", "<", "<=", ">", ">="})
+
+# An expression of up to 4 KB may nest some 2,000 parentheses, four parser frames each (and the checks after
+# parsing walk the tree as deep): far past Python's default limit of 1,000 frames, which would turn a client's
+# deep expression into a RecursionError (a 500) instead of DynamoDB's answer. Python 3.11+ calls between Python
+# functions without growing the C stack, so the higher limit is safe.
+_DEEPEST_EXPRESSION_FRAMES = 20_000
+if sys.getrecursionlimit() < _DEEPEST_EXPRESSION_FRAMES:
+    sys.setrecursionlimit(_DEEPEST_EXPRESSION_FRAMES)
 _CLAUSES = ("SET", "REMOVE", "ADD", "DELETE")
 
 
