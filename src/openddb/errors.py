@@ -100,6 +100,10 @@ class ResourceNotFoundException(DynamoDBError):
     pass
 
 
+class TableNotFoundException(DynamoDBError):
+    """The backup operations' word for a missing table (where the others say ResourceNotFoundException)."""
+
+
 class ResourceInUseException(DynamoDBError):
     pass
 

@@ -273,3 +273,17 @@ def test_timestamps_to_the_millisecond(server, ddb):
               table["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"]]
     for stamp in stamps:
         assert isinstance(stamp, float | int) and round(stamp, 3) == stamp, stamp
+
+
+def test_describe_continuous_backups(ddb):
+    """Continuous backups are on for every table, point-in-time recovery off; a missing table is the backup
+    operations' TableNotFoundException (not ResourceNotFoundException)."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST")
+    described = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
+    assert described == {"ContinuousBackupsStatus": "ENABLED",
+                         "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
+    missing = unique_name()
+    with pytest.raises(ClientError) as excinfo:
+        ddb.describe_continuous_backups(TableName=missing)
+    assert error_of(excinfo) == ("TableNotFoundException", f"Table not found: {missing}")
