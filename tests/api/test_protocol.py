@@ -251,3 +251,22 @@ def test_connection_close_is_answered_then_closed(server):
     assert b"\r\nConnection: close\r\n" in head
     assert b"\r\nContent-Length: %d\r\n" % len(body) in head
     assert "TableNames" in json.loads(body)
+
+
+def test_expect_100_continue(server):
+    """A client that sends `Expect: 100-continue` hears `100 Continue` before it sends the body, then the
+    answer."""
+    import socket
+
+    request = framed_request("ListTables", {}).replace(b"Host: x\r\n", b"Host: x\r\nExpect: 100-continue\r\n")
+    head, _, body = request.partition(b"\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(head + b"\r\n\r\n")
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        answer = b""
+        while b"TableNames" not in answer:
+            chunk = sock.recv(65536)
+            assert chunk
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")

@@ -164,6 +164,15 @@ class HttpProtocol(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers[name.lower()] = value
 
+    def on_headers_complete(self) -> None:
+        # A client that asked to hear "100 Continue" before sending its body (curl does for large bodies) would
+        # otherwise wait out its own timeout. Not while earlier answers of this connection are still due: an
+        # interim answer must not overtake them (such a client waits, then sends the body anyway).
+        expect = self._headers.get(b"expect")
+        if expect is not None and expect.lower() == b"100-continue" and not self.held and not self._deferred \
+                and self.transport is not None:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)
         if self._body_size > MAX_BODY_BYTES:
