@@ -81,3 +81,18 @@ def test_sweep_skips_tables_without_ttl(engine: Engine) -> None:
     engine.flush()
     ttl.sweep(engine, NOW, lease=False)
     assert stored(engine, meta) == {b"x"}
+
+
+def test_background_duty_leaves_no_read_snapshot(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The server's once-a-second duty reads the catalog; on an idle server a snapshot left open would hold back
+    the WAL checkpoints indefinitely."""
+    from openddb.api.dispatch import Dispatcher
+    from openddb.storage.sqlite import SQLiteEngine
+
+    engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+    try:
+        engine.create_table(new_meta())
+        Dispatcher(engine).run_background()
+        assert not engine.reading
+    finally:
+        engine.close()

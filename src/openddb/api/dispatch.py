@@ -136,3 +136,5 @@ class Dispatcher:
             ttl.sweep(self.engine, time.time())
         except Exception:
             log.exception("TTL sweep failed")
+        finally:
+            self.engine.end_reads()  # no read snapshot may outlive the duty (it would hold back checkpoints)
