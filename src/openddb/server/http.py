@@ -228,7 +228,8 @@ class HttpProtocol(asyncio.Protocol):
             self.server.end_pass_soon()
         if engine.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
             self.held += 1
-            self.server.hold(self, request, response, engine.group_writes != writes)
+            self.server.hold(self, request, response,
+                             engine.group_commits if engine.group_writes != writes else None)
             return True
         if self.transport is not None:
             self.server.send_soon(self.transport, response, request.keep_alive)
@@ -239,7 +240,7 @@ class HttpProtocol(asyncio.Protocol):
         connection's answers still waiting for the group commit or the end of the pass."""
         if self.held:
             self.held += 1
-            self.server.hold(self, _Request(b"", None, b"", False, b"", b"text/plain", keep_alive), response, False)
+            self.server.hold(self, _Request(b"", None, b"", False, b"", b"text/plain", keep_alive), response, None)
         elif self.transport is not None:
             self.server.send_soon(self.transport, response, keep_alive)
 
@@ -287,8 +288,9 @@ class HttpProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-# A connection, its request, the answer waiting for the commit, and whether the request wrote into the group.
-_Held = tuple[HttpProtocol, _Request, bytes, bool]
+# A connection, its request, the answer waiting for the commit, and the group the request wrote into (its
+# `Engine.group_commits` when it wrote), or None if it wrote into none.
+_Held = tuple[HttpProtocol, _Request, bytes, int | None]
 
 
 class ServerState:
@@ -351,32 +353,34 @@ class ServerState:
         self.send_answers()
         self.engine.end_reads()
 
-    def hold(self, connection: HttpProtocol, request: _Request, response: bytes, wrote: bool) -> None:
+    def hold(self, connection: HttpProtocol, request: _Request, response: bytes, group: int | None) -> None:
         if not self._held:
             asyncio.get_running_loop().call_soon(self.release)
-        self._held.append((connection, request, response, wrote))
+        self._held.append((connection, request, response, group))
 
     def _commit(self, held: list[_Held]) -> list[_Held]:
         """Commit the group and return the answers to send: the held ones, or after a conflict the new answers of
-        the requests that wrote into the group run again (reads and DDL keep their answers: those rest on
-        committed state)."""
+        the requests that wrote into the failed group, run again (reads and DDL keep their answers: those rest on
+        committed state; so do writes into a group committed earlier in the pass, see `Engine.group_commits`)."""
         engine = self.engine
         try:
             engine.flush()
             return held
         except WriteConflict:
-            log.debug("write conflict with another worker: running %d requests again", sum(h[3] for h in held))
+            failed = engine.group_commits
+            log.debug("write conflict with another worker: running %d requests again",
+                      sum(h[3] == failed for h in held))
         optimistic, lock_wait = engine.optimistic, engine.lock_wait
         engine.optimistic, engine.lock_wait = False, True
         try:
             answers = []
-            for connection, request, response, wrote in held:
-                if wrote:
+            for connection, request, response, group in held:
+                if group == failed:
                     status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
                                                              request.too_large, request.request_id)
                     response = render_response(status, payload, request.content_type, request.request_id,
                                                request.keep_alive)
-                answers.append((connection, request, response, wrote))
+                answers.append((connection, request, response, group))
             engine.flush()
             return answers
         finally:

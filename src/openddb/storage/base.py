@@ -159,6 +159,11 @@ class Engine(ABC):
     # Counts `write` calls that joined a group; around a request, tells the server whether the request wrote
     # into the group (and must run again after a WriteConflict) or did all its work outside it (DDL).
     group_writes: int = 0
+    # Counts the groups committed, by `flush` or in the middle of a pass (a DDL or token-guarded transaction, an
+    # index backfill chunk commits the open group first): a request that wrote while this was n wrote into the
+    # group committed as the (n+1)-th, so after a WriteConflict only the requests of the failed group run again
+    # (those of a group already committed keep their answers, or they would apply twice).
+    group_commits: int = 0
 
     @property
     def group_rows(self) -> int:

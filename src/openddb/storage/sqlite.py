@@ -636,6 +636,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 else:
                     db.execute(_UPSERT, (*where, entry.size, entry.data))
             self._commit()
+            self.group_commits += 1
         except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
             self._conflict = True
             self._rollback()
@@ -658,6 +659,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 except BaseException:
                     self._rollback()
                     raise
+                self.group_commits += 1
         self.pending = False
 
     def flush(self) -> None:
