@@ -17,6 +17,7 @@ from openddb.storage.base import (
     HASH_SPACE,
     TOKEN_LIFETIME,
     ApplyFn,
+    CatalogChanged,
     Engine,
     RequestToken,
     SortRange,
@@ -264,8 +265,10 @@ def _increment(engine: Engine, meta: TableMeta, count: int, errors: list[BaseExc
         return {"pk": {"S": "p"}, "n": {"N": str(n + 1)}}
 
     try:
+        current = engine.get_table(meta.name)  # as a request does: this engine's own look at the table
+        assert current is not None
         for _ in range(count):
-            engine.write([WriteOp(meta, key(b"counter"), bump)])
+            engine.write([WriteOp(current, key(b"counter"), bump)])
     except BaseException as error:
         errors.append(error)
 
@@ -296,6 +299,7 @@ def _transfer(engine: Engine, meta: TableMeta, seed: int, rounds: int, errors: l
         return apply
 
     try:
+        meta = engine.get_table(meta.name) or meta
         for i in range(rounds):
             a, b = (seed + i) % 3, (seed + i + 1) % 3
             try:
@@ -333,3 +337,33 @@ def test_lease_is_held_by_one_process_at_a_time(open_engine: EngineFactory) -> N
     assert not second.try_lease(name, "b", 10, now=1015.0)
     assert second.try_lease(name, "b", 10, now=1019.0)  # expired: b takes over
     assert not first.try_lease(name, "a", 10, now=1020.0)
+
+
+def test_update_table_refuses_a_stale_description(open_engine: EngineFactory) -> None:
+    """A description derived from one another engine has since replaced (or from a table since deleted and
+    created again) is not stored: CatalogChanged, and the other engine's change stays."""
+    first, second = open_engine(), open_engine()
+    meta = first.create_table(new_meta())
+    seen = second.get_table(meta.name)
+    assert seen is not None
+    tagged = first.get_table(meta.name)
+    assert tagged is not None
+    tagged = TableMeta.from_json(tagged.to_json())
+    tagged.tags = [{"Key": "a", "Value": "1"}]
+    first.update_table(tagged)
+    stale = TableMeta.from_json(seen.to_json())
+    stale.deletion_protection = True
+    with pytest.raises(CatalogChanged):
+        second.update_table(stale)
+    fresh = second.get_table(meta.name)
+    assert fresh is not None and fresh.tags == [{"Key": "a", "Value": "1"}] and not fresh.deletion_protection
+    fresh = TableMeta.from_json(fresh.to_json())
+    fresh.deletion_protection = True
+    second.update_table(fresh)
+    stored = first.get_table(meta.name)
+    assert stored is not None and stored.deletion_protection and stored.tags == [{"Key": "a", "Value": "1"}]
+    # Deleted and created again under the same name: the old description's changes are refused.
+    first.delete_table(meta.name)
+    first.create_table(new_meta(meta.name))
+    with pytest.raises(CatalogChanged):
+        second.update_table(stored)

@@ -31,12 +31,13 @@ def test_the_wal_is_rewound_under_steady_writes(tmp_path: Path, monkeypatch: pyt
     wal = tmp_path / "openddb.sqlite3-wal"
     try:
         meta = first.create_table(new_meta())
+        metas = {first: meta, second: second.get_table(meta.name) or meta}  # each engine's own look, as a request's
         start = _rewinds(wal)
         written = 0
         deadline = time.monotonic() + 20
         while _rewinds(wal) < start + 3 and time.monotonic() < deadline:
             for engine in (first, second):
-                engine.write([put(meta, StorageKey(written % 997, b"p%d" % written, b""), item(written))])
+                engine.write([put(metas[engine], StorageKey(written % 997, b"p%d" % written, b""), item(written))])
                 engine.flush()
                 written += 1
             time.sleep(0.0005)

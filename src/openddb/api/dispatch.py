@@ -25,13 +25,15 @@ from openddb.errors import (
     SerializationException,
     UnknownOperationException,
 )
-from openddb.storage.base import Engine, EngineBusy
+from openddb.storage.base import CatalogChanged, Engine, EngineBusy
 
 log = logging.getLogger("openddb.api")
 
 Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
 
 TARGET_PREFIX = b"DynamoDB_20120810."
+# How often a request runs again because another worker changed a table it was working from (CatalogChanged).
+_CATALOG_ATTEMPTS = 10
 _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 
 
@@ -113,8 +115,14 @@ class Dispatcher:
             rewrite = self.rewriters.get(target)
             if rewrite is not None:
                 request = rewrite(request)
-            context = RequestContext(self.engine, region, self.account, request_id.decode())
-            response = handler(context, request)
+            for attempt in range(_CATALOG_ATTEMPTS):
+                context = RequestContext(self.engine, region, self.account, request_id.decode())
+                try:
+                    response = handler(context, request)
+                    break
+                except CatalogChanged:  # nothing was written: run again on the fresh table description
+                    if attempt == _CATALOG_ATTEMPTS - 1:
+                        raise
             if context.arns is not None:
                 response = as_requested(response, context.arns)
             return 200, orjson.dumps(response)
@@ -134,6 +142,8 @@ class Dispatcher:
 
         try:
             ttl.sweep(self.engine, time.time())
+        except CatalogChanged:
+            pass  # a table changed under the sweep: the next one looks again
         except Exception:
             log.exception("TTL sweep failed")
         finally:

@@ -17,6 +17,7 @@ import orjson
 
 from openddb.api.common import capacity_with_indexes, invalid, key_value_bytes, read_units
 from openddb.api.context import RequestContext
+from openddb.api.indexes import schedule_backfill
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, compile_key_condition
 from openddb.expressions.ast import ExpressionError
@@ -40,7 +41,7 @@ _START_SCHEMA = "The provided starting key is invalid: The provided key element 
 _START_OUTSIDE = "The provided starting key is outside query boundaries based on provided condition"
 
 
-def index_for_read(meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
+def index_for_read(context: RequestContext, meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
     """The index a Query/Scan names, with DynamoDB's refusals for reads it cannot serve."""
     name = request["IndexName"]
     index = meta.index(name)
@@ -50,6 +51,8 @@ def index_for_read(meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
         if request.get("ConsistentRead"):
             raise ValidationException(_CONSISTENT_GSI)
         if index.status != "ACTIVE":
+            # A backfill that a stopped process left unfinished resumes here (and on DescribeTable).
+            schedule_backfill(context.engine, meta, index)
             raise ValidationException(_BACKFILLING)
         if request.get("Select") == "ALL_ATTRIBUTES" and index.projection_type != "ALL":
             raise invalid(_SELECT_ALL.format(name))

@@ -12,6 +12,7 @@ short (a restart) resumes from the start when the index is next described or rea
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import time
@@ -21,7 +22,7 @@ from openddb.api import validation as v
 from openddb.api.common import ON_DEMAND_WARM, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
-from openddb.storage.base import Engine, StorageKey, lease_holder
+from openddb.storage.base import CatalogChanged, Engine, StorageKey, lease_holder
 
 log = logging.getLogger("openddb.indexes")
 
@@ -333,7 +334,7 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
 
 _RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
 # Who drives a backfill, across every worker and node sharing the store: the holder of its lease.
-_LEASE_SECONDS = 30.0
+_LEASE_SECONDS = 10.0  # renewed every chunk; a stopped driver holds the backfill up this long
 
 
 def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:
@@ -344,10 +345,11 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
     _RUNNING.add(job)
     name, uuid, index_id = meta.name, meta.uuid, index.index_id
     after: StorageKey | None = None
+    filled = False
 
     def step() -> bool:
         """One chunk; True while more remain."""
-        nonlocal after
+        nonlocal after, filled
         current = engine.get_table(name)
         target = None if current is None or current.uuid != uuid else next(
             (i for i in current.indexes if i.index_id == index_id), None)
@@ -359,11 +361,19 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
             # lease expires (and starts over: a chunk is idempotent).
             _RUNNING.discard(job)
             return False
-        after = engine.backfill_index(current, target, after, BACKFILL_CHUNK)
-        if after is not None:
-            return True
-        target.status = "ACTIVE"
-        engine.update_table(current)
+        if not filled:
+            after = engine.backfill_index(current, target, after, BACKFILL_CHUNK)
+            if after is not None:
+                return True
+            filled = True
+        finished = copy.deepcopy(current)  # the cached description stays as it is until the change is stored
+        for candidate in finished.indexes:
+            if candidate.index_id == index_id:
+                candidate.status = "ACTIVE"
+        try:
+            engine.update_table(finished)
+        except CatalogChanged:
+            return True  # the table changed meanwhile (a tag, TTL...): finish on its fresh description
         _RUNNING.discard(job)
         return False
 

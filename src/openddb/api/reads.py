@@ -155,7 +155,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
 
 def _query_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
                  meta: TableMeta) -> dict[str, Any]:
-    index = index_for_read(meta, request)
+    index = index_for_read(context, meta, request)
     text = expression_text(request, "KeyConditionExpression")
     assert text is not None
     where = key_range(index, text, attrs)
@@ -173,7 +173,7 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
 
 def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
                 meta: TableMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
-    index = index_for_read(meta, request)
+    index = index_for_read(context, meta, request)
     plan = _index_plan(meta, index, request, attrs, query=False)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)

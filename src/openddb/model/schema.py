@@ -94,6 +94,8 @@ class TableMeta:
     next_index_id: int = 1
     region: str = "us-east-1"
     account: str = "000000000000"
+    # Raised by every stored change: `Engine.update_table` replaces only the version a change was derived from.
+    version: int = 0
 
     @property
     def arn(self) -> str:

@@ -145,6 +145,12 @@ class EngineBusy(Exception):
     Raised before anything is read or written, so the whole request can simply be run again later."""
 
 
+class CatalogChanged(Exception):
+    """The table description a request worked from is no longer the stored one (another worker or node changed
+    or replaced the table meanwhile). Raised before anything is written: the request runs again on the fresh
+    description (the dispatcher does so)."""
+
+
 class WriteConflict(Exception):
     """`flush` found that another process changed a row an optimistic write of this group had read: nothing of
     the group was committed, and its requests must be run again (with `optimistic` off, so they cannot fail so)."""
@@ -229,7 +235,9 @@ class Engine(ABC):
 
     @abstractmethod
     def update_table(self, meta: TableMeta) -> None:
-        """Replace a table's stored description."""
+        """Replace a table's stored description with `meta` if the stored one is still the one `meta` was derived
+        from (same uuid and version), raising its version by one (in `meta` too); else CatalogChanged, nothing
+        written. So two workers changing one table at once cannot silently undo each other's change."""
 
     @abstractmethod
     def delete_table(self, name: str) -> None:

@@ -45,6 +45,7 @@ from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
 from openddb.storage.base import (
     TOKEN_LIFETIME,
+    CatalogChanged,
     Engine,
     RequestToken,
     Row,
@@ -283,6 +284,11 @@ class PostgresEngine(PostgresIndexes, Engine):
     def update_table(self, meta: TableMeta) -> None:
         with self._transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
+            row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (meta.name,)).fetchone()
+            stored = None if row is None else TableMeta.from_json(bytes(row[0]))
+            if stored is None or (stored.uuid, stored.version) != (meta.uuid, meta.version):
+                raise CatalogChanged()
+            meta.version += 1
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
                         (meta.to_json(), meta.name))
             self._ddl(cur)

@@ -41,6 +41,7 @@ from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
 from openddb.storage.base import (
     TOKEN_LIFETIME,
+    CatalogChanged,
     Engine,
     EngineBusy,
     RequestToken,
@@ -380,6 +381,15 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._lock.release()
             raise
 
+    def _check_catalog(self) -> None:
+        """Just after `_begin`: if another process changed the catalog since the table descriptions in hand were
+        read, let go and raise CatalogChanged (a table may be gone, or replaced under the same name: its rows must
+        not be written under the old description). Later writes of the group hold the lock, so no change can
+        slip in after this."""
+        if self._signal.current() != self._signal.seen:
+            self._rollback()
+            raise CatalogChanged()
+
     def _commit(self) -> None:
         try:
             self._db.execute("COMMIT")
@@ -452,6 +462,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
 
     def update_table(self, meta: TableMeta) -> None:
         with self._transaction(ddl=True) as db:
+            row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.name,)).fetchone()
+            stored = None if row is None else TableMeta.from_json(row[0])
+            if stored is None or (stored.uuid, stored.version) != (meta.uuid, meta.version):
+                raise CatalogChanged()
+            meta.version += 1
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
 
@@ -508,12 +523,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                     if self._conflict:  # that group is lost: run this after its requests run again
                         raise EngineBusy()
                 self._begin(self.lock_wait)
+                self._check_catalog()
                 self._locked = True
                 self.pending = True
             if savepoint:
                 db.execute("SAVEPOINT request")
         else:
             self._begin()
+            self._check_catalog()
         try:
             if token is not None:
                 self._record_token(token)
