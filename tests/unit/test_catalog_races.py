@@ -96,3 +96,24 @@ def test_write_after_the_table_was_replaced(tmp_path, monkeypatch) -> None:  # t
     finally:
         first.engine.close()
         second.engine.close()
+
+
+def test_a_new_worker_tells_the_others_to_look_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A worker killed after committing a table change but before telling the others leaves their cached
+    descriptions stale; the worker started in its place makes them look again."""
+    import sqlite3
+
+    survivor = dispatcher_with_table(SQLiteEngine(str(tmp_path)))
+    try:
+        assert call(survivor, "DescribeTable", {"TableName": "tbl"})[1]["Table"]["DeletionProtectionEnabled"] is False
+        # The dead worker's commit: in the store, never signalled.
+        raw = sqlite3.connect(tmp_path / "openddb.sqlite3")
+        meta = json.loads(raw.execute("SELECT meta FROM tables WHERE name='tbl'").fetchone()[0])
+        meta["deletion_protection"] = True
+        raw.execute("UPDATE tables SET meta=? WHERE name='tbl'", (json.dumps(meta).encode(),))
+        raw.commit()
+        raw.close()
+        SQLiteEngine(str(tmp_path)).close()  # the replacement worker opens the store
+        assert call(survivor, "DescribeTable", {"TableName": "tbl"})[1]["Table"]["DeletionProtectionEnabled"] is True
+    finally:
+        survivor.engine.close()

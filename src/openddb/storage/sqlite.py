@@ -334,6 +334,10 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
                 if statement.strip():
                     db.execute(statement)
+            # A process killed between a commit and its notice left the other processes' cached descriptions
+            # (and read snapshots) stale: every engine opening the store (a worker replacing a dead one, too)
+            # bumps both counters, so the others look again.
+            self._signal.bump()
             self._commit()
         except BaseException:
             self._rollback()
