@@ -4,10 +4,13 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
 from botocore.exceptions import ClientError
+
+from tests.api.test_protocol import call
 
 BASE = {
     "n": {"N": "5"}, "s": {"S": "hello"}, "l": {"L": [{"S": "0"}, {"N": "1"}]}, "m": {"M": {"x": {"N": "1"}}},
@@ -179,6 +182,13 @@ ERRORS = [
         "Operator or function requires a document path; operator or function: attribute_exists")),
     ("size(s)", None, None, invalid(
         "The function is not allowed to be used this way in an expression; function: size")),
+    # size() of a value it cannot measure is refused up front (of an attribute, it is merely false).
+    ("size(:v) = :one", v(v=N("123"), one=N("1")), None, invalid(
+        "Incorrect operand type for operator or function; operator or function: size, operand type: N")),
+    ("size(:v) = :one", v(v={"BOOL": True}, one=N("1")), None, invalid(
+        "Incorrect operand type for operator or function; operator or function: size, operand type: BOOL")),
+    ("size(size(s)) = :one", v(one=N("1")), None, invalid(
+        "Incorrect operand type for operator or function; operator or function: size, operand type: N")),
     ("n = n", None, None, invalid(
         "The first operand must be distinct from the remaining operands for this operator or function; "
         "operator: =, first operand: [n]")),
@@ -261,3 +271,33 @@ def test_expression_size_limit(ddb, hash_table, stored):
                      ExpressionAttributeValues=v(v=N("5")))
     assert error_of(excinfo) == ("ValidationException", "Invalid ConditionExpression: Expression size has exceeded "
                                                         "the maximum allowed size; expression size: 4097")
+
+
+def test_size_of_strings_counts_utf16_code_units(ddb, hash_table):
+    """size() counts a string as DynamoDB's Java strings do: a character outside the Basic Multilingual Plane
+    counts twice (not UTF-8 bytes, not code points); a value's size is known without an item."""
+    item = {"pk": S(uuid.uuid4().hex), "s": S("é\U0001d11e"), "e": S("a\U0001f600b")}
+    ddb.put_item(TableName=hash_table, Item=item)
+    assert holds(ddb, hash_table, item, "size(s) = :three", v(three=N("3")))
+    assert not holds(ddb, hash_table, item, "size(s) = :two", v(two=N("2")))
+    assert holds(ddb, hash_table, item, "size(e) = :four", v(four=N("4")))
+    assert holds(ddb, hash_table, item, "size(:v) = :four", v(v=S("\U0001f600\U0001f600"), four=N("4")))
+
+
+def test_values_are_not_a_member_of_reads_by_key(server, hash_table, stored):
+    """GetItem, BatchGetItem and TransactGetItems have no ExpressionAttributeValues member: one sent anyway is
+    ignored, as any member an operation does not have (boto3 would not send it; raw JSON can)."""
+    key = {"pk": stored["pk"]}
+    values = v(v=N("1"))
+    requests = [
+        ("GetItem", {"TableName": hash_table, "Key": key, "ExpressionAttributeValues": values}),
+        ("GetItem", {"TableName": hash_table, "Key": key, "ProjectionExpression": "n",
+                     "ExpressionAttributeValues": values}),
+        ("BatchGetItem", {"RequestItems": {hash_table: {"Keys": [key], "ExpressionAttributeValues": values}}}),
+        ("TransactGetItems", {"TransactItems": [{"Get": {"TableName": hash_table, "Key": key,
+                                                         "ExpressionAttributeValues": values}}]}),
+    ]
+    for operation, body in requests:
+        response, data = call(server, json.dumps(body), f"DynamoDB_20120810.{operation}")
+        assert response.status == 200, data
+    assert json.loads(data)["Responses"][0]["Item"]["pk"] == stored["pk"]

@@ -96,7 +96,10 @@ _VALUE_KEY = re.compile(r":[A-Za-z0-9_]+")
 def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...]) -> ExpressionAttributes:
     """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`."""
     names = request.get("ExpressionAttributeNames")
-    values = request.get("ExpressionAttributeValues")
+    value_members = [m for m in expression_members if m != "ProjectionExpression"]
+    # Reads whose only expression is a projection have no ExpressionAttributeValues member: ignored, as any
+    # member an operation does not have.
+    values = request.get("ExpressionAttributeValues") if value_members else None
     used_members = [m for m in expression_members if request.get(m) is not None]
     if names is not None:
         if not used_members:
@@ -113,7 +116,6 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
     if values is not None:
         if not isinstance(values, dict):
             validate_item(values)  # raises the deserializer's error for a non-map
-        value_members = [m for m in expression_members if m != "ProjectionExpression"]
         if not any(request.get(m) is not None for m in value_members):
             nulls = [m for m in value_members]
             verb = "is" if len(nulls) == 1 else "are"

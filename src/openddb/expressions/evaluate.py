@@ -51,13 +51,16 @@ def path_getter(path: Resolved) -> Getter:
 
 
 def size_of(av: AttributeValue | None) -> AttributeValue | None:
-    """``size()``: characters of S, bytes of B, members of sets, lists and maps; None for other types."""
+    """``size()``: UTF-16 code units of S (DynamoDB counts a character outside the Basic Multilingual Plane,
+    such as an emoji, as two), bytes of B, members of sets, lists and maps; None for other types."""
     if av is None:
         return None
     ((t, v),) = av.items()
+    if t == "S":
+        return {"N": str(len(v) if v.isascii() else len(v.encode("utf-16-le")) // 2)}
     if t == "B":
         return {"N": str(len(base64.b64decode(v)))}
-    if t in ("S", "SS", "NS", "BS", "L", "M"):
+    if t in ("SS", "NS", "BS", "L", "M"):
         return {"N": str(len(v))}
     return None
 
@@ -80,7 +83,14 @@ class _Compiler:
             av = self.attrs.value(node.name)
             return lambda item: av
         assert isinstance(node, Call) and node.name == "size"
-        inner = self.operand(node.args[0])
+        argument = node.args[0]
+        if isinstance(argument, ValueRef):  # the size of a value is known now; of a number, say, it is an error
+            av = self.attrs.value(argument.name)
+            size = size_of(av)
+            if size is None:
+                raise operand_type_error("size", av)
+            return lambda item: size
+        inner = self.operand(argument)
         return lambda item: size_of(inner(item))
 
     def distinct(self, operator: str, first: Operand, others: tuple[Operand, ...]) -> None:

@@ -88,6 +88,11 @@ def _check_comparison_operand(node: Operand) -> None:
     elif isinstance(node, Call):
         _check_call(node, OPERAND_FUNCTIONS)
         for arg in node.args:
+            if isinstance(arg, Call) and arg.name == "size" and node.name == "size":
+                _check_call(arg, OPERAND_FUNCTIONS)
+                # size(size(x)): the inner size is a number, which size does not take.
+                raise ExpressionError("Incorrect operand type for operator or function; "
+                                      "operator or function: size, operand type: N")
             _check_plain_operand(arg)
 
 
