@@ -367,3 +367,37 @@ def test_update_table_refuses_a_stale_description(open_engine: EngineFactory) ->
     first.create_table(new_meta(meta.name))
     with pytest.raises(CatalogChanged):
         second.update_table(stored)
+
+
+def test_delete_table_with_an_expected_description(open_engine: EngineFactory) -> None:
+    """DeleteTable's delete goes through only if the table is still the one checked (not protected, not gone)."""
+    first, second = open_engine(), open_engine()
+    meta = first.create_table(new_meta())
+    seen = second.get_table(meta.name)
+    assert seen is not None
+    protected = TableMeta.from_json(seen.to_json())
+    protected.deletion_protection = True
+    first.update_table(protected)
+    with pytest.raises(CatalogChanged):
+        second.delete_table(meta.name, seen)
+    assert first.get_table(meta.name) is not None
+    current = second.get_table(meta.name)
+    assert current is not None and current.deletion_protection
+    second.delete_table(meta.name, current)
+    assert first.get_table(meta.name) is None
+    with pytest.raises(CatalogChanged):  # already gone
+        first.delete_table(meta.name, current)
+
+
+def test_write_to_a_table_deleted_meanwhile_leaves_nothing(open_engine: EngineFactory) -> None:
+    """A write handed the description of a table another engine has since deleted writes nothing under the dead
+    table's id: CatalogChanged, so the request runs again and finds the table gone."""
+    first, second = open_engine(), open_engine()
+    meta = first.create_table(new_meta())
+    stale = second.get_table(meta.name)
+    assert stale is not None
+    first.delete_table(meta.name)
+    with pytest.raises(CatalogChanged):
+        second.write([put(stale, key(b"orphan"), item(1))])
+    assert list(first.scan(stale, 0, HASH_SPACE, None)) == []
+    first.end_reads()

@@ -117,3 +117,25 @@ def test_a_new_worker_tells_the_others_to_look_again(tmp_path) -> None:  # type:
         assert call(survivor, "DescribeTable", {"TableName": "tbl"})[1]["Table"]["DeletionProtectionEnabled"] is True
     finally:
         survivor.engine.close()
+
+
+def test_delete_racing_protection_or_another_delete(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Deletion protection set by another worker after this one checked the table refuses the delete; a table
+    another worker deleted first is not found (only one DeleteTable succeeds)."""
+    first = dispatcher_with_table(SQLiteEngine(str(tmp_path)))
+    second = Dispatcher(SQLiteEngine(str(tmp_path)))
+    try:
+        before_first(monkeypatch, second.engine, "delete_table", lambda: call(
+            first, "UpdateTable", {"TableName": "tbl", "DeletionProtectionEnabled": True}))
+        status, answer = call(second, "DeleteTable", {"TableName": "tbl"})
+        assert (status, answer["message"]) == (400, "Resource cannot be deleted as it is currently protected "
+                                                    "against deletion. Disable deletion protection first.")
+        assert call(first, "UpdateTable", {"TableName": "tbl", "DeletionProtectionEnabled": False})[0] == 200
+        monkeypatch.undo()
+        before_first(monkeypatch, second.engine, "delete_table", lambda: call(first, "DeleteTable",
+                                                                              {"TableName": "tbl"}))
+        status, answer = call(second, "DeleteTable", {"TableName": "tbl"})
+        assert status == 400 and answer["__type"].endswith("#ResourceNotFoundException")
+    finally:
+        first.engine.close()
+        second.engine.close()

@@ -8,6 +8,7 @@ as an InternalServerError without details.
 from __future__ import annotations
 
 import logging
+import random
 import re
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
 
 TARGET_PREFIX = b"DynamoDB_20120810."
 # How often a request runs again because another worker changed a table it was working from (CatalogChanged).
-_CATALOG_ATTEMPTS = 10
+_CATALOG_ATTEMPTS = 30
 _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 
 
@@ -123,6 +124,8 @@ class Dispatcher:
                 except CatalogChanged:  # nothing was written: run again on the fresh table description
                     if attempt == _CATALOG_ATTEMPTS - 1:
                         raise
+                    if attempt:  # changes racing on one table: a little jitter lets the queue drain
+                        time.sleep(random.uniform(0, 0.002 * attempt))
             if context.arns is not None:
                 response = as_requested(response, context.arns)
             return 200, orjson.dumps(response)

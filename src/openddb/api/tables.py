@@ -356,7 +356,8 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
                                   "Disable deletion protection first.")
     description = describe(context, meta, status="DELETING")
-    context.engine.delete_table(meta.name)
+    # Only the version checked here: protected, or deleted, by another worker meanwhile, it runs again.
+    context.engine.delete_table(meta.name, meta)
     return {"TableDescription": description}
 
 

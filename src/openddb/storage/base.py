@@ -240,8 +240,10 @@ class Engine(ABC):
         written. So two workers changing one table at once cannot silently undo each other's change."""
 
     @abstractmethod
-    def delete_table(self, name: str) -> None:
-        """Remove a table and all its items."""
+    def delete_table(self, name: str, expected: TableMeta | None = None) -> None:
+        """Remove a table and all its items; with `expected`, only if the stored description is still that one
+        (same uuid and version), else CatalogChanged (a table changed, e.g. protected against deletion, or
+        already deleted by another worker meanwhile)."""
 
     @abstractmethod
     def table_stats(self, meta: TableMeta) -> tuple[int, int]:

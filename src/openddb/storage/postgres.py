@@ -63,6 +63,7 @@ log = logging.getLogger("openddb.storage")
 SCHEMA_VERSION = 3
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
+LOCK_TIMEOUT_MS = 2000
 
 # Migrations: target version -> statements. Only portable DDL (no extensions, no PostgreSQL-only types).
 _MIGRATIONS: dict[int, list[str]] = {
@@ -162,6 +163,13 @@ class PostgresEngine(PostgresIndexes, Engine):
         # autocommit: transactions are explicit (BEGIN with the isolation level each write needs);
         # prepare_threshold=0: every statement is a prepared statement from its first use.
         conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=0)
+        # Engine calls run on the node's event loop: a lock held by a node that stopped answering (not one that
+        # died: the server frees its locks) must not stall this node for good. A write whose lock wait times out
+        # is retried (see _RETRYABLE), then answered TransactionConflictException.
+        try:
+            conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+        except psycopg.Error:  # an engine speaking the protocol without the setting: keep its default
+            log.info("the engine does not take lock_timeout; lock waits are not bounded")
         self.listening = False
         if self._listen_wanted is not False:
             try:
@@ -285,17 +293,27 @@ class PostgresEngine(PostgresIndexes, Engine):
         with self._transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (meta.name,)).fetchone()
-            stored = None if row is None else TableMeta.from_json(bytes(row[0]))
-            if stored is None or (stored.uuid, stored.version) != (meta.uuid, meta.version):
-                raise CatalogChanged()
+            self._expect(None if row is None else bytes(row[0]), meta)
             meta.version += 1
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
                         (meta.to_json(), meta.name))
             self._ddl(cur)
 
-    def delete_table(self, name: str) -> None:
+    def _expect(self, stored: bytes | None, expected: TableMeta) -> None:
+        """Inside a DDL transaction: CatalogChanged (and the cached descriptions dropped, so the request's next
+        attempt reads them afresh) unless the stored description is the version `expected` was derived from."""
+        found = None if stored is None else TableMeta.from_json(stored)
+        if found is None or (found.uuid, found.version) != (expected.uuid, expected.version):
+            self._tables.clear()
+            self._stale = True
+            raise CatalogChanged()
+
+    def delete_table(self, name: str, expected: TableMeta | None = None) -> None:
         with self._transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
+            if expected is not None:
+                row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (name,)).fetchone()
+                self._expect(None if row is None else bytes(row[0]), expected)
             # The catalog row first: that waits for the writes in flight (they hold it FOR SHARE) and holds back
             # new ones before they lock any item, so deleting the items cannot deadlock with them.
             row = cur.execute("DELETE FROM openddb_tables WHERE name=%s RETURNING tid", (name,)).fetchone()

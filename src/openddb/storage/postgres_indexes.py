@@ -27,7 +27,7 @@ from openddb.errors import ItemCollectionSizeLimitExceededException
 from openddb.model import Item
 from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
 from openddb.model.schema import IndexMeta, TableMeta
-from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
+from openddb.storage.base import CatalogChanged, IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
 
 T = TypeVar("T")
 
@@ -91,6 +91,8 @@ class PostgresIndexes:
     supports_indexes = True
     # tid -> (catalog row version, description parsed from it): the committed descriptions writes maintain.
     _live: dict[int, tuple[int, TableMeta]]
+    _tables: dict[str, TableMeta]  # PostgresEngine's cached descriptions, and whether to look at the catalog
+    _stale: bool
 
     if TYPE_CHECKING:  # provided by PostgresEngine
         def _cursor(self) -> psycopg.Cursor[Any]: ...
@@ -111,9 +113,10 @@ class PostgresIndexes:
             if then is not None and position == len(tids) - 1:
                 cur.execute(*then)
             row = side.fetchone()
-            if row is None:  # deleted meanwhile: the write lands in a dead table id, as on SQLite
-                live[tid] = None
-                continue
+            if row is None:  # deleted meanwhile: write nothing, and run the request again on the fresh catalog
+                self._tables.clear()
+                self._stale = True
+                raise CatalogChanged()
             cached = self._live.get(tid)
             if cached is None or cached[0] != row[0]:
                 version, meta = one_row(side, _TABLE_META, (tid,))

@@ -385,6 +385,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._lock.release()
             raise
 
+    def _expect(self, stored: bytes | None, expected: TableMeta) -> None:
+        """Inside a DDL transaction: CatalogChanged (and no cached description kept) unless the stored description
+        is the version `expected` was derived from."""
+        found = None if stored is None else TableMeta.from_json(stored)
+        if found is None or (found.uuid, found.version) != (expected.uuid, expected.version):
+            self._tables.clear()
+            raise CatalogChanged()
+
     def _check_catalog(self) -> None:
         """Just after `_begin`: if another process changed the catalog since the table descriptions in hand were
         read, let go and raise CatalogChanged (a table may be gone, or replaced under the same name: its rows must
@@ -467,16 +475,16 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def update_table(self, meta: TableMeta) -> None:
         with self._transaction(ddl=True) as db:
             row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.name,)).fetchone()
-            stored = None if row is None else TableMeta.from_json(row[0])
-            if stored is None or (stored.uuid, stored.version) != (meta.uuid, meta.version):
-                raise CatalogChanged()
+            self._expect(None if row is None else row[0], meta)
             meta.version += 1
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
 
-    def delete_table(self, name: str) -> None:
+    def delete_table(self, name: str, expected: TableMeta | None = None) -> None:
         with self._transaction(ddl=True) as db:
-            row = db.execute("SELECT tid FROM tables WHERE name=?", (name,)).fetchone()
+            row = db.execute("SELECT tid, meta FROM tables WHERE name=?", (name,)).fetchone()
+            if expected is not None:
+                self._expect(None if row is None else row[1], expected)
             if row is not None:
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
