@@ -456,14 +456,13 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
     else:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,
                                           reuse_address=True)
-    background = loop.call_later(BACKGROUND_SECONDS, state.run_background)
+    state.background = loop.call_later(BACKGROUND_SECONDS, state.run_background)
     if ready is not None:
         ready.set()
     stop = stop or asyncio.Event()
     await stop.wait()
     server.close()
     state.closing = True
-    background.cancel()
     if state.background is not None:
         state.background.cancel()
     for connection in list(state.connections):

@@ -151,6 +151,15 @@ class CatalogChanged(Exception):
     description (the dispatcher does so)."""
 
 
+def is_stored_version(stored: bytes | None, expected: TableMeta) -> bool:
+    """Whether a stored table description (JSON, None if the table is gone) is the version `expected` was
+    derived from: the same table (uuid) at the same version (see `Engine.update_table`)."""
+    if stored is None:
+        return False
+    found = TableMeta.from_json(stored)
+    return (found.uuid, found.version) == (expected.uuid, expected.version)
+
+
 class WriteConflict(Exception):
     """`flush` found that another process changed a row an optimistic write of this group had read: nothing of
     the group was committed, and its requests must be run again (with `optimistic` off, so they cannot fail so)."""

@@ -55,6 +55,7 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
     add_sort_clauses,
+    is_stored_version,
 )
 from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes, one_row
 
@@ -302,8 +303,7 @@ class PostgresEngine(PostgresIndexes, Engine):
     def _expect(self, stored: bytes | None, expected: TableMeta) -> None:
         """Inside a DDL transaction: CatalogChanged (and the cached descriptions dropped, so the request's next
         attempt reads them afresh) unless the stored description is the version `expected` was derived from."""
-        found = None if stored is None else TableMeta.from_json(stored)
-        if found is None or (found.uuid, found.version) != (expected.uuid, expected.version):
+        if not is_stored_version(stored, expected):
             self._tables.clear()
             self._stale = True
             raise CatalogChanged()

@@ -53,6 +53,7 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
     add_sort_clauses,
+    is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes
 
@@ -388,8 +389,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def _expect(self, stored: bytes | None, expected: TableMeta) -> None:
         """Inside a DDL transaction: CatalogChanged (and no cached description kept) unless the stored description
         is the version `expected` was derived from."""
-        found = None if stored is None else TableMeta.from_json(stored)
-        if found is None or (found.uuid, found.version) != (expected.uuid, expected.version):
+        if not is_stored_version(stored, expected):
             self._tables.clear()
             raise CatalogChanged()
 
