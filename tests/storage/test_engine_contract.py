@@ -143,6 +143,25 @@ def test_write_is_atomic(engine: Engine) -> None:
     engine.write([put(meta, key(b"b"), item(4))])  # the engine is usable after a rollback
 
 
+def test_blind_write_is_atomic(engine: Engine) -> None:
+    """Blind ops (written without reading the row) too: an exception from a later apply writes nothing."""
+    meta = engine.create_table(new_meta())
+
+    def reject(old: Item | None) -> Item | None:
+        raise ConditionalCheckFailedException()
+
+    with pytest.raises(ConditionalCheckFailedException):
+        engine.write([WriteOp(meta, key(b"a"), lambda old: item(1), blind=True),
+                      WriteOp(meta, key(b"b"), lambda old: None, blind=True),
+                      WriteOp(meta, key(b"c"), reject, blind=True)])
+    assert engine.get(meta, key(b"a")) is None
+    results = engine.write([WriteOp(meta, key(b"a"), lambda old: item(2), blind=True),
+                            WriteOp(meta, key(b"b"), lambda old: None, blind=True)])
+    assert [(r.new, r.old_size) for r in results] == [(item(2), 0), (None, 0)] and results[0].new_size > 0
+    row = engine.get(meta, key(b"a"))
+    assert row is not None and orjson.loads(row.data) == item(2) and row.size == results[0].new_size
+
+
 def test_ops_apply_in_order(engine: Engine) -> None:
     """A key written twice in one write: the second op sees the first op's outcome."""
     meta = engine.create_table(new_meta())

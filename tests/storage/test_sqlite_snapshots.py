@@ -7,9 +7,10 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
-from openddb.storage.base import EngineBusy, StorageKey
+from openddb.storage.base import EngineBusy, StorageKey, WriteOp
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_engine_contract import item, new_meta, put
 
@@ -111,3 +112,26 @@ def test_a_write_waiting_for_the_lock_first_releases_its_snapshot(two: tuple[SQL
     finally:
         checkpoint.close()
     assert busy == 0
+
+
+def test_a_rejected_blind_request_leaves_its_group_as_it_was(two: tuple[SQLiteEngine, SQLiteEngine]) -> None:
+    """One worker's pass under the writer lock (not optimistic): a write, then a request of blind writes whose
+    last apply fails. The failed request writes nothing; the group around it commits as it was."""
+    writer, reader = two
+    meta = writer.create_table(new_meta())
+    writer.write([put(meta, KEY, item(1))])
+    assert writer.pending  # the group is open, holding the lock
+
+    def reject(old: object) -> None:
+        raise ValueError("rejected")
+
+    other = StorageKey(7, b"p", b"other")
+    with pytest.raises(ValueError):
+        writer.write([WriteOp(meta, other, lambda old: item(2), blind=True),
+                      WriteOp(meta, StorageKey(7, b"p", b"third"), reject, blind=True)])
+    writer.write([WriteOp(meta, StorageKey(7, b"p", b"fourth"), lambda old: item(4), blind=True)])
+    writer.flush()
+    reader.end_reads()
+    assert value(reader, meta) == orjson.dumps(item(1))
+    assert value(reader, meta, other) is None
+    assert value(reader, meta, StorageKey(7, b"p", b"fourth")) is not None
