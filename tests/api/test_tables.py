@@ -230,6 +230,61 @@ def test_update_table_requires_a_change(ddb):
     assert error_of(excinfo)[0] == "ValidationException"
 
 
+OUT_OF_RANGE = ("One or more parameter values were invalid: Requested {} for OnDemandThroughput for table is "
+                "outside of valid range")
+
+
+@pytest.mark.parametrize("throughput, member", [
+    ({"MaxReadRequestUnits": 0, "MaxWriteRequestUnits": 0}, "MaxReadRequestUnits"),
+    ({"MaxReadRequestUnits": -1, "MaxWriteRequestUnits": -1}, "MaxReadRequestUnits"),  # -1 clears, on update only
+    ({"MaxWriteRequestUnits": -2}, "MaxWriteRequestUnits"),
+])
+def test_on_demand_throughput_out_of_range_at_creation(ddb, throughput, member):
+    name = unique_name()
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                         OnDemandThroughput=throughput)
+    assert error_of(excinfo) == ("ValidationException", OUT_OF_RANGE.format(member))
+    assert name not in ddb.list_tables()["TableNames"]
+
+
+def test_on_demand_throughput(ddb):
+    """Set at creation, members merged by UpdateTable, -1 clears one: answered as -1, then absent."""
+    name = unique_name()
+    created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                               BillingMode="PAY_PER_REQUEST", OnDemandThroughput={"MaxReadRequestUnits": 100})
+    assert created["TableDescription"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 100}
+
+    def update(**throughput: int) -> dict:
+        answer = ddb.update_table(TableName=name, OnDemandThroughput=throughput)["TableDescription"]
+        assert answer["TableStatus"] == "ACTIVE"
+        return answer.get("OnDemandThroughput", {})
+
+    def described() -> dict:
+        return ddb.describe_table(TableName=name)["Table"].get("OnDemandThroughput", {})
+
+    assert described() == {"MaxReadRequestUnits": 100}
+    assert update(MaxReadRequestUnits=1000, MaxWriteRequestUnits=500) == {"MaxReadRequestUnits": 1000,
+                                                                          "MaxWriteRequestUnits": 500}
+    assert update(MaxReadRequestUnits=2000) == {"MaxReadRequestUnits": 2000, "MaxWriteRequestUnits": 500}
+    with pytest.raises(ClientError) as excinfo:
+        update(MaxWriteRequestUnits=0)
+    assert error_of(excinfo) == ("ValidationException", OUT_OF_RANGE.format("MaxWriteRequestUnits"))
+    assert described() == {"MaxReadRequestUnits": 2000, "MaxWriteRequestUnits": 500}
+    assert update(MaxReadRequestUnits=-1) == {"MaxReadRequestUnits": -1, "MaxWriteRequestUnits": 500}
+    assert described() == {"MaxWriteRequestUnits": 500}
+    assert update(MaxWriteRequestUnits=-1) == {"MaxWriteRequestUnits": -1}
+    assert "OnDemandThroughput" not in ddb.describe_table(TableName=name)["Table"]
+    assert update(MaxWriteRequestUnits=700) == {"MaxWriteRequestUnits": 700}
+    assert described() == {"MaxWriteRequestUnits": 700}
+    # Without the member the table keeps it, and an empty structure at creation sets nothing.
+    ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
+    assert described() == {"MaxWriteRequestUnits": 700}
+    other = ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                             BillingMode="PAY_PER_REQUEST", OnDemandThroughput={})["TableDescription"]
+    assert "OnDemandThroughput" not in other
+
+
 def test_unknown_table_everywhere(ddb):
     """Every table operation on a missing table is ResourceNotFoundException."""
     for operation in (lambda: ddb.delete_table(TableName="missing-table"),

@@ -43,6 +43,9 @@ _TAGS = v.List(v.Struct({
     "Value": v.Str(required=True, min_len=0, max_len=256),
 }), min_len=1, max_len=50)
 
+_ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
+_ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
+
 CREATE_TABLE = v.Struct({
     "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
     "TableName": v.table_name(),
@@ -58,6 +61,7 @@ CREATE_TABLE = v.Struct({
     "Tags": _TAGS,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
+    "OnDemandThroughput": _ON_DEMAND,
 })
 DESCRIBE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
 DELETE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
@@ -75,6 +79,7 @@ UPDATE_TABLE = v.Struct({
     "SSESpecification": _SSE,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
+    "OnDemandThroughput": _ON_DEMAND,
 })
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(_TAGS.member, required=True)})
@@ -121,6 +126,15 @@ def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
     return provisioned_units(throughput)
 
 
+def _on_demand(requested: dict[str, int], *, clearing: bool) -> dict[str, int]:
+    """The OnDemandThroughput members requested, checked: at least 1, or -1 (clearing a member) on UpdateTable."""
+    for member in _ON_DEMAND_MEMBERS:
+        value = requested.get(member)
+        if value is not None and value < 1 and not (clearing and value == -1):
+            raise _invalid(f"Requested {member} for OnDemandThroughput for table is outside of valid range")
+    return {member: int(requested[member]) for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None}
+
+
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(CREATE_TABLE, request)
     definitions = request["AttributeDefinitions"]
@@ -142,6 +156,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
                            "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
+    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, clearing=False)
     _check_create_stream(request.get("StreamSpecification"))
     now = time.time()
     sse = request.get("SSESpecification")
@@ -154,7 +169,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
         tags=_unique_tags(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
-        deletion_protection=bool(request.get("DeletionProtectionEnabled", False)),
+        deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
     meta = context.engine.create_table(meta)
     return {"TableDescription": describe(context, meta, status="CREATING", counts=False, fresh=True,
@@ -233,6 +248,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
     description["DeletionProtectionEnabled"] = meta.deletion_protection
+    if meta.on_demand:
+        description["OnDemandThroughput"] = dict(meta.on_demand)
     if warm:
         description["WarmThroughput"] = warm_throughput(meta)
     if meta.indexes:
@@ -270,7 +287,8 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
-                           "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates")
+                           "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates",
+                           "OnDemandThroughput")
                if request.get(k) is not None]
     if not changes:
         raise ValidationException(
@@ -280,6 +298,10 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             "is required")
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
+    # Members merge into those set before; -1 clears one (the answer still shows the -1, the table then lacks it).
+    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, clearing=True)
+    merged = {**meta.on_demand, **on_demand}
+    meta.on_demand = {member: merged[member] for member in _ON_DEMAND_MEMBERS if merged.get(member, -1) != -1}
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
@@ -346,6 +368,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
     # DynamoDB answers while the change is still being applied: the throughput shown is the one before it.
     description["ProvisionedThroughput"] = throughput_description(before)
+    if on_demand:  # a member just cleared is answered as -1
+        shown = {**meta.on_demand, **on_demand}
+        description["OnDemandThroughput"] = {member: shown[member] for member in _ON_DEMAND_MEMBERS if member in shown}
     return {"TableDescription": description}
 
 

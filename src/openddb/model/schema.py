@@ -87,6 +87,8 @@ class TableMeta:
     sse: dict[str, Any] | None = None
     table_class: str | None = None
     deletion_protection: bool = False
+    # OnDemandThroughput: the maximum read and write request units set (members not set, or cleared, are absent).
+    on_demand: dict[str, int] = field(default_factory=dict)
     # Time to Live: the attribute whose epoch seconds expire an item (None: disabled), and when it last changed.
     ttl_attribute: str | None = None
     ttl_updated_at: float | None = None
