@@ -115,6 +115,20 @@ def test_undefined_key_attribute(ddb):
                                  "Invalid KeySchema: Some index key attribute have no definition")
 
 
+@pytest.mark.parametrize("definitions, key, listed", [
+    ([{"AttributeName": "other", "AttributeType": "S"}], "pk", "[other]"),
+    ([{"AttributeName": "pk", "AttributeType": "S"}], "PK", "[pk]"),  # names are case sensitive
+])
+def test_key_attribute_defined_under_another_name(ddb, definitions, key, listed):
+    """As many definitions as key attributes, but not theirs: the message lists both sides."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=definitions,
+                         KeySchema=[{"AttributeName": key, "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    assert error_of(excinfo) == (
+        "ValidationException", "One or more parameter values were invalid: Some index key attributes are not "
+        f"defined in AttributeDefinitions. Keys: [{key}], AttributeDefinitions: {listed}")
+
+
 def test_first_key_must_be_hash(ddb):
     """The first KeySchemaElement must be the HASH key."""
     with pytest.raises(ClientError) as excinfo:
@@ -246,6 +260,27 @@ def test_on_demand_throughput_out_of_range_at_creation(ddb, throughput, member):
                          OnDemandThroughput=throughput)
     assert error_of(excinfo) == ("ValidationException", OUT_OF_RANGE.format(member))
     assert name not in ddb.list_tables()["TableNames"]
+
+
+def test_on_demand_throughput_needs_on_demand_billing(ddb):
+    name = unique_name()
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PROVISIONED",
+                         ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+                         OnDemandThroughput={"MaxReadRequestUnits": 100, "MaxWriteRequestUnits": 100})
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: "
+                                 "MaxReadRequestUnits for OnDemandThroughput cannot be specified when table "
+                                 "BillingMode is PROVISIONED.")
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                     OnDemandThroughput={"MaxWriteRequestUnits": 100})
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    assert "OnDemandThroughput" not in ddb.describe_table(TableName=name)["Table"]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, OnDemandThroughput={"MaxWriteRequestUnits": 100})
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: "
+                                 "MaxWriteRequestUnits for OnDemandThroughput cannot be specified when the table "
+                                 "BillingMode is PROVISIONED")
 
 
 def test_on_demand_throughput(ddb):

@@ -102,9 +102,12 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
             raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
         if schema[0]["AttributeName"] == schema[1]["AttributeName"]:
             raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
-    for element in schema:
-        if element["AttributeName"] not in types:
+    missing = [element["AttributeName"] for element in schema if element["AttributeName"] not in types]
+    if missing:
+        if len(types) < len(schema):
             raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
+        raise _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
+                       f"[{', '.join(missing)}], AttributeDefinitions: [{', '.join(types)}]")
     hash_key = KeyAttribute(schema[0]["AttributeName"], types[schema[0]["AttributeName"]])
     range_key = None
     if len(schema) == 2:
@@ -126,8 +129,14 @@ def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
     return provisioned_units(throughput)
 
 
-def _on_demand(requested: dict[str, int], *, clearing: bool) -> dict[str, int]:
-    """The OnDemandThroughput members requested, checked: at least 1, or -1 (clearing a member) on UpdateTable."""
+def _on_demand(requested: dict[str, int], billing_mode: str, *, clearing: bool) -> dict[str, int]:
+    """The OnDemandThroughput members requested, checked: on-demand tables only; at least 1, or -1 (clearing a
+    member) on UpdateTable."""
+    given = [member for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None]
+    if given and billing_mode == "PROVISIONED":  # CreateTable's wording differs from UpdateTable's
+        raise _invalid(f"{given[0]} for OnDemandThroughput cannot be specified when the table BillingMode is "
+                       "PROVISIONED" if clearing else
+                       f"{given[0]} for OnDemandThroughput cannot be specified when table BillingMode is PROVISIONED.")
     for member in _ON_DEMAND_MEMBERS:
         value = requested.get(member)
         if value is not None and value < 1 and not (clearing and value == -1):
@@ -156,7 +165,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
                            "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
-    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, clearing=False)
+    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
     _check_create_stream(request.get("StreamSpecification"))
     now = time.time()
     sse = request.get("SSESpecification")
@@ -298,15 +307,16 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             "is required")
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
-    # Members merge into those set before; -1 clears one (the answer still shows the -1, the table then lacks it).
-    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, clearing=True)
-    merged = {**meta.on_demand, **on_demand}
-    meta.on_demand = {member: merged[member] for member in _ON_DEMAND_MEMBERS if merged.get(member, -1) != -1}
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
     billing_mode = request.get("BillingMode") or meta.billing_mode
     switched = billing_mode != meta.billing_mode
+    # Members merge into those set before; -1 clears one (the answer still shows the -1, the table then lacks it).
+    # A table switched to provisioned capacity keeps none.
+    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, billing_mode, clearing=True)
+    merged = {**meta.on_demand, **on_demand} if billing_mode == "PAY_PER_REQUEST" else {}
+    meta.on_demand = {member: merged[member] for member in _ON_DEMAND_MEMBERS if merged.get(member, -1) != -1}
     if request.get("GlobalSecondaryIndexUpdates") is not None:
         _require_index_support(context)
         created, dropped = ix.apply_index_updates(meta, request, now, billing_mode)
