@@ -236,6 +236,35 @@ def test_refused_update_changes_nothing(ddb):
     assert "BillingModeSummary" not in after
 
 
+def test_update_table_refusals(ddb):
+    """Deletion protection changes alone; SSE cannot be turned off where only the default encryption is on."""
+    name = create_table(ddb)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST", DeletionProtectionEnabled=True)
+    assert error_of(excinfo) == ("ValidationException",
+                                 "DeletionProtection modification must be the only operation in the request")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, SSESpecification={"Enabled": False})
+    assert error_of(excinfo) == ("ValidationException",
+                                 "One or more parameter values were invalid: Table is already encrypted by default")
+    assert ddb.describe_table(TableName=name)["Table"]["DeletionProtectionEnabled"] is False
+
+
+@pytest.mark.parametrize("throughput, violation", [
+    ({"ReadCapacityUnits": 0, "WriteCapacityUnits": 0},
+     "Value '0' at 'provisionedThroughput.{}' failed to satisfy constraint: Member must have value greater than or "
+     "equal to 1"),
+    ({}, "Value null at 'provisionedThroughput.{}' failed to satisfy constraint: Member must not be null"),
+])
+def test_throughput_violations_name_the_write_member_first(server, throughput, violation):
+    response, body = call(server, json.dumps({
+        "TableName": unique_name(), "AttributeDefinitions": DEFS, "KeySchema": SCHEMA,
+        "BillingMode": "PROVISIONED", "ProvisionedThroughput": throughput}), "DynamoDB_20120810.CreateTable")
+    assert response.status == 400
+    assert json.loads(body)["message"] == "2 validation errors detected: " + "; ".join(
+        violation.format(member) for member in ("writeCapacityUnits", "readCapacityUnits"))
+
+
 def test_update_table_requires_a_change(ddb):
     """UpdateTable with nothing to change is a ValidationException."""
     name = create_table(ddb)

@@ -38,9 +38,9 @@ _KEY_ELEMENT = v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
 })
-_THROUGHPUT = v.Struct({
-    "ReadCapacityUnits": v.Int(required=True, minimum=1),
+_THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before the read member's
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
+    "ReadCapacityUnits": v.Int(required=True, minimum=1),
 })
 _PROJECTION = v.Struct({
     "ProjectionType": v.Str(enum=("ALL", "KEYS_ONLY", "INCLUDE")),

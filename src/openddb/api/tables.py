@@ -29,9 +29,9 @@ _ATTRIBUTE_DEFINITIONS = v.List(v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "AttributeType": v.Str(required=True, enum=("S", "N", "B")),
 }), required=True)
-_THROUGHPUT = v.Struct({
-    "ReadCapacityUnits": v.Int(required=True, minimum=1),
+_THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before the read member's
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
+    "ReadCapacityUnits": v.Int(required=True, minimum=1),
 })
 _SSE = v.Struct({
     "Enabled": v.Bool(),
@@ -305,8 +305,13 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
             "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
             "is required")
+    if request.get("DeletionProtectionEnabled") is not None and len(changes) > 1:
+        raise ValidationException("DeletionProtection modification must be the only operation in the request")
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
+    sse = request.get("SSESpecification")
+    if sse is not None and not sse.get("Enabled", True) and meta.sse is None:
+        raise _invalid("Table is already encrypted by default")
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
@@ -357,7 +362,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
     if request.get("TableClass") is not None:
         meta.table_class = request["TableClass"]
-    sse = request.get("SSESpecification")
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
     context.engine.update_table(meta)
