@@ -243,10 +243,11 @@ def test_update_table_refusals(ddb):
         ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST", DeletionProtectionEnabled=True)
     assert error_of(excinfo) == ("ValidationException",
                                  "DeletionProtection modification must be the only operation in the request")
-    with pytest.raises(ClientError) as excinfo:
-        ddb.update_table(TableName=name, SSESpecification={"Enabled": False})
-    assert error_of(excinfo) == ("ValidationException",
-                                 "One or more parameter values were invalid: Table is already encrypted by default")
+    for sse in ({"Enabled": False}, {}):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_table(TableName=name, SSESpecification=sse)
+        assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: Table is "
+                                     "already encrypted by default")
     assert ddb.describe_table(TableName=name)["Table"]["DeletionProtectionEnabled"] is False
 
 
@@ -263,6 +264,52 @@ def test_throughput_violations_name_the_write_member_first(server, throughput, v
     assert response.status == 400
     assert json.loads(body)["message"] == "2 validation errors detected: " + "; ".join(
         violation.format(member) for member in ("writeCapacityUnits", "readCapacityUnits"))
+
+
+WARM_LOWER = ("One or more parameter values were invalid: Requested ReadUnitsPerSecond for WarmThroughput for table "
+              "is lower than ")
+
+
+def test_warm_throughput_at_creation(ddb):
+    """At least the on-demand initial 12000/4000, or the provisioned capacity; a missing member keeps that."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                         BillingMode="PAY_PER_REQUEST",
+                         WarmThroughput={"ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1})
+    assert error_of(excinfo) == ("ValidationException", WARM_LOWER + (
+        "initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+        "on-demand-capacity-mode.html#on-demand-capacity-mode-initial"))
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                         ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+                         WarmThroughput={"ReadUnitsPerSecond": 5, "WriteUnitsPerSecond": 5})
+    assert error_of(excinfo) == ("ValidationException",
+                                 WARM_LOWER + "ReadCapacityUnits of ProvisionedThroughput")
+    name = unique_name()
+    created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                               BillingMode="PAY_PER_REQUEST", WarmThroughput={"ReadUnitsPerSecond": 12001})
+    assert created["TableDescription"]["WarmThroughput"] == {"ReadUnitsPerSecond": 12001, "WriteUnitsPerSecond": 4000,
+                                                             "Status": "UPDATING"}
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 12001, "WriteUnitsPerSecond": 4000, "Status": "ACTIVE"}
+
+
+def test_warm_throughput_only_grows(ddb):
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+                     WarmThroughput={"ReadUnitsPerSecond": 100, "WriteUnitsPerSecond": 100})
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 100, "WriteUnitsPerSecond": 100, "Status": "ACTIVE"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, WarmThroughput={"ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1})
+    assert error_of(excinfo) == ("ValidationException", WARM_LOWER + "current WarmThroughput, decreasing "
+                                 "WarmThroughput is not supported")
+    answer = ddb.update_table(TableName=name, WarmThroughput={"WriteUnitsPerSecond": 150})["TableDescription"]
+    assert answer["TableStatus"] == "ACTIVE"
+    ddb.update_table(TableName=name, WarmThroughput={"ReadUnitsPerSecond": 100})  # equal: accepted
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 100, "WriteUnitsPerSecond": 150, "Status": "ACTIVE"}
 
 
 def test_update_table_requires_a_change(ddb):

@@ -45,6 +45,7 @@ _TAGS = v.List(v.Struct({
 
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
+_WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
 
 CREATE_TABLE = v.Struct({
     "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
@@ -62,6 +63,7 @@ CREATE_TABLE = v.Struct({
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
     "OnDemandThroughput": _ON_DEMAND,
+    "WarmThroughput": _WARM,
 })
 DESCRIBE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
 DELETE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
@@ -80,6 +82,7 @@ UPDATE_TABLE = v.Struct({
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
     "OnDemandThroughput": _ON_DEMAND,
+    "WarmThroughput": _WARM,
 })
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(_TAGS.member, required=True)})
@@ -144,6 +147,18 @@ def _on_demand(requested: dict[str, int], billing_mode: str, *, clearing: bool) 
     return {member: int(requested[member]) for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None}
 
 
+def _warm_request(requested: dict[str, int], floor: tuple[int, int], lower: tuple[str, str]) -> tuple[int, int]:
+    """The WarmThroughput asked for: each member at least its `floor` (which `lower` names in the refusal); an
+    absent member keeps the floor."""
+    wanted = []
+    for member, least, named in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), floor, lower, strict=True):
+        value = requested.get(member)
+        if value is not None and value < least:
+            raise _invalid(f"Requested {member} for WarmThroughput for table is lower than {named}")
+        wanted.append(least if value is None else int(value))
+    return wanted[0], wanted[1]
+
+
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(CREATE_TABLE, request)
     definitions = request["AttributeDefinitions"]
@@ -166,6 +181,13 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                            "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
     on_demand = _on_demand(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
+    if billing_mode == "PAY_PER_REQUEST":
+        initial = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
+                   "developerguide/on-demand-capacity-mode.html#on-demand-capacity-mode-initial")
+        warm = _warm_request(request.get("WarmThroughput") or {}, ON_DEMAND_WARM, (initial, initial))
+    else:
+        capacity = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits of ProvisionedThroughput")
+        warm = _warm_request(request.get("WarmThroughput") or {}, (read, write), capacity)
     _check_create_stream(request.get("StreamSpecification"))
     now = time.time()
     sse = request.get("SSESpecification")
@@ -174,15 +196,17 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
                                for d in definitions],
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
-        peak_read=read, peak_write=write,
+        peak_read=warm[0], peak_write=warm[1],
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
         tags=_unique_tags(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
     meta = context.engine.create_table(meta)
-    return {"TableDescription": describe(context, meta, status="CREATING", counts=False, fresh=True,
-                                         warm=False)}
+    description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
+    if request.get("WarmThroughput"):  # asked for: answered as being set up
+        description["WarmThroughput"] = {**warm_throughput(meta), "Status": "UPDATING"}
+    return {"TableDescription": description}
 
 
 def _check_create_stream(spec: dict[str, Any] | None) -> None:
@@ -297,7 +321,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
                            "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates",
-                           "OnDemandThroughput")
+                           "OnDemandThroughput", "WarmThroughput")
                if request.get(k) is not None]
     if not changes:
         raise ValidationException(
@@ -305,12 +329,18 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
             "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
             "is required")
+    if request.get("WarmThroughput") is not None:  # it only ever grows
+        current = warm_throughput(meta)
+        decreasing = "current WarmThroughput, decreasing WarmThroughput is not supported"
+        meta.peak_read, meta.peak_write = _warm_request(
+            request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
+            (decreasing, decreasing))
     if request.get("DeletionProtectionEnabled") is not None and len(changes) > 1:
         raise ValidationException("DeletionProtection modification must be the only operation in the request")
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
     sse = request.get("SSESpecification")
-    if sse is not None and not sse.get("Enabled", True) and meta.sse is None:
+    if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
     now = time.time()
     created: list[IndexMeta] = []
