@@ -136,10 +136,9 @@ def _on_demand(requested: dict[str, int], billing_mode: str, *, clearing: bool) 
     """The OnDemandThroughput members requested, checked: on-demand tables only; at least 1, or -1 (clearing a
     member) on UpdateTable."""
     given = [member for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None]
-    if given and billing_mode == "PROVISIONED":  # CreateTable's wording differs from UpdateTable's
-        raise _invalid(f"{given[0]} for OnDemandThroughput cannot be specified when the table BillingMode is "
-                       "PROVISIONED" if clearing else
-                       f"{given[0]} for OnDemandThroughput cannot be specified when table BillingMode is PROVISIONED.")
+    if given and billing_mode == "PROVISIONED":  # UpdateTable (`clearing`) and CreateTable word it differently
+        when = "when the table BillingMode is PROVISIONED" if clearing else "when table BillingMode is PROVISIONED."
+        raise _invalid(f"{given[0]} for OnDemandThroughput cannot be specified {when}")
     for member in _ON_DEMAND_MEMBERS:
         value = requested.get(member)
         if value is not None and value < 1 and not (clearing and value == -1):

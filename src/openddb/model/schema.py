@@ -78,7 +78,8 @@ class TableMeta:
     last_increase: float | None = None
     last_decrease: float | None = None
     decreases_today: int = 0
-    # The highest capacity ever provisioned: DynamoDB's warm throughput never goes down.
+    # The highest capacity ever provisioned or asked for as WarmThroughput: DynamoDB's warm throughput never goes
+    # down.
     peak_read: int = 0
     peak_write: int = 0
     billing_mode_updated_at: float | None = None
