@@ -248,18 +248,22 @@ def test_switch_to_provisioned_needs_throughput_for_every_gsi(ddb):
     assert (gsi["ReadCapacityUnits"], gsi["WriteCapacityUnits"]) == (0, 0)
 
 
-def test_duplicate_tag_keys_keep_the_last_value(ddb):
-    """A table holds one tag per key: a repeated key, at creation or in TagResource, keeps the later value."""
+def test_duplicate_tag_keys_are_refused(ddb):
+    """A key given twice in one request, at creation or in TagResource, refuses the whole request."""
     name = unique_name()
-    created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
-                               BillingMode="PAY_PER_REQUEST",
-                               Tags=[{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}])
-    arn = created["TableDescription"]["TableArn"]
-    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == [{"Key": "a", "Value": "2"}]
-    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "b", "Value": "1"}, {"Key": "b", "Value": "3"},
-                                            {"Key": "a", "Value": "4"}])
-    assert sorted((t["Key"], t["Value"]) for t in ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]) == [
-        ("a", "4"), ("b", "3")]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                         Tags=[{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}])
+    assert excinfo.value.response["Error"]["Message"] == (
+        "Duplicate Tag Keys provided as input: Duplicate Tag Key found a")
+    assert name not in ddb.list_tables()["TableNames"]
+    arn = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                           Tags=[{"Key": "a", "Value": "1"}])["TableDescription"]["TableArn"]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "b", "Value": "1"}, {"Key": "b", "Value": "3"}])
+    assert excinfo.value.response["Error"]["Code"] == "ValidationException"
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "a", "Value": "4"}])  # a key tagged again takes the new value
+    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == [{"Key": "a", "Value": "4"}]
 
 
 def test_duplicate_non_key_attributes_are_refused(ddb):

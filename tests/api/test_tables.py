@@ -419,6 +419,50 @@ def test_tags(ddb):
     assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == [{"Key": "env", "Value": "test"}]
 
 
+@pytest.mark.parametrize("operation, body, message", [
+    ("TagResource", {"Tags": [{"Key": "aws:foo", "Value": "x"}]}, "Tag Key cannot be prefixed with aws:, Key: aws:foo"),
+    ("TagResource", {"Tags": [{"Key": "AWS:foo", "Value": "x"}]}, "Tag Key cannot be prefixed with aws:, Key: AWS:foo"),
+    ("UntagResource", {"TagKeys": ["aws:foo"]}, "Tag Key cannot be prefixed with aws:, Key: aws:foo"),
+    ("TagResource", {"Tags": [{"Key": "bad#char", "Value": "x"}]}, "The Tag Key provided is invalid, Key: bad#char"),
+    ("TagResource", {"Tags": [{"Key": "k", "Value": "100%"}]}, "The Tag Value provided is invalid, Value: 100%"),
+    ("TagResource", {"Tags": [{"Key": "k" * 129, "Value": "x"}]}, "The Tag Key provided is invalid, Key: " + "k" * 129),
+    ("TagResource", {"Tags": [{"Key": "k", "Value": "v" * 257}]},
+     "The Tag Value provided is invalid, Value: " + "v" * 257),
+    ("TagResource", {"Tags": [{"Key": "", "Value": "x"}]}, "The Tag Key provided is invalid, Key: "),
+    ("TagResource", {"Tags": [{"Key": "k"}]}, "The Tag Value provided is invalid, Value: null"),
+    ("TagResource", {"Tags": []}, "Atleast one Tag needs to be provided as Input."),
+    ("UntagResource", {"TagKeys": []}, "Atleast one Tag Key needs to be provided as Input."),
+    ("UntagResource", {"TagKeys": [f"k{n}" for n in range(51)]},
+     "Number of Tags exceed the current limit for the provided ResourceArn"),
+    ("TagResource", {"Tags": [{"Key": "ok", "Value": "x"}, {"Key": "aws:zzz", "Value": "x"}]},
+     "Tag Key cannot be prefixed with aws:, Key: aws:zzz"),
+])
+def test_tag_refusals(server, ddb, operation, body, message):
+    """Each refusal is DynamoDB's own wording, and refuses the whole request: no tag of it is kept."""
+    arn = ddb.describe_table(TableName=create_table(ddb))["Table"]["TableArn"]
+    response, data = call(server, json.dumps({"ResourceArn": arn, **body}), f"DynamoDB_20120810.{operation}")
+    assert response.status == 400
+    assert json.loads(data)["message"] == message
+    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == []
+
+
+def test_at_most_50_tags(ddb):
+    """Counted after the merge: a new key beyond 50 is refused, new values for kept keys are not. Letters of any
+    script, spaces, _ . : / = + - @ and empty values are accepted."""
+    arn = ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                           BillingMode="PAY_PER_REQUEST", Tags=[])["TableDescription"]["TableArn"]
+    unusual = [{"Key": "ключ sp", "Value": "a b+c-d=e.f_g:h/i@j"}, {"Key": "Env", "Value": ""}]
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": f"k{n:02d}", "Value": "v"} for n in range(48)] + unusual)
+    for tags in ([{"Key": "k50", "Value": "v"}], [{"Key": "k01", "Value": "new"}, {"Key": "k50", "Value": "v"}]):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.tag_resource(ResourceArn=arn, Tags=tags)
+        assert error_of(excinfo) == ("ValidationException",
+                                     "Number of Tags exceed the current limit for the provided ResourceArn")
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": f"k{n:02d}", "Value": "w"} for n in range(48)])
+    tags = {tag["Key"]: tag["Value"] for tag in ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}
+    assert len(tags) == 50 and tags["k01"] == "w" and tags["Env"] == "" and tags["ключ sp"] == "a b+c-d=e.f_g:h/i@j"
+
+
 def test_table_arn_accepted(ddb):
     """DescribeTable accepts a table ARN as TableName."""
     name = create_table(ddb)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
+import unicodedata
 import uuid
 from typing import Any
 
@@ -38,10 +39,10 @@ _SSE = v.Struct({
     "SSEType": v.Str(enum=("AES256", "KMS")),
     "KMSMasterKeyId": v.Str(),
 })
-_TAGS = v.List(v.Struct({
-    "Key": v.Str(required=True, min_len=1, max_len=128),
-    "Value": v.Str(required=True, min_len=0, max_len=256),
-}), min_len=1, max_len=50)
+# Tags are checked by hand (see `_check_tags`): DynamoDB words those refusals itself, not as constraint violations.
+_TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))
+MAX_TAGS = 50
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
 
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
@@ -87,7 +88,7 @@ UPDATE_TABLE = v.Struct({
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(_TAGS.member, required=True)})
 UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                           "TagKeys": v.List(v.Str(min_len=1, max_len=128), required=True)})
+                           "TagKeys": v.List(v.Str(), required=True)})
 LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                       "NextToken": v.Str()})
 
@@ -188,6 +189,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         capacity = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits of ProvisionedThroughput")
         warm = _warm_request(request.get("WarmThroughput") or {}, (read, write), capacity)
     _check_create_stream(request.get("StreamSpecification"))
+    tags = request.get("Tags") or []
+    _check_tags(tags)
     now = time.time()
     sse = request.get("SSESpecification")
     meta = TableMeta(
@@ -197,7 +200,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
         peak_read=warm[0], peak_write=warm[1],
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
-        tags=_unique_tags(request.get("Tags") or []), sse=sse if sse and sse.get("Enabled") else None,
+        tags=_with_tags([], tags), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
@@ -440,14 +443,23 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
 
 def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(TAG_RESOURCE, request)
+    if not request["Tags"]:
+        raise ValidationException("Atleast one Tag needs to be provided as Input.")
+    _check_tags(request["Tags"])
     meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
-    meta.tags = _unique_tags(meta.tags + request["Tags"])
+    meta.tags = _with_tags(meta.tags, request["Tags"])
     context.engine.update_table(meta)
     return {}
 
 
 def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UNTAG_RESOURCE, request)
+    if not request["TagKeys"]:
+        raise ValidationException("Atleast one Tag Key needs to be provided as Input.")
+    for key in request["TagKeys"]:
+        _check_tag_key(key)
+    if len(request["TagKeys"]) > MAX_TAGS:
+        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
     meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
     removed = set(request["TagKeys"])
     meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
@@ -455,9 +467,39 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     return {}
 
 
-def _unique_tags(tags: list[dict[str, str]]) -> list[dict[str, str]]:
-    """One tag per key (a table holds one tag with a given key); a later value replaces an earlier one."""
-    values = {tag["Key"]: tag["Value"] for tag in tags}
+def _tag_text(text: str, longest: int, shortest: int) -> bool:
+    """A tag key or value DynamoDB accepts: letters, digits and spaces of any script, and _ . : / = + - @."""
+    return shortest <= len(text) <= longest and all(
+        ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
+
+
+def _check_tag_key(key: str | None) -> None:
+    if key is None or not _tag_text(key, 128, 1):
+        raise ValidationException(f"The Tag Key provided is invalid, Key: {'null' if key is None else key}")
+    if key[:4].lower() == "aws:":
+        raise ValidationException(f"Tag Key cannot be prefixed with aws:, Key: {key}")
+
+
+def _check_tags(tags: list[dict[str, str]]) -> None:
+    """Each tag as DynamoDB checks it, and no key twice."""
+    for tag in tags:
+        _check_tag_key(tag.get("Key"))
+        value = tag.get("Value")
+        if value is None or not _tag_text(value, 256, 0):
+            raise ValidationException(f"The Tag Value provided is invalid, Value: {'null' if value is None else value}")
+    seen: set[str] = set()
+    for tag in tags:
+        if tag["Key"] in seen:
+            raise ValidationException(f"Duplicate Tag Keys provided as input: Duplicate Tag Key found {tag['Key']}")
+        seen.add(tag["Key"])
+
+
+def _with_tags(kept: list[dict[str, str]], tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`kept` with `tags` added, a key given again taking its new value (a table holds one tag per key); at most
+    50 in all."""
+    values = {tag["Key"]: tag["Value"] for tag in kept + tags}
+    if len(values) > MAX_TAGS:
+        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
     return [{"Key": key, "Value": value} for key, value in values.items()]
 
 
