@@ -236,12 +236,52 @@ def test_refused_update_changes_nothing(ddb):
     assert "BillingModeSummary" not in after
 
 
+ALONE = "One or more parameter values were invalid: {} modification must be the only operation in the request"
+
+
+@pytest.mark.parametrize("members, message", [
+    ({"DeletionProtectionEnabled": True, "SSESpecification": {"Enabled": True}},
+     ALONE.format("Server-Side Encryption")),
+    ({"DeletionProtectionEnabled": True, "TableClass": "STANDARD_INFREQUENT_ACCESS"}, ALONE.format("TableClass")),
+    ({"WarmThroughput": {"ReadUnitsPerSecond": 13000}, "DeletionProtectionEnabled": True},
+     ALONE.format("DeletionProtection")),
+    ({"WarmThroughput": {"ReadUnitsPerSecond": 13000}, "OnDemandThroughput": {"MaxReadRequestUnits": 10}},
+     "OnDemandThroughput can only be combined with BillingMode in an UpdateTable request"),
+    ({"WarmThroughput": {"ReadUnitsPerSecond": 13000}, "BillingMode": "PAY_PER_REQUEST"},
+     "WarmThroughput must be the only operation in the request"),
+])
+def test_update_table_makes_one_kind_of_change(ddb, members, message):
+    """Encryption, table class, deletion protection and warm throughput each come alone (DynamoDB names the first
+    of them in this order); a refused call changes nothing."""
+    name = create_table(ddb)
+    before = ddb.describe_table(TableName=name)["Table"]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, **members)
+    assert error_of(excinfo) == ("ValidationException", message)
+    after = ddb.describe_table(TableName=name)["Table"]
+    assert (after["DeletionProtectionEnabled"], after["WarmThroughput"], after.get("TableClassSummary")) == (
+        before["DeletionProtectionEnabled"], before["WarmThroughput"], before.get("TableClassSummary"))
+
+
+def test_on_demand_throughput_with_a_switch_to_on_demand(ddb):
+    """The one pair DynamoDB takes: BillingMode PAY_PER_REQUEST with OnDemandThroughput; an empty structure beside
+    another change counts as absent."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST", OnDemandThroughput={"MaxReadRequestUnits": 10})
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["OnDemandThroughput"] == {"MaxReadRequestUnits": 10}
+    ddb.update_table(TableName=name, DeletionProtectionEnabled=False, WarmThroughput={})
+
+
 def test_update_table_refusals(ddb):
     """Deletion protection changes alone; SSE cannot be turned off where only the default encryption is on."""
     name = create_table(ddb)
     with pytest.raises(ClientError) as excinfo:
         ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST", DeletionProtectionEnabled=True)
-    assert error_of(excinfo) == ("ValidationException",
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: "
                                  "DeletionProtection modification must be the only operation in the request")
     for sse in ({"Enabled": False}, {}):
         with pytest.raises(ClientError) as excinfo:

@@ -317,28 +317,51 @@ def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     return response
 
 
+_THROUGHPUT_LIMITS = ("OnDemandThroughput", "WarmThroughput")
+# UpdateTable members that must come alone, in the order DynamoDB names them when several do.
+_ALONE = (("SSESpecification", "Server-Side Encryption"), ("TableClass", "TableClass"),
+          ("DeletionProtectionEnabled", "DeletionProtection"))
+
+
+def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
+    """UpdateTable makes one kind of change per call: encryption, table class, deletion protection and warm
+    throughput each come alone, and OnDemandThroughput only with BillingMode."""
+    if len(changes) == 1:
+        return
+    for member, what in _ALONE:
+        if member in changes:
+            raise _invalid(f"{what} modification must be the only operation in the request")
+    if "OnDemandThroughput" in changes and set(changes) - {"OnDemandThroughput", "BillingMode"}:
+        raise ValidationException("OnDemandThroughput can only be combined with BillingMode in an UpdateTable request")
+    if "WarmThroughput" in changes:
+        if any(isinstance(update, dict) and update.get("Create")
+               for update in request.get("GlobalSecondaryIndexUpdates") or []):
+            raise ValidationException("Create global secondary index cannot be specified when updating WarmThroughput")
+        raise ValidationException("WarmThroughput must be the only operation in the request")
+
+
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_TABLE, request)
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
+    # An empty WarmThroughput or OnDemandThroughput counts as absent.
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
                            "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates",
                            "OnDemandThroughput", "WarmThroughput")
-               if request.get(k) is not None]
+               if request.get(k) is not None and not (k in _THROUGHPUT_LIMITS and request[k] == {})]
     if not changes:
         raise ValidationException(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
             "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
             "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
             "is required")
-    if request.get("WarmThroughput") is not None:  # it only ever grows
+    _check_one_concern(changes, request)
+    if "WarmThroughput" in changes:  # it only ever grows
         current = warm_throughput(meta)
         decreasing = "current WarmThroughput, decreasing WarmThroughput is not supported"
         meta.peak_read, meta.peak_write = _warm_request(
             request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
             (decreasing, decreasing))
-    if request.get("DeletionProtectionEnabled") is not None and len(changes) > 1:
-        raise ValidationException("DeletionProtection modification must be the only operation in the request")
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
     sse = request.get("SSESpecification")
