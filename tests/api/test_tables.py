@@ -276,6 +276,15 @@ def test_on_demand_throughput_with_a_switch_to_on_demand(ddb):
     ddb.update_table(TableName=name, DeletionProtectionEnabled=False, WarmThroughput={})
 
 
+def test_table_class_standard_on_a_table_without_one(ddb):
+    name = create_table(ddb)
+    ddb.update_table(TableName=name, TableClass="STANDARD")
+    assert "TableClassSummary" not in ddb.describe_table(TableName=name)["Table"]
+    ddb.update_table(TableName=name, TableClass="STANDARD_INFREQUENT_ACCESS")
+    ddb.update_table(TableName=name, TableClass="STANDARD")
+    assert ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]["TableClass"] == "STANDARD"
+
+
 def test_update_table_refusals(ddb):
     """Deletion protection changes alone; SSE cannot be turned off where only the default encryption is on."""
     name = create_table(ddb)

@@ -415,7 +415,8 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
     if request.get("DeletionProtectionEnabled") is not None:
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
-    if request.get("TableClass") is not None:
+    # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on DynamoDB.
+    if request.get("TableClass") is not None and not (request["TableClass"] == "STANDARD" and meta.table_class is None):
         meta.table_class = request["TableClass"]
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
