@@ -249,6 +249,12 @@ ALONE = "One or more parameter values were invalid: {} modification must be the 
      "OnDemandThroughput can only be combined with BillingMode in an UpdateTable request"),
     ({"WarmThroughput": {"ReadUnitsPerSecond": 13000}, "BillingMode": "PAY_PER_REQUEST"},
      "WarmThroughput must be the only operation in the request"),
+    ({"WarmThroughput": {"ReadUnitsPerSecond": 13000},
+      "AttributeDefinitions": [{"AttributeName": "g", "AttributeType": "S"}],
+      "GlobalSecondaryIndexUpdates": [{"Create": {
+          "IndexName": "gsi", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+          "Projection": {"ProjectionType": "ALL"}}}]},
+     "Create global secondary index cannot be specified when updating WarmThroughput"),
 ])
 def test_update_table_makes_one_kind_of_change(ddb, members, message):
     """Encryption, table class, deletion protection and warm throughput each come alone (DynamoDB names the first
@@ -261,6 +267,22 @@ def test_update_table_makes_one_kind_of_change(ddb, members, message):
     after = ddb.describe_table(TableName=name)["Table"]
     assert (after["DeletionProtectionEnabled"], after["WarmThroughput"], after.get("TableClassSummary")) == (
         before["DeletionProtectionEnabled"], before["WarmThroughput"], before.get("TableClassSummary"))
+
+
+def test_index_creation_beside_a_throughput_change(ddb):
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 2},
+                         AttributeDefinitions=[{"AttributeName": "g", "AttributeType": "S"}],
+                         GlobalSecondaryIndexUpdates=[{"Create": {
+                             "IndexName": "gsi", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                             "Projection": {"ProjectionType": "ALL"},
+                             "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}}])
+    assert error_of(excinfo) == ("ValidationException", "You cannot create or delete index while updating table IOPS")
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert "GlobalSecondaryIndexes" not in table and table["ProvisionedThroughput"]["ReadCapacityUnits"] == 1
 
 
 def test_on_demand_throughput_with_a_switch_to_on_demand(ddb):

@@ -333,11 +333,14 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
             raise _invalid(f"{what} modification must be the only operation in the request")
     if "OnDemandThroughput" in changes and set(changes) - {"OnDemandThroughput", "BillingMode"}:
         raise ValidationException("OnDemandThroughput can only be combined with BillingMode in an UpdateTable request")
+    online = [update for update in request.get("GlobalSecondaryIndexUpdates") or []
+              if isinstance(update, dict) and (update.get("Create") or update.get("Delete"))]
     if "WarmThroughput" in changes:
-        if any(isinstance(update, dict) and update.get("Create")
-               for update in request.get("GlobalSecondaryIndexUpdates") or []):
+        if any(update.get("Create") for update in online):
             raise ValidationException("Create global secondary index cannot be specified when updating WarmThroughput")
         raise ValidationException("WarmThroughput must be the only operation in the request")
+    if online and "ProvisionedThroughput" in changes:
+        raise ValidationException("You cannot create or delete index while updating table IOPS")
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
