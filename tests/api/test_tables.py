@@ -307,6 +307,26 @@ def test_table_class_standard_on_a_table_without_one(ddb):
     assert ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]["TableClass"] == "STANDARD"
 
 
+def test_attribute_definitions_and_projected_attributes_described_by_name(ddb):
+    """Whatever order they were sent in; the indexes keep theirs."""
+    name = unique_name()
+    definitions = [{"AttributeName": n, "AttributeType": "S"} for n in ("z", "a", "m", "sk", "pk")]
+    created = ddb.create_table(
+        TableName=name, AttributeDefinitions=definitions, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {"IndexName": "g-z", "KeySchema": [{"AttributeName": "z", "KeyType": "HASH"}],
+             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["zz", "aa", "mm", "sk"]}},
+            {"IndexName": "g-a", "KeySchema": [{"AttributeName": "a", "KeyType": "HASH"},
+                                               {"AttributeName": "m", "KeyType": "RANGE"}],
+             "Projection": {"ProjectionType": "KEYS_ONLY"}}])["TableDescription"]
+    for table in (created, ddb.describe_table(TableName=name)["Table"]):
+        assert [d["AttributeName"] for d in table["AttributeDefinitions"]] == ["a", "m", "pk", "sk", "z"]
+        assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["g-z", "g-a"]
+        assert table["GlobalSecondaryIndexes"][0]["Projection"]["NonKeyAttributes"] == ["aa", "mm", "sk", "zz"]
+        assert [k["AttributeName"] for k in table["GlobalSecondaryIndexes"][1]["KeySchema"]] == ["a", "m"]
+
+
 def test_update_table_refusals(ddb):
     """Deletion protection changes alone; SSE cannot be turned off where only the default encryption is on."""
     name = create_table(ddb)

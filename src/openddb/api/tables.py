@@ -256,7 +256,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     the change settles. `warm`: include WarmThroughput, which a CreateTable response lacks."""
     item_count, size = context.engine.table_stats(meta) if counts else (0, 0)
     description: dict[str, Any] = {
-        "AttributeDefinitions": meta.attribute_definitions,
+        # Sorted by name, as DynamoDB answers whatever order they were given in.
+        "AttributeDefinitions": sorted(meta.attribute_definitions, key=lambda d: d["AttributeName"]),
         "TableName": meta.name,
         "KeySchema": meta.key_schema_wire(),
         "TableStatus": status or meta.status,

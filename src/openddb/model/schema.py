@@ -59,7 +59,7 @@ class IndexMeta:
     def projection_wire(self) -> dict[str, Any]:
         projection: dict[str, Any] = {"ProjectionType": self.projection_type}
         if self.projection_type == "INCLUDE":
-            projection["NonKeyAttributes"] = list(self.non_key_attributes)
+            projection["NonKeyAttributes"] = sorted(self.non_key_attributes)  # by name, as DynamoDB describes them
         return projection
 
 
