@@ -89,6 +89,33 @@ def test_provisioned_gsi_throughput(ddb):
     assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (3, 4)
 
 
+def test_gsi_throughput_update(ddb):
+    """The answer shows the index UPDATING with the throughput before the change; the same values again are refused."""
+    name = unique_name()
+    index = {**gsi("gs1", "g", ranges=0), "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 2}}
+    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+                     GlobalSecondaryIndexes=[index])
+
+    def update(read: int, write: int) -> dict:
+        return ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {
+            "IndexName": "gs1", "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write}}}],
+        )["TableDescription"]["GlobalSecondaryIndexes"][0]
+
+    answered = update(2, 3)
+    assert answered["IndexStatus"] == "UPDATING"
+    assert (answered["ProvisionedThroughput"]["ReadCapacityUnits"],
+            answered["ProvisionedThroughput"]["WriteCapacityUnits"]) == (2, 2)
+    described = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]
+    assert described["ProvisionedThroughput"]["WriteCapacityUnits"] == 3 and described["IndexStatus"] == "ACTIVE"
+    with pytest.raises(ClientError) as excinfo:
+        update(2, 3)
+    assert excinfo.value.response["Error"]["Message"].startswith(
+        "The provisioned throughput for the index gs1 will not change. The requested value equals the current value. "
+        "Current ReadCapacityUnits provisioned for index gs1: 2. Requested ReadCapacityUnits: 2. Current "
+        "WriteCapacityUnits")
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"AttributeDefinitions": defs(pk="S", g="S", extra="S"), "KeySchema": schema("pk", ranges=0),
       "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0)]},

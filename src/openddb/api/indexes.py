@@ -306,6 +306,13 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
                 raise _invalid(f"ProvisionedThroughput should not be specified for index: {index.name} when "
                                "BillingMode is PAY_PER_REQUEST")
             read, write = _index_throughput(index.name, spec, "PROVISIONED")
+            if (read, write) == (index.read_capacity, index.write_capacity):
+                raise ValidationException(
+                    f"The provisioned throughput for the index {index.name} will not change. The requested value "
+                    f"equals the current value. Current ReadCapacityUnits provisioned for index {index.name}: {read}. "
+                    f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for index "
+                    f"{index.name}: {write}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
+                    "Developer Guide for current limits and how to request higher limits.")
             if read > index.read_capacity or write > index.write_capacity:
                 index.last_increase = now
             if read < index.read_capacity or write < index.write_capacity:

@@ -111,7 +111,7 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
         if len(types) < len(schema):
             raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
         raise _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
-                       f"[{', '.join(missing)}], AttributeDefinitions: [{', '.join(types)}]")
+                       f"[{', '.join(sorted(missing))}], AttributeDefinitions: [{', '.join(sorted(types))}]")
     hash_key = KeyAttribute(schema[0]["AttributeName"], types[schema[0]["AttributeName"]])
     range_key = None
     if len(schema) == 2:
@@ -440,8 +440,15 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
     if deleting:
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
-    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it.
+    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it, for the
+    # table and for each index an Update action changes (shown UPDATING).
     description["ProvisionedThroughput"] = throughput_description(before)
+    updated = {update["Update"]["IndexName"] for update in request.get("GlobalSecondaryIndexUpdates") or []
+               if update.get("Update")}
+    for entry in description.get("GlobalSecondaryIndexes", []):
+        old = before.index(entry["IndexName"])
+        if entry["IndexName"] in updated and old is not None:
+            entry["IndexStatus"], entry["ProvisionedThroughput"] = "UPDATING", throughput_description(old)
     if on_demand:  # a member just cleared is answered as -1
         shown = {**meta.on_demand, **on_demand}
         description["OnDemandThroughput"] = {member: shown[member] for member in _ON_DEMAND_MEMBERS if member in shown}
