@@ -39,10 +39,10 @@ _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/
 
 
 def _handlers() -> dict[bytes, Handler]:
-    from openddb.api import batch, items, reads, tables, transactions, ttl
+    from openddb.api import batch, items, reads, tables, tags, transactions, ttl
 
     table: dict[str, Handler] = {}
-    for module in (tables, items, reads, batch, transactions, ttl):
+    for module in (tables, tags, items, reads, batch, transactions, ttl):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
 

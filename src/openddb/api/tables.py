@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import time
-import unicodedata
 import uuid
 from typing import Any
 
@@ -13,7 +12,8 @@ from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.common import MAX_THROUGHPUT, ON_DEMAND_WARM, epoch_millis, provisioned_units, throughput_description
 from openddb.api.context import RequestContext, table_name_from
-from openddb.errors import ResourceNotFoundException, TableNotFoundException, ValidationException
+from openddb.api.tags import TAGS, check_tags, with_tags
+from openddb.errors import TableNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
@@ -39,10 +39,6 @@ _SSE = v.Struct({
     "SSEType": v.Str(enum=("AES256", "KMS")),
     "KMSMasterKeyId": v.Str(),
 })
-# Tags are checked by hand (see `_check_tags`): DynamoDB words those refusals itself, not as constraint violations.
-_TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))
-MAX_TAGS = 50
-_TAG_PUNCTUATION = frozenset("_.:/=+-@")
 
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
@@ -60,7 +56,7 @@ CREATE_TABLE = v.Struct({
                                      "StreamViewType": v.Str(enum=("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES",
                                                                    "KEYS_ONLY"))}),
     "SSESpecification": _SSE,
-    "Tags": _TAGS,
+    "Tags": TAGS,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
     "OnDemandThroughput": _ON_DEMAND,
@@ -85,12 +81,6 @@ UPDATE_TABLE = v.Struct({
     "OnDemandThroughput": _ON_DEMAND,
     "WarmThroughput": _WARM,
 })
-TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                         "Tags": v.List(_TAGS.member, required=True)})
-UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                           "TagKeys": v.List(v.Str(), required=True)})
-LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                      "NextToken": v.Str()})
 
 
 def _invalid(detail: str) -> ValidationException:
@@ -190,7 +180,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         warm = _warm_request(request.get("WarmThroughput") or {}, (read, write), capacity)
     _check_create_stream(request.get("StreamSpecification"))
     tags = request.get("Tags") or []
-    _check_tags(tags)
+    check_tags(tags)
     now = time.time()
     sse = request.get("SSESpecification")
     meta = TableMeta(
@@ -200,7 +190,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
         peak_read=warm[0], peak_write=warm[1],
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
-        tags=_with_tags([], tags), sse=sse if sse and sse.get("Enabled") else None,
+        tags=with_tags([], tags), sse=sse if sse and sse.get("Enabled") else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
@@ -467,83 +457,6 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     return {"TableDescription": description}
 
 
-def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
-    if not arn.startswith("arn:aws:dynamodb:") or ":table/" not in arn:
-        raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
-    meta = context.engine.get_table(table_name_from(arn))
-    if meta is None:
-        raise ResourceNotFoundException(f"Requested resource not found: ResourcArn: {arn} not found")
-    return meta
-
-
-def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(TAG_RESOURCE, request)
-    if not request["Tags"]:
-        raise ValidationException("Atleast one Tag needs to be provided as Input.")
-    _check_tags(request["Tags"])
-    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
-    meta.tags = _with_tags(meta.tags, request["Tags"])
-    context.engine.update_table(meta)
-    return {}
-
-
-def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(UNTAG_RESOURCE, request)
-    if not request["TagKeys"]:
-        raise ValidationException("Atleast one Tag Key needs to be provided as Input.")
-    for key in request["TagKeys"]:
-        _check_tag_key(key)
-    if len(request["TagKeys"]) > MAX_TAGS:
-        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
-    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
-    removed = set(request["TagKeys"])
-    meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
-    context.engine.update_table(meta)
-    return {}
-
-
-def _tag_text(text: str, longest: int, shortest: int) -> bool:
-    """A tag key or value DynamoDB accepts: letters, digits and spaces of any script, and _ . : / = + - @."""
-    return shortest <= len(text) <= longest and all(
-        ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
-
-
-def _check_tag_key(key: str | None) -> None:
-    if key is None or not _tag_text(key, 128, 1):
-        raise ValidationException(f"The Tag Key provided is invalid, Key: {'null' if key is None else key}")
-    if key[:4].lower() == "aws:":
-        raise ValidationException(f"Tag Key cannot be prefixed with aws:, Key: {key}")
-
-
-def _check_tags(tags: list[dict[str, str]]) -> None:
-    """Each tag as DynamoDB checks it, and no key twice."""
-    for tag in tags:
-        _check_tag_key(tag.get("Key"))
-        value = tag.get("Value")
-        if value is None or not _tag_text(value, 256, 0):
-            raise ValidationException(f"The Tag Value provided is invalid, Value: {'null' if value is None else value}")
-    seen: set[str] = set()
-    for tag in tags:
-        if tag["Key"] in seen:
-            raise ValidationException(f"Duplicate Tag Keys provided as input: Duplicate Tag Key found {tag['Key']}")
-        seen.add(tag["Key"])
-
-
-def _with_tags(kept: list[dict[str, str]], tags: list[dict[str, str]]) -> list[dict[str, str]]:
-    """`kept` with `tags` added, a key given again taking its new value (a table holds one tag per key); at most
-    50 in all."""
-    values = {tag["Key"]: tag["Value"] for tag in kept + tags}
-    if len(values) > MAX_TAGS:
-        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
-    return [{"Key": key, "Value": value} for key, value in values.items()]
-
-
-def list_tags_of_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(LIST_TAGS, request)
-    meta = _table_for_arn(context, request["ResourceArn"])
-    return {"Tags": meta.tags}
-
-
 DESCRIBE_CONTINUOUS_BACKUPS = v.Struct({"TableName": v.table_name_or_arn()})
 
 
@@ -575,9 +488,6 @@ HANDLERS = {
     "ListTables": list_tables,
     "UpdateTable": update_table,
     "DeleteTable": delete_table,
-    "TagResource": tag_resource,
-    "UntagResource": untag_resource,
-    "ListTagsOfResource": list_tags_of_resource,
     "DescribeContinuousBackups": describe_continuous_backups,
     "DescribeEndpoints": describe_endpoints,
     "DescribeLimits": describe_limits,

@@ -1,0 +1,111 @@
+"""TagResource, UntagResource and ListTagsOfResource, and the tag rules CreateTable shares.
+
+DynamoDB checks tags by hand and words the refusals itself ('The Tag Key provided is invalid, ...'), not as
+constraint violations: at most 50 per table, keys of 1-128 and values of up to 256 letters, digits and spaces of any
+script or _ . : / = + - @, no 'aws:' prefix, no key twice in one request."""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.api.context import RequestContext, table_name_from
+from openddb.errors import ResourceNotFoundException, ValidationException
+from openddb.model.schema import TableMeta
+
+TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))
+MAX_TAGS = 50
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                         "Tags": v.List(TAGS.member, required=True)})
+UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                           "TagKeys": v.List(v.Str(), required=True)})
+LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
+                      "NextToken": v.Str()})
+
+
+def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
+    if not arn.startswith("arn:aws:dynamodb:") or ":table/" not in arn:
+        raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
+    meta = context.engine.get_table(table_name_from(arn))
+    if meta is None:
+        raise ResourceNotFoundException(f"Requested resource not found: ResourcArn: {arn} not found")
+    return meta
+
+
+def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(TAG_RESOURCE, request)
+    if not request["Tags"]:
+        raise ValidationException("Atleast one Tag needs to be provided as Input.")
+    check_tags(request["Tags"])
+    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
+    meta.tags = with_tags(meta.tags, request["Tags"])
+    context.engine.update_table(meta)
+    return {}
+
+
+def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(UNTAG_RESOURCE, request)
+    if not request["TagKeys"]:
+        raise ValidationException("Atleast one Tag Key needs to be provided as Input.")
+    for key in request["TagKeys"]:
+        _check_tag_key(key)
+    if len(request["TagKeys"]) > MAX_TAGS:
+        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
+    meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
+    removed = set(request["TagKeys"])
+    meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
+    context.engine.update_table(meta)
+    return {}
+
+
+def _tag_text(text: str, longest: int, shortest: int) -> bool:
+    """A tag key or value DynamoDB accepts: letters, digits and spaces of any script, and _ . : / = + - @."""
+    return shortest <= len(text) <= longest and all(
+        ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
+
+
+def _check_tag_key(key: str | None) -> None:
+    if key is None or not _tag_text(key, 128, 1):
+        raise ValidationException(f"The Tag Key provided is invalid, Key: {'null' if key is None else key}")
+    if key[:4].lower() == "aws:":
+        raise ValidationException(f"Tag Key cannot be prefixed with aws:, Key: {key}")
+
+
+def check_tags(tags: list[dict[str, str]]) -> None:
+    """Each tag as DynamoDB checks it, and no key twice."""
+    for tag in tags:
+        _check_tag_key(tag.get("Key"))
+        value = tag.get("Value")
+        if value is None or not _tag_text(value, 256, 0):
+            raise ValidationException(f"The Tag Value provided is invalid, Value: {'null' if value is None else value}")
+    seen: set[str] = set()
+    for tag in tags:
+        if tag["Key"] in seen:
+            raise ValidationException(f"Duplicate Tag Keys provided as input: Duplicate Tag Key found {tag['Key']}")
+        seen.add(tag["Key"])
+
+
+def with_tags(kept: list[dict[str, str]], tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`kept` with `tags` added, a key given again taking its new value (a table holds one tag per key); at most
+    50 in all."""
+    values = {tag["Key"]: tag["Value"] for tag in kept + tags}
+    if len(values) > MAX_TAGS:
+        raise ValidationException("Number of Tags exceed the current limit for the provided ResourceArn")
+    return [{"Key": key, "Value": value} for key, value in values.items()]
+
+
+def list_tags_of_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(LIST_TAGS, request)
+    meta = _table_for_arn(context, request["ResourceArn"])
+    return {"Tags": meta.tags}
+
+
+HANDLERS = {
+    "TagResource": tag_resource,
+    "UntagResource": untag_resource,
+    "ListTagsOfResource": list_tags_of_resource,
+}
