@@ -78,24 +78,27 @@ def test_create_and_describe(ddb):
     assert lsi["ItemCount"] == 1 and "IndexStatus" not in lsi
 
 
-def test_provisioned_gsi_throughput(ddb):
-    """A GSI on a provisioned table carries its own throughput."""
+def provisioned_table_with_gsi(ddb, read: int, write: int) -> str:
+    """A provisioned table (1/1) with the GSI gs1 (keyed on g) of the given throughput; its name."""
     name = unique_name()
-    index = {**gsi("gs1", "g", ranges=0), "ProvisionedThroughput": {"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}}
+    index = {**gsi("gs1", "g", ranges=0),
+             "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write}}
     ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
                      ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
                      GlobalSecondaryIndexes=[index])
+    return name
+
+
+def test_provisioned_gsi_throughput(ddb):
+    """A GSI on a provisioned table carries its own throughput."""
+    name = provisioned_table_with_gsi(ddb, 3, 4)
     throughput = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
     assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (3, 4)
 
 
 def test_gsi_throughput_update(ddb):
     """The answer shows the index UPDATING with the throughput before the change; the same values again are refused."""
-    name = unique_name()
-    index = {**gsi("gs1", "g", ranges=0), "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 2}}
-    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
-                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
-                     GlobalSecondaryIndexes=[index])
+    name = provisioned_table_with_gsi(ddb, 2, 2)
 
     def update(read: int, write: int) -> dict:
         return ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {

@@ -19,6 +19,14 @@ def error_of(excinfo) -> tuple[str, str]:
     return error["Code"], error["Message"]
 
 
+def refused_creation(ddb, **members) -> tuple[str, str]:
+    """The error code and message of a CreateTable that must be refused (a fresh name, DEFS and SCHEMA unless
+    `members` say otherwise)."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(**{"TableName": unique_name(), "AttributeDefinitions": DEFS, "KeySchema": SCHEMA, **members})
+    return error_of(excinfo)
+
+
 def test_create_describe_delete(ddb):
     """The basic life cycle returns DynamoDB's descriptions."""
     name = unique_name()
@@ -121,10 +129,9 @@ def test_undefined_key_attribute(ddb):
 ])
 def test_key_attribute_defined_under_another_name(ddb, definitions, key, listed):
     """As many definitions as key attributes, but not theirs: the message lists both sides."""
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=unique_name(), AttributeDefinitions=definitions,
-                         KeySchema=[{"AttributeName": key, "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
-    assert error_of(excinfo) == (
+    refused = refused_creation(ddb, AttributeDefinitions=definitions, BillingMode="PAY_PER_REQUEST",
+                               KeySchema=[{"AttributeName": key, "KeyType": "HASH"}])
+    assert refused == (
         "ValidationException", "One or more parameter values were invalid: Some index key attributes are not "
         f"defined in AttributeDefinitions. Keys: [{key}], AttributeDefinitions: {listed}")
 
@@ -140,16 +147,13 @@ def test_first_key_must_be_hash(ddb):
 
 def test_billing_mode_and_throughput(ddb):
     """PAY_PER_REQUEST refuses throughput; PROVISIONED needs it."""
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
-                         BillingMode="PAY_PER_REQUEST",
-                         ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
-    assert error_of(excinfo)[1] == ("One or more parameter values were invalid: Neither ReadCapacityUnits nor "
-                                    "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA)
-    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: ReadCapacityUnits "
-                                 "and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED")
+    refused = refused_creation(ddb, BillingMode="PAY_PER_REQUEST",
+                               ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    assert refused[1] == ("One or more parameter values were invalid: Neither ReadCapacityUnits nor "
+                          "WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+    assert refused_creation(ddb) == ("ValidationException", "One or more parameter values were invalid: "
+                                     "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
+                                     "is PROVISIONED")
 
 
 def test_missing_required_members(server):
@@ -363,19 +367,14 @@ WARM_LOWER = ("One or more parameter values were invalid: Requested ReadUnitsPer
 
 def test_warm_throughput_at_creation(ddb):
     """At least the on-demand initial 12000/4000, or the provisioned capacity; a missing member keeps that."""
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
-                         BillingMode="PAY_PER_REQUEST",
-                         WarmThroughput={"ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1})
-    assert error_of(excinfo) == ("ValidationException", WARM_LOWER + (
+    refused = refused_creation(ddb, BillingMode="PAY_PER_REQUEST",
+                               WarmThroughput={"ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1})
+    assert refused == ("ValidationException", WARM_LOWER + (
         "initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
         "on-demand-capacity-mode.html#on-demand-capacity-mode-initial"))
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
-                         ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
-                         WarmThroughput={"ReadUnitsPerSecond": 5, "WriteUnitsPerSecond": 5})
-    assert error_of(excinfo) == ("ValidationException",
-                                 WARM_LOWER + "ReadCapacityUnits of ProvisionedThroughput")
+    refused = refused_creation(ddb, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+                               WarmThroughput={"ReadUnitsPerSecond": 5, "WriteUnitsPerSecond": 5})
+    assert refused == ("ValidationException", WARM_LOWER + "ReadCapacityUnits of ProvisionedThroughput")
     name = unique_name()
     created = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
                                BillingMode="PAY_PER_REQUEST", WarmThroughput={"ReadUnitsPerSecond": 12001})
@@ -422,22 +421,18 @@ OUT_OF_RANGE = ("One or more parameter values were invalid: Requested {} for OnD
 ])
 def test_on_demand_throughput_out_of_range_at_creation(ddb, throughput, member):
     name = unique_name()
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
-                         OnDemandThroughput=throughput)
-    assert error_of(excinfo) == ("ValidationException", OUT_OF_RANGE.format(member))
+    assert refused_creation(ddb, TableName=name, BillingMode="PAY_PER_REQUEST", OnDemandThroughput=throughput) == (
+        "ValidationException", OUT_OF_RANGE.format(member))
     assert name not in ddb.list_tables()["TableNames"]
 
 
 def test_on_demand_throughput_needs_on_demand_billing(ddb):
     name = unique_name()
-    with pytest.raises(ClientError) as excinfo:
-        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PROVISIONED",
-                         ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
-                         OnDemandThroughput={"MaxReadRequestUnits": 100, "MaxWriteRequestUnits": 100})
-    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: "
-                                 "MaxReadRequestUnits for OnDemandThroughput cannot be specified when table "
-                                 "BillingMode is PROVISIONED.")
+    refused = refused_creation(ddb, TableName=name, BillingMode="PROVISIONED",
+                               ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+                               OnDemandThroughput={"MaxReadRequestUnits": 100, "MaxWriteRequestUnits": 100})
+    assert refused == ("ValidationException", "One or more parameter values were invalid: MaxReadRequestUnits for "
+                       "OnDemandThroughput cannot be specified when table BillingMode is PROVISIONED.")
     ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
                      OnDemandThroughput={"MaxWriteRequestUnits": 100})
     ddb.update_table(TableName=name, BillingMode="PROVISIONED",
