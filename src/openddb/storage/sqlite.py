@@ -264,6 +264,14 @@ class _Staged:
         self.written = written  # False: the row was only read (a write that changed nothing); check it alone
 
 
+def _blind_outcome(op: WriteOp) -> tuple[Item | None, int, bytes | None]:
+    """What a blind op (`WriteOp.blind`) writes: the new item (None: the row is deleted), its size, its stored JSON."""
+    new = op.apply(None)
+    if new is None:
+        return None, 0, None
+    return new, item_size(new), orjson.dumps(new)
+
+
 def _stored(db: sqlite3.Connection, where: tuple[int, int, bytes, bytes]) -> tuple[Item | None, int, bytes | None]:
     """The item stored under `where` (tid, h, pk, sk), parsed, with its size and its stored bytes."""
     found = db.execute(_GET, where).fetchone()
@@ -557,14 +565,12 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 key = op.key
                 params = (op.table.table_id, key.h, key.pk, key.sk)
                 if op.blind and not op.table.indexes:
-                    new = op.apply(None)
-                    if new is None:
+                    new, new_size, data = _blind_outcome(op)
+                    if data is None:
                         db.execute(_DELETE, params)
-                        results.append(WriteResult(None, None, 0, 0))
                     else:
-                        new_size = item_size(new)
-                        db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
-                        results.append(WriteResult(None, new, 0, new_size))
+                        db.execute(_UPSERT, (*params, new_size, data))
+                    results.append(WriteResult(None, new, 0, new_size))
                     continue
                 old, old_size, _ = _stored(db, params)
                 new = op.apply(old)
@@ -603,10 +609,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         try:
             for op in ops:
                 key = op.key
-                new = op.apply(None)
-                size = 0 if new is None else item_size(new)
-                rows.append(((op.table.table_id, key.h, key.pk, key.sk), size,
-                             None if new is None else orjson.dumps(new)))
+                new, size, data = _blind_outcome(op)
+                rows.append(((op.table.table_id, key.h, key.pk, key.sk), size, data))
                 results.append(WriteResult(None, new, 0, size))
             writing = True
             for params, size, data in rows:
@@ -640,9 +644,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             before = staged.get(where) or overlay.get(where)
             table = op.table
             if op.blind:  # (a table without indexes: nothing needs the row as it was)
-                new = op.apply(None)
-                data = None if new is None else orjson.dumps(new)
-                size = 0 if new is None else item_size(new)
+                new, size, data = _blind_outcome(op)
                 if before is None:
                     staged[where] = _Staged(table, _BLIND, None, new, data, size, True)
                 else:
