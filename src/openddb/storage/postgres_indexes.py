@@ -51,7 +51,13 @@ ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's
 
 
 def one_row(cur: psycopg.Cursor[Any], sql: str, params: Sequence[Any] = ()) -> Any:
-    """The row of a statement that always returns exactly one (an aggregate, a RETURNING of a seeded row)."""
+    """The row of a statement that always returns exactly one (an aggregate, a RETURNING of a seeded row).
+
+    In pipeline mode it runs on a cursor of its own: on a shared cursor, the result of an earlier statement that
+    arrives while this one is sent is left on the cursor and taken for this statement's answer (psycopg then reads
+    an INSERT's status where it expects a row; seen under load about once in a hundred index writes)."""
+    if cur.connection.pgconn.pipeline_status:
+        cur = cur.connection.cursor(binary=bool(cur.format))
     row = cur.execute(sql, params).fetchone()
     if row is None:
         raise RuntimeError(f"no row returned by {sql!r}")
