@@ -102,6 +102,18 @@ def test_key_type_enum(ddb):
         "satisfy constraint: Member must satisfy enum value set: [S, N, B]")
 
 
+
+def test_too_long_key_schema_printed_as_key_schema_elements(ddb):
+    """DynamoDB prints the structures of a too-long KeySchema as KeySchemaElement(attributeName=.., keyType=..),
+    in the structure's own member order."""
+    schema = [*SCHEMA, {"KeyType": "RANGE", "AttributeName": "sk"}, {"AttributeName": "extra", "KeyType": "RANGE"}]
+    defs = [*DEFS, {"AttributeName": "sk", "AttributeType": "S"}, {"AttributeName": "extra", "AttributeType": "S"}]
+    assert refused_creation(ddb, KeySchema=schema, AttributeDefinitions=defs, BillingMode="PAY_PER_REQUEST") == (
+        "ValidationException",
+        "1 validation error detected: Value '[KeySchemaElement(attributeName=pk, keyType=HASH), "
+        "KeySchemaElement(attributeName=sk, keyType=RANGE), KeySchemaElement(attributeName=extra, keyType=RANGE)]' "
+        "at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2")
+
 def test_unused_attribute_definition(ddb):
     """AttributeDefinitions must match the key attributes exactly."""
     with pytest.raises(ClientError) as excinfo:

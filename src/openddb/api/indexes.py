@@ -34,10 +34,10 @@ BACKFILL_CHUNK = 256
 # Seconds to wait between backfill chunks: 0 in service; tests raise it to widen the window of online creation.
 BACKFILL_PAUSE = float(os.environ.get("OPENDDB_BACKFILL_PAUSE", "0"))
 
-_KEY_ELEMENT = v.Struct({
+KEY_ELEMENT = v.Struct({  # of tables and of indexes
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
-})
+}, type_name="KeySchemaElement")
 _THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before the read member's
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
     "ReadCapacityUnits": v.Int(required=True, minimum=1),
@@ -50,13 +50,13 @@ _INDEX_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_
 # Multi-attribute keys: a GSI KeySchema may hold up to four HASH and four RANGE elements.
 GSI = v.Struct({
     "IndexName": _INDEX_NAME,
-    "KeySchema": v.List(_KEY_ELEMENT, required=True, min_len=1, max_len=2 * MAX_KEY_ATTRIBUTES),
+    "KeySchema": v.List(KEY_ELEMENT, required=True, min_len=1, max_len=2 * MAX_KEY_ATTRIBUTES),
     "Projection": _PROJECTION,
     "ProvisionedThroughput": _THROUGHPUT,
 })
 LSI = v.Struct({
     "IndexName": _INDEX_NAME,
-    "KeySchema": v.List(_KEY_ELEMENT, required=True, min_len=1, max_len=2),
+    "KeySchema": v.List(KEY_ELEMENT, required=True, min_len=1, max_len=2),
     "Projection": _PROJECTION,
 })
 GSI_UPDATES = v.List(v.Struct({

@@ -22,10 +22,7 @@ from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 # SSESpecification complete with the table ACTIVE).
 _UPDATING_MEMBERS = ("ProvisionedThroughput", "BillingMode", "TableClass", "StreamSpecification")
 
-_KEY_SCHEMA = v.List(v.Struct({
-    "AttributeName": v.Str(required=True, min_len=1, max_len=255),
-    "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
-}), required=True, min_len=1, max_len=2)
+_KEY_SCHEMA = v.List(ix.KEY_ELEMENT, required=True, min_len=1, max_len=2)
 _ATTRIBUTE_DEFINITIONS = v.List(v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "AttributeType": v.Str(required=True, enum=("S", "N", "B")),

@@ -35,16 +35,24 @@ def _type_error(expected: str, value: Any) -> SerializationException:
     return SerializationException(f"class java.lang.{java} can not be converted to an {expected}")
 
 
-def render(value: Any) -> str:
-    """A value as DynamoDB prints it inside "Value '...' at ..." messages."""
+def render(value: Any, shape: Shape | None = None) -> str:
+    """A value as DynamoDB prints it inside "Value '...' at ..." messages. A structure whose shape names its
+    type prints as that type does (`KeySchemaElement(attributeName=pk, keyType=HASH)`: every member in
+    declaration order, absent ones as null); other maps print as `{key=value, ...}`."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return "[" + ", ".join(render(v) for v in value) + "]"
+        member = shape.member if isinstance(shape, List) else None
+        return "[" + ", ".join(render(v, member) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={render(v)}" for k, v in value.items()) + "}"
+        if isinstance(shape, Struct) and shape.type_name is not None:
+            members = ", ".join(f"{wire_name}={render(value.get(name), member_shape)}"
+                                for name, wire_name, member_shape in shape._members)
+            return f"{shape.type_name}({members})"
+        inner = shape.value if isinstance(shape, Map) else None
+        return "{" + ", ".join(f"{k}={render(v, inner)}" for k, v in value.items()) + "}"
     return str(value)
 
 
@@ -55,17 +63,17 @@ class Shape:
         raise NotImplementedError
 
 
-def _violation(value: Any, path: str, constraint: str) -> str:
-    shown = "null" if value is None else f"'{render(value)}'"
+def _violation(value: Any, path: str, constraint: str, shape: Shape | None = None) -> str:
+    shown = "null" if value is None else f"'{render(value, shape)}'"
     return f"Value {shown} at '{path}' failed to satisfy constraint: {constraint}"
 
 
 def _check_length(value: Any, path: str, length: int, min_len: int | None, max_len: int | None,
-                  errors: list[str]) -> None:
+                  errors: list[str], shape: Shape | None = None) -> None:
     if min_len is not None and length < min_len:
-        errors.append(_violation(value, path, f"Member must have length greater than or equal to {min_len}"))
+        errors.append(_violation(value, path, f"Member must have length greater than or equal to {min_len}", shape))
     if max_len is not None and length > max_len:
-        errors.append(_violation(value, path, f"Member must have length less than or equal to {max_len}"))
+        errors.append(_violation(value, path, f"Member must have length less than or equal to {max_len}", shape))
 
 
 @dataclass
@@ -164,7 +172,7 @@ class List(Shape):
                     continue
                 element = value[index - 1] = {}  # a null structure reads as an empty one, as in DynamoDB
             self.member.check(element, f"{path}.{index}.member", errors)
-        _check_length(value, path, len(value), self.min_len, self.max_len, errors)
+        _check_length(value, path, len(value), self.min_len, self.max_len, errors, self)
 
 
 @dataclass
@@ -185,13 +193,14 @@ class Map(Shape):
                     continue
                 element = value[key] = {}  # (see List.check)
             self.value.check(element, f"{path}.{key}.member", errors)
-        _check_length(value, path, len(value), self.min_len, self.max_len, errors)
+        _check_length(value, path, len(value), self.min_len, self.max_len, errors, self)
 
 
 @dataclass
 class Struct(Shape):
     fields: dict[str, Shape]
     required: bool = False
+    type_name: str | None = None  # how messages print a value of it, where DynamoDB's printing is known
     # (member, its name in messages, shape), worked out once: this runs on every request.
     _members: tuple[tuple[str, str, Shape], ...] = field(default=(), init=False, repr=False)
 
