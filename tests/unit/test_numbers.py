@@ -129,6 +129,15 @@ def test_zero_with_huge_exponent_is_zero() -> None:
     assert normalize_number("0e99999999999999999999999") == "0"
 
 
+def test_exponent_written_with_thousands_of_leading_zeros() -> None:
+    """Leading zeros of an exponent do not count: 1e000...01 is 10 however many zeros it has (Python's int()
+    refuses strings of more than 4,300 digits, which once made such a value an internal error)."""
+    zeros = "0" * 5000
+    assert normalize_number(f"1e{zeros}1") == "10"
+    assert normalize_number(f"1E-{zeros}1") == "0.1"
+    assert normalize_number(f"-25e+{zeros}") == "-25"
+
+
 def test_38_digits_and_trailing_zeros_are_fine() -> None:
     """Only significant digits count: trailing zeros in a 39+ character string are not digits of precision."""
     assert normalize_number("1" * 38) == "1" * 38

@@ -64,9 +64,14 @@ def _split(text: str) -> tuple[bool, str, int]:
     digits = mantissa.rstrip("0")
     # Range before precision: DynamoDB answers "Number overflow" for 9.99..9E+125 + 1E+125, whose exact
     # result also has 39 digits (ExtendDB/extenddb#94, captured from DynamoDB).
-    if exp_text is not None and len(exp_text.lstrip("+-").lstrip("0")) > _MAX_EXPONENT_CHARS:
-        raise ValidationException(MSG_UNDERFLOW if exp_text.startswith("-") else MSG_OVERFLOW)
-    exponent = (int(exp_text) if exp_text else 0) - len(frac) + (len(mantissa) - len(digits))
+    exp_value = 0
+    if exp_text is not None:
+        exp_digits = exp_text.lstrip("+-").lstrip("0")
+        if len(exp_digits) > _MAX_EXPONENT_CHARS:
+            raise ValidationException(MSG_UNDERFLOW if exp_text.startswith("-") else MSG_OVERFLOW)
+        # (int() of the text itself would refuse an exponent written with thousands of leading zeros)
+        exp_value = -int(exp_digits or "0") if exp_text.startswith("-") else int(exp_digits or "0")
+    exponent = exp_value - len(frac) + (len(mantissa) - len(digits))
     adjusted = exponent + len(digits) - 1
     if adjusted > MAX_ADJUSTED_EXPONENT:
         raise ValidationException(MSG_OVERFLOW)
