@@ -74,3 +74,24 @@ def test_tag_resource_tag_null(server, table):
     arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}"
     assert _error(server, "TagResource", {"ResourceArn": arn, "Tags": [None]}) == (
         400, "ValidationException", "The Tag Key provided is invalid, Key: null")
+
+
+def test_null_in_a_list_of_names(server, ddb, table):
+    """A null among NonKeyAttributes is refused (it was once stored, and the table could no longer be described
+    or deleted); nothing is created."""
+    name = unique_name("nulls")
+    index = {"IndexName": "gix", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["a", None]}}
+    definitions = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}]
+    assert _error(server, "CreateTable", {
+        "TableName": name, "BillingMode": "PAY_PER_REQUEST", "AttributeDefinitions": definitions,
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "GlobalSecondaryIndexes": [index]}) == (
+        400, "ValidationException",
+        _missing("globalSecondaryIndexes.1.member.projection.nonKeyAttributes.2.member"))
+    assert name not in ddb.list_tables()["TableNames"]
+    status, code, message = _error(server, "UpdateTable", {
+        "TableName": table, "AttributeDefinitions": definitions,
+        "GlobalSecondaryIndexUpdates": [{"Create": index}]})
+    assert (status, code) == (400, "ValidationException")
+    assert "nonKeyAttributes.2.member' failed to satisfy constraint: Member must not be null" in message
+    assert "GlobalSecondaryIndexes" not in ddb.describe_table(TableName=table)["Table"]

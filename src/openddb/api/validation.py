@@ -168,7 +168,8 @@ class List(Shape):
         structs = isinstance(self.member, Struct)
         for index, element in enumerate(value, 1):
             if element is None:
-                if not structs:
+                if not structs:  # a list of names or values holds no nulls: they would reach the operation
+                    errors.append(_violation(None, f"{path}.{index}.member", "Member must not be null"))
                     continue
                 element = value[index - 1] = {}  # a null structure reads as an empty one, as in DynamoDB
             self.member.check(element, f"{path}.{index}.member", errors)
