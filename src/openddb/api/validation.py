@@ -114,7 +114,12 @@ class Int(Shape):
         if isinstance(value, float):
             if not value.is_integer():
                 raise SerializationException(f"class java.math.BigDecimal can not be converted to an {self.java}")
-            value = int(value)
+            source, value = "BigDecimal", int(value)
+        else:
+            source = "BigInteger"
+        bits = 31 if self.java == "Integer" else 63
+        if not -(1 << bits) <= value < 1 << bits:  # beyond the Java type (wording extrapolated from the above)
+            raise SerializationException(f"class java.math.{source} can not be converted to an {self.java}")
         if self.minimum is not None and value < self.minimum:
             errors.append(_violation(value, path, f"Member must have value greater than or equal to {self.minimum}"))
         if self.maximum is not None and value > self.maximum:
