@@ -294,3 +294,32 @@ def test_expect_100_continue(server):
             assert chunk
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def _deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_deeply_nested_ignored_members(server):
+    """An unknown member nested deeper than a JSON writer goes (300 levels) is ignored, not a 500: in an
+    idempotent transaction (whose request digest once tried to write it) and in an SSESpecification (which
+    was once stored with it)."""
+    table = "deep-junk-table"
+    response, _ = call(server, json.dumps({
+        "TableName": table, "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]})[:-1]
+        + f', "SSESpecification": {{"Enabled": true, "Junk": {_deep(300)}}}}}',
+        target="DynamoDB_20120810.CreateTable")
+    assert response.status == 200
+    response, data = call(server, json.dumps({"TableName": table}), target="DynamoDB_20120810.DescribeTable")
+    assert response.status == 200
+    assert json.loads(data)["Table"]["SSEDescription"]["Status"] == "ENABLED"
+    put = json.dumps({"TableName": table, "Item": {"pk": {"S": "x"}}})[:-1] + f', "Junk": {_deep(300)}}}'
+    transaction = f'{{"ClientRequestToken": "deep-junk", "TransactItems": [{{"Put": {put}}}]}}'
+    for _ in range(2):  # the second is a replay of the first: the same answer
+        response, data = call(server, transaction, target="DynamoDB_20120810.TransactWriteItems")
+        assert (response.status, json.loads(data)) == (200, {})
+    response, data = call(server, json.dumps({"TableName": table, "Key": {"pk": {"S": "x"}}}),
+                          target="DynamoDB_20120810.GetItem")
+    assert json.loads(data) == {"Item": {"pk": {"S": "x"}}}

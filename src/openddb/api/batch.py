@@ -48,6 +48,7 @@ KEYS_AND_ATTRIBUTES = v.Struct({
     "ProjectionExpression": v.Str(),
     "ExpressionAttributeNames": v.EXPRESSION_NAMES,
 })
+_GET_OPTIONS = tuple(name for name in KEYS_AND_ATTRIBUTES.fields if name != "Keys")
 BATCH_GET_ITEM = v.Struct({
     "RequestItems": v.Map(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
@@ -97,7 +98,7 @@ def _table_get(context: RequestContext, name: str, spec: dict[str, Any]) -> _Tab
 
 def _unprocessed_entry(part: _TableGet) -> dict[str, Any]:
     """UnprocessedKeys for a table keeps the request's own options, so it can be sent again as is."""
-    entry = {k: val for k, val in part.spec.items() if k != "Keys" and val is not None}
+    entry = {k: part.spec[k] for k in _GET_OPTIONS if part.spec.get(k) is not None}  # (members it knows)
     entry["Keys"] = []
     return entry
 

@@ -37,6 +37,12 @@ _SSE = v.Struct({
     "KMSMasterKeyId": v.Str(),
 })
 
+
+def _sse_of(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's SSESpecification with the members DynamoDB knows (it is kept in the table description)."""
+    sse = request.get("SSESpecification")
+    return None if sse is None else {name: sse[name] for name in _SSE.fields if name in sse}
+
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
 _WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
@@ -179,7 +185,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     tags = request.get("Tags") or []
     check_tags(tags)
     now = time.time()
-    sse = request.get("SSESpecification")
+    sse = _sse_of(request)
     meta = TableMeta(
         name=request["TableName"], table_id=0, uuid=str(uuid.uuid4()), hash_key=hash_key, range_key=range_key,
         attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
@@ -355,7 +361,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             (decreasing, decreasing))
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
-    sse = request.get("SSESpecification")
+    sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
     now = time.time()

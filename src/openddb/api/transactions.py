@@ -195,7 +195,29 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
 
 def _request_digest(items: list[Any]) -> bytes:
     """A digest of the actions that ignores JSON member order (DynamoDB compares requests, not bytes)."""
-    return hashlib.sha256(orjson.dumps(items, option=orjson.OPT_SORT_KEYS)).digest()
+    try:
+        return hashlib.sha256(orjson.dumps(items, option=orjson.OPT_SORT_KEYS)).digest()
+    except TypeError:  # nested deeper than orjson writes (an ignored member may be): walk it without recursion
+        return _deep_digest(items)
+
+
+def _deep_digest(value: Any) -> bytes:
+    """The same kind of digest as `_request_digest`'s for a value of any depth (one token per node)."""
+    digest = hashlib.sha256()
+    pending: list[Any] = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            digest.update(b"{%d" % len(node))
+            for key in sorted(node, reverse=True):
+                pending.append(node[key])
+                pending.append(("key", key))
+        elif isinstance(node, list):
+            digest.update(b"[%d" % len(node))
+            pending.extend(reversed(node))
+        else:
+            digest.update(orjson.dumps(node[1] if isinstance(node, tuple) else node) + b",")
+    return digest.digest()
 
 
 def _same_request(existing: RequestToken, record: RequestToken) -> None:
