@@ -144,6 +144,29 @@ def test_set_nested_paths(item):
     assert got["l"] == {"L": [{"S": "0"}, {"S": "w"}, {"S": "2"}]}
 
 
+def _nested(levels: int) -> dict:
+    """A value of `levels` nesting levels: maps around a string."""
+    value: dict = {"S": "deep"}
+    for _ in range(levels - 1):
+        value = {"M": {"k": value}}
+    return value
+
+
+def test_update_cannot_build_what_put_item_refuses(item):
+    """An item may nest 32 levels and name attributes in less than 64 KB; an update may not go past either,
+    even though each of its parts is valid on its own (the result could not be written back by PutItem)."""
+    nesting = ("ValidationException", "Nesting Levels have exceeded supported limits: Attributes in the item "
+               "have nested levels beyond supported limit")
+    assert item.error("SET m.x.z = :v", {":v": _nested(31)}) == nesting  # z is level 3: 33 levels in all
+    item.update("SET m.x.z = :v", {":v": _nested(30)})  # 32 levels in all: fine
+    assert item.get()["m"]["M"]["x"]["M"]["z"] == _nested(30)
+    item.update("REMOVE m.x.z")
+    assert item.error("SET l[0] = :v", {":v": _nested(32)}) == nesting
+    assert item.error("SET #a = :v", {":v": n("1")}, {"#a": "a" * 70000}) == (
+        "ValidationException",
+        "1 validation error detected: Attribute name is too large, must be less than 65536 bytes")
+
+
 def test_set_list_index_beyond_the_end_appends(item):
     """Setting an index past the end of a list appends the value."""
     item.update("SET l[10] = :v", {":v": {"S": "x"}})

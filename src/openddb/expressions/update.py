@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import ValidationException
 from ..model.numbers import add_numbers, subtract_numbers
-from ..model.values import type_of
+from ..model.values import MAX_NAME_BYTES, MAX_NESTING_DEPTH, MSG_LONG_NAME, MSG_NESTING, type_of
 from .ast import Arith, Call, ExpressionError, Operand, Path, UpdateAst, ValueRef
 from .evaluate import operand_type_error
 from .projection import build_trie, project
@@ -67,7 +67,21 @@ class Update:
             current = get_path(old, path)
             if current is not None:
                 writes.append((path, _delete(current, operand)))
+        for path, written in writes:  # an update may not build what PutItem refuses: too deep an item
+            if written is not None and len(path) + _depth(written) - 1 > MAX_NESTING_DEPTH:
+                raise ValidationException(MSG_NESTING)
         return _Writer(old).run(writes)
+
+
+def _depth(value: AttributeValue) -> int:
+    """Nesting levels of a value: 1 for a scalar or set, one more per map or list around the deepest inside."""
+    if "M" in value:
+        inner = value["M"].values()
+    elif "L" in value:
+        inner = value["L"]
+    else:
+        return 1
+    return 1 + max((_depth(v) for v in inner), default=0)
 
 
 def updated_values(update: Update, item: Item | None) -> Item:
@@ -266,7 +280,12 @@ class _UpdateCompiler:
         removes = [self.attrs.path(p) for p in node.remove]
         adds = [(self.attrs.path(p), self.set_operand("ADD", v)) for p, v in node.add]
         deletes = [(self.attrs.path(p), self.set_operand("DELETE", v)) for p, v in node.delete]
-        check_no_overlap([p for p, _ in sets] + removes + [p for p, _ in adds] + [p for p, _ in deletes])
+        targets = [p for p, _ in sets] + removes + [p for p, _ in adds] + [p for p, _ in deletes]
+        check_no_overlap(targets)
+        # A name from ExpressionAttributeNames may be longer than any item may hold (PutItem's limit).
+        if any(len(el.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+               for path in targets for el in path if type(el) is str and len(el) * 4 > MAX_NAME_BYTES):
+            raise ValidationException(MSG_LONG_NAME)
         return Update(sets, removes, adds, deletes)
 
 
