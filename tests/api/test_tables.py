@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from botocore.exceptions import ClientError
@@ -356,6 +357,41 @@ def test_update_table_refusals(ddb):
         assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: Table is "
                                      "already encrypted by default")
     assert ddb.describe_table(TableName=name)["Table"]["DeletionProtectionEnabled"] is False
+
+
+@pytest.mark.parametrize(("sse", "detail"), [
+    ({"Enabled": False, "SSEType": "KMS"}, "SSEType can not be specified if Enabled is false"),
+    ({"Enabled": False, "SSEType": "AES256"}, "SSEType can not be specified if Enabled is false"),
+    ({"Enabled": False, "KMSMasterKeyId": "alias/mine"}, "KMSMasterKeyId can not be specified if Enabled is false"),
+    ({"Enabled": False, "SSEType": "KMS", "KMSMasterKeyId": "alias/mine"},
+     "SSEType can not be specified if Enabled is false"),
+    ({"Enabled": True, "SSEType": "AES256"}, "SSEType AES256 is not supported"),
+    ({"Enabled": True, "KMSMasterKeyId": "alias/mine"}, "SSEType KMS is required if KMSMasterKeyId is specified"),
+])
+def test_sse_specification_refusals(ddb, sse, detail):
+    """SSESpecification shapes DynamoDB refuses, in its words; nothing is created."""
+    assert refused_creation(ddb, BillingMode="PAY_PER_REQUEST", SSESpecification=sse) == (
+        "ValidationException", f"One or more parameter values were invalid: {detail}")
+
+
+def test_sse_specification_shapes_accepted(ddb):
+    """{} keeps the default encryption (no SSEDescription); SSEType KMS turns KMS on without Enabled; the AWS
+    managed key shows as a key ARN, the same whether named by its alias or not at all; a key ARN shows as given."""
+    def created(sse: dict) -> dict | None:
+        name = unique_name()
+        ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                         SSESpecification=sse)
+        return ddb.describe_table(TableName=name)["Table"].get("SSEDescription")
+
+    assert created({}) is None
+    managed = created({"SSEType": "KMS"})
+    assert managed is not None and (managed["Status"], managed["SSEType"]) == ("ENABLED", "KMS")
+    assert re.fullmatch(r"arn:aws:kms:us-east-1:\d{12}:key/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}",
+                        managed["KMSMasterKeyArn"])
+    assert created({"Enabled": True}) == managed
+    assert created({"SSEType": "KMS", "KMSMasterKeyId": "alias/aws/dynamodb"}) == managed
+    arn = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert created({"SSEType": "KMS", "KMSMasterKeyId": arn})["KMSMasterKeyArn"] == arn
 
 
 @pytest.mark.parametrize("throughput, violation", [

@@ -4,6 +4,7 @@ continuous-backup status."""
 from __future__ import annotations
 
 import copy
+import re
 import time
 import uuid
 from typing import Any
@@ -39,9 +40,41 @@ _SSE = v.Struct({
 
 
 def _sse_of(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The request's SSESpecification with the members DynamoDB knows (it is kept in the table description)."""
+    """The request's SSESpecification checked as DynamoDB checks it, with only the members DynamoDB knows (it
+    is kept in the table description)."""
     sse = request.get("SSESpecification")
-    return None if sse is None else {name: sse[name] for name in _SSE.fields if name in sse}
+    if sse is None:
+        return None
+    sse = {name: sse[name] for name in _SSE.fields if sse.get(name) is not None}
+    if sse.get("Enabled") is False:
+        for member in ("SSEType", "KMSMasterKeyId"):
+            if member in sse:
+                raise _invalid(f"{member} can not be specified if Enabled is false")
+    if sse.get("SSEType") == "AES256":
+        raise _invalid("SSEType AES256 is not supported")
+    if "KMSMasterKeyId" in sse and sse.get("SSEType") != "KMS":
+        raise _invalid("SSEType KMS is required if KMSMasterKeyId is specified")
+    return sse
+
+
+def _sse_enabled(sse: dict[str, Any]) -> bool:
+    """Whether an SSESpecification asks for a KMS key: Enabled true, or SSEType KMS without Enabled."""
+    return bool(sse.get("Enabled", sse.get("SSEType") == "KMS"))
+
+
+def _kms_key_arn(meta: TableMeta) -> str:
+    """The ARN DynamoDB shows for a table's KMS key. Without a KMS service here, a key id or alias maps to a
+    stable made-up key id; the AWS managed key (no key given, or alias/aws/dynamodb) is one per account and
+    region."""
+    key = (meta.sse or {}).get("KMSMasterKeyId") or "alias/aws/dynamodb"
+    if key.startswith("arn:"):
+        return str(key)
+    if not _KEY_ID.fullmatch(key):
+        key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kms:{meta.account}:{meta.region}:{key}"))
+    return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
+
+
+_KEY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}")
 
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
@@ -193,7 +226,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         created_at=now, billing_mode=billing_mode, read_capacity=read, write_capacity=write,
         peak_read=warm[0], peak_write=warm[1],
         billing_mode_updated_at=now if billing_mode == "PAY_PER_REQUEST" else None,
-        tags=with_tags([], tags), sse=sse if sse and sse.get("Enabled") else None,
+        tags=with_tags([], tags), sse=sse if sse and _sse_enabled(sse) else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
@@ -271,8 +304,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.sse is not None:
         description["SSEDescription"] = {
             "Status": "ENABLED", "SSEType": "KMS",
-            "KMSMasterKeyArn": f"arn:aws:kms:{meta.region}:{meta.account}:key/"
-                               + (meta.sse.get("KMSMasterKeyId") or "aws/dynamodb"),
+            "KMSMasterKeyArn": _kms_key_arn(meta),
         }
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
