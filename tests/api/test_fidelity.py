@@ -124,6 +124,9 @@ def test_duplicate_attribute_definition(ddb):
      INVALID + "Table is being created with a stream disabled, UpdateViewType should not be specified"),
     ({"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
      "DynamoDB Streams are not supported by this server yet: StreamEnabled must be false"),
+    ({"StreamEnabled": True, "StreamViewType": "new_image"},  # the view types in DynamoDB's order
+     "1 validation error detected: Value 'new_image' at 'streamSpecification.streamViewType' failed to satisfy "
+     "constraint: Member must satisfy enum value set: [OLD_IMAGE, KEYS_ONLY, NEW_AND_OLD_IMAGES, NEW_IMAGE]"),
 ])
 def test_create_table_stream_specification(ddb, spec, message):
     """Streams are not implemented: a stream is refused, never described with a fake ARN."""

@@ -32,6 +32,10 @@ _THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
     "ReadCapacityUnits": v.Int(required=True, minimum=1),
 })
+_STREAM = v.Struct({  # (the view types in the order DynamoDB's enum message lists them)
+    "StreamEnabled": v.Bool(required=True),
+    "StreamViewType": v.Str(enum=("OLD_IMAGE", "KEYS_ONLY", "NEW_AND_OLD_IMAGES", "NEW_IMAGE")),
+})
 _SSE = v.Struct({
     "Enabled": v.Bool(),
     "SSEType": v.Str(enum=("AES256", "KMS")),
@@ -88,9 +92,7 @@ CREATE_TABLE = v.Struct({
     "GlobalSecondaryIndexes": v.List(ix.GSI),
     "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
     "ProvisionedThroughput": _THROUGHPUT,
-    "StreamSpecification": v.Struct({"StreamEnabled": v.Bool(required=True),
-                                     "StreamViewType": v.Str(enum=("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES",
-                                                                   "KEYS_ONLY"))}),
+    "StreamSpecification": _STREAM,
     "SSESpecification": _SSE,
     "Tags": TAGS,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
