@@ -265,6 +265,22 @@ def test_tokens(engine: Engine) -> None:
     assert engine.get_token(str(uuid.uuid4())) is None
 
 
+def test_tokens_and_names_with_nul_and_backslash(engine: Engine) -> None:
+    """A ClientRequestToken may hold any character, NUL and backslash included, and each token stays itself;
+    a table name with NUL (which no table can have) is simply not found."""
+    meta = engine.create_table(new_meta())
+    now = time.time()
+    tokens = ["t\x00", "t\\0", "t\\", "t\\\x00", "t"]  # distinct, though escaping could confuse them
+    for number, token in enumerate(tokens):
+        engine.write([put(meta, key(b"k%d" % number), item(number))], RequestToken(token, b"h%d" % number, now))
+    for number, token in enumerate(tokens):
+        stored = engine.get_token(token)
+        assert stored is not None and stored.request_hash == b"h%d" % number
+        with pytest.raises(TokenInUse):
+            engine.write([put(meta, key(b"again"), item(0))], RequestToken(token, b"other", now + 1))
+    assert engine.get_table(meta.name + "\x00") is None
+
+
 def test_token_rolls_back_with_the_write(engine: Engine) -> None:
     """A write that fails does not record its token."""
     meta = engine.create_table(new_meta())

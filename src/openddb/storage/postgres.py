@@ -283,6 +283,8 @@ class PostgresEngine(PostgresIndexes, Engine):
         return meta
 
     def _load_table(self, name: str) -> bytes | None:
+        if "\x00" in name:  # text cannot hold NUL, and no table name can (CreateTable checks its pattern)
+            return None
         row = self._cur.execute("SELECT meta FROM openddb_tables WHERE name=%s", (name,)).fetchone()
         return None if row is None else bytes(row[0])
 
@@ -382,13 +384,14 @@ class PostgresEngine(PostgresIndexes, Engine):
 
         A token nobody holds yet is stored with a plain INSERT: a concurrent request with the same token makes one
         of the two fail with a unique violation, and its retry then finds the other's record."""
-        found = cur.execute(_LOCK_TOKEN, (token.token,)).fetchone()
+        stored = _token_text(token.token)
+        found = cur.execute(_LOCK_TOKEN, (stored,)).fetchone()
         if found is None:
-            cur.execute(_INSERT_TOKEN, (token.token, token.request_hash, token.created_at))
+            cur.execute(_INSERT_TOKEN, (stored, token.request_hash, token.created_at))
         elif found[1] > token.created_at - TOKEN_LIFETIME:
             raise TokenInUse(RequestToken(token.token, found[0], found[1]))
         else:
-            cur.execute(_UPDATE_TOKEN, (token.request_hash, token.created_at, token.token))
+            cur.execute(_UPDATE_TOKEN, (token.request_hash, token.created_at, stored))
         self._token_writes += 1
         if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
             cur.execute("DELETE FROM openddb_tokens WHERE created_at < %s", (token.created_at - TOKEN_LIFETIME,))
@@ -399,7 +402,7 @@ class PostgresEngine(PostgresIndexes, Engine):
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._cursor().execute("SELECT hash, created_at FROM openddb_tokens WHERE token=%s",
-                                       (token,)).fetchone()
+                                       (_token_text(token),)).fetchone()
         return None if found is None else RequestToken(token, found[0], found[1])
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
@@ -503,6 +506,14 @@ class PostgresEngine(PostgresIndexes, Engine):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _token_text(token: str) -> str:
+    """A ClientRequestToken as the tokens table holds it: text cannot hold NUL, which a token may contain, so
+    backslash and NUL are escaped (every other token is stored as it is)."""
+    if "\\" in token or "\x00" in token:
+        return token.replace("\\", "\\\\").replace("\x00", "\\0")
+    return token
 
 
 def _redact(url: str) -> str:
