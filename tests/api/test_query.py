@@ -331,6 +331,29 @@ def test_exclusive_start_key_range_predicate(ddb, table, condition, value, start
                                               "The provided starting key does not match the range key predicate")
 
 
+@pytest.mark.parametrize("forward", [True, False])
+@pytest.mark.parametrize(("condition", "values", "expected"), [
+    ("sk = :a", {":a": "k05"}, ["k05"]),
+    ("sk <= :a", {":a": "k02"}, ["k00", "k01", "k02"]),
+    ("sk >= :a", {":a": "k07"}, ["k07", "k08", "k09"]),
+    ("sk BETWEEN :a AND :b", {":a": "k03", ":b": "k05"}, ["k03", "k04", "k05"]),
+    ("begins_with(sk, :a)", {":a": "k0"}, [f"k{i:02d}" for i in range(10)]),
+])
+def test_pages_end_on_a_closed_bound(ddb, table, condition, values, expected, forward):
+    """Paging one item at a time through a sort range with a closed end: every LastEvaluatedKey is a start key
+    the next request accepts (a page stopping on the closed end itself has none: nothing can follow it)."""
+    paginator = ddb.get_paginator("query")
+    pages = list(paginator.paginate(
+        TableName=table, KeyConditionExpression=f"pk = :p AND {condition}", ScanIndexForward=forward,
+        ExpressionAttributeValues={**PK, **{name: {"S": value} for name, value in values.items()}},
+        PaginationConfig={"PageSize": 1}))
+    found = [item["sk"]["S"] for page in pages for item in page["Items"]]
+    assert found == (expected if forward else expected[::-1])
+    closed_end = ("sk = :a", "sk BETWEEN :a AND :b", "sk <= :a" if forward else "sk >= :a")
+    if condition in closed_end:  # the last item read is the range's end: no key, so no empty page after it
+        assert len(pages) == len(expected) and "LastEvaluatedKey" not in pages[-1]
+
+
 @pytest.fixture(scope="module")
 def big_partition(ddb: Any) -> str:
     """25 items of ~100 KB in one partition (2.5 MB), plus a neighbour partition."""

@@ -256,8 +256,10 @@ def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
 # --- one page --------------------------------------------------------------------------------------------
 
 
-def _read_page(plan: ReadPlan, rows: Iterator[Row]) -> dict[str, Any]:
-    """Evaluate rows until Limit or 1 MB (both before the filter) and build the response."""
+def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None) -> dict[str, Any]:
+    """Evaluate rows until Limit or 1 MB (both before the filter) and build the response. A page that stops
+    on `last_sk`, the closed end of a Query's sort range, has nothing after it: no LastEvaluatedKey (which
+    DynamoDB would refuse as a start key, see `_start_inside`)."""
     items: list[Any] = []
     count = scanned = size = 0
     last: Row | None = None
@@ -292,7 +294,7 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row]) -> dict[str, Any]:
         response["Items"] = items
     response["Count"] = count
     response["ScannedCount"] = scanned
-    if last is not None:
+    if last is not None and (last_sk is None or last.key.sk != last_sk):
         response["LastEvaluatedKey"] = key_of_row(plan.meta, last.key)
     consumed = consumed_capacity(plan.meta, plan.capacity_mode, read_units(size, plan.consistent), read=True)
     if consumed is not None:
@@ -345,6 +347,13 @@ def _start_inside(sort: SortRange, sk: bytes, forward: bool) -> bool:
     return (low is None or sk > low) and (high is None or sk <= high)
 
 
+def _closed_end(sort: SortRange, forward: bool) -> bytes | None:
+    """The sort key a read in this direction ends on, if the range's far end is closed (None if open)."""
+    if forward:
+        return sort.high if sort.high_inclusive else None
+    return sort.low if sort.low_inclusive else None
+
+
 def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(QUERY, request)
     if request.get("KeyConditionExpression") is None:
@@ -375,7 +384,7 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if meta.range_key is not None and not _start_inside(sort, start.sk, forward):
             raise ValidationException(_START_RANGE)
         after = start.sk
-    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after))
+    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after), _closed_end(sort, forward))
 
 
 # --- Scan ------------------------------------------------------------------------------------------------
