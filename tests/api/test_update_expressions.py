@@ -219,6 +219,13 @@ def test_set_and_remove_in_one_list(item):
     assert item.get()["l"] == {"L": [{"S": "x"}, {"S": "2"}]}
 
 
+def test_remove_past_the_end_spares_an_appended_element(item):
+    """REMOVE of an index past the list's old end removes nothing, not the element a SET in the same update
+    appends there (every action sees the item as it was)."""
+    item.update("SET l[5] = :v REMOVE l[3]", {":v": {"S": "x"}})
+    assert item.get()["l"] == {"L": [{"S": "0"}, {"S": "1"}, {"S": "2"}, {"S": "x"}]}
+
+
 # --- ADD and DELETE -------------------------------------------------------------------------------------
 
 

@@ -169,14 +169,15 @@ class _Writer:
                 self.remove(path)
             else:
                 self.set(path, value)
-        # Elements set beyond a list's end are appended in index order, whatever the order of the actions.
-        for seq, pending in self.appends.values():
-            seq.extend(value for _, value in sorted(pending, key=lambda entry: entry[0]))
-        # List elements are removed last, highest index first, so every index means the old position.
+        # List elements are removed highest index first, so every index means the old position; before any
+        # append, so an index past the old end removes nothing (not an element this update appends).
         for seq, indexes in self.removals.values():
             for index in sorted(indexes, reverse=True):
                 if index < len(seq):
                     del seq[index]
+        # Elements set beyond a list's end are appended in index order, whatever the order of the actions.
+        for seq, pending in self.appends.values():
+            seq.extend(value for _, value in sorted(pending, key=lambda entry: entry[0]))
         return self.root
 
     def set(self, path: Resolved, value: AttributeValue) -> None:
