@@ -67,8 +67,10 @@ class Update:
             current = get_path(old, path)
             if current is not None:
                 writes.append((path, _delete(current, operand)))
-        for path, written in writes:  # an update may not build what PutItem refuses: too deep an item
-            if written is not None and len(path) + _depth(written) - 1 > MAX_NESTING_DEPTH:
+        # An update may not build what PutItem refuses: too deep an item. (A top-level value cannot be: every
+        # value it is made of, from the request or the item, is itself no deeper than the limit.)
+        for path, written in writes:
+            if written is not None and len(path) > 1 and len(path) + _depth(written) - 1 > MAX_NESTING_DEPTH:
                 raise ValidationException(MSG_NESTING)
         return _Writer(old).run(writes)
 
