@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -173,3 +176,43 @@ def test_update_index_throughput(ddb):
     assert "Backfilling" not in index
     assert index["WarmThroughput"] == {"ReadUnitsPerSecond": 5, "WriteUnitsPerSecond": 6, "Status": "ACTIVE"}
     assert "LastIncreaseDateTime" in throughput
+
+
+def _status_in_store(data_dir: str, table: str) -> str:
+    """The index status the store holds, read from its file: asking the server (DescribeTable, a Query on the
+    index) would itself take the backfill up."""
+    db = sqlite3.connect(f"file:{data_dir}/openddb.sqlite3?mode=ro", uri=True)
+    try:
+        (meta,) = db.execute("SELECT meta FROM tables WHERE name = ?", (table,)).fetchone()
+    finally:
+        db.close()
+    return str(json.loads(meta)["indexes"][0]["status"])
+
+
+@pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), reason="reads the embedded store's file")
+def test_backfill_cut_short_by_a_crash_goes_on_by_itself(tmp_path, monkeypatch):
+    """After a kill -9 in the middle of an index backfill, the restarted server finishes it without being
+    asked (as DynamoDB goes on building an index whatever its clients do); the index then holds every item."""
+    data_dir = str(tmp_path)
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.5")  # 12 chunks: about 6 s of backfill
+    first = ServerProcess(data_dir, "--workers", "1")  # one process: the kill leaves no worker behind
+    try:
+        ddb = make_client(first.endpoint)
+        name = base_table(ddb, 3000)
+        ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+        time.sleep(0.3)
+        first.stop(kill=True)
+    finally:
+        first.log.close()
+    assert _status_in_store(data_dir, name) == "CREATING"
+    monkeypatch.delenv("OPENDDB_BACKFILL_PAUSE")
+    server = ServerProcess(data_dir)
+    try:
+        deadline = time.monotonic() + 20
+        while _status_in_store(data_dir, name) != "ACTIVE":
+            assert time.monotonic() < deadline, "the backfill was not taken up"
+            time.sleep(0.1)
+        ddb = make_client(server.endpoint)
+        assert len(scan_index(ddb, name, "byG")) == 3000
+    finally:
+        server.finish()

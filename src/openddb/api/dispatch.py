@@ -35,6 +35,8 @@ Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
 TARGET_PREFIX = b"DynamoDB_20120810."
 # How often a request runs again because another worker changed a table it was working from (CatalogChanged).
 _CATALOG_ATTEMPTS = 30
+# How often a server looks for index backfills nobody drives (one cut short by a crash, or by a worker's death).
+RESUME_SECONDS = 5.0
 _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 
 
@@ -94,6 +96,7 @@ class Dispatcher:
         self.account = account
         self.handlers = _handlers()
         self.rewriters = _rewriters()
+        self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
                request_id: bytes) -> tuple[int, bytes]:
@@ -139,15 +142,25 @@ class Dispatcher:
             return failure.status, orjson.dumps(failure.to_wire())
 
     def run_background(self) -> None:
-        """The store's background duties (TTL expiry), for the server to call about once a second, between
-        event-loop passes that left no group of writes open."""
-        from openddb.api import ttl
+        """The store's background duties (TTL expiry; index backfills a restart cut short, at start and then
+        every RESUME_SECONDS), for the server to call about once a second, between event-loop passes that left no
+        group of writes open."""
+        from openddb.api import indexes, ttl
 
+        now = time.time()
         try:
-            ttl.sweep(self.engine, time.time())
-        except CatalogChanged:
-            pass  # a table changed under the sweep: the next one looks again
-        except Exception:
-            log.exception("TTL sweep failed")
+            if now >= self._next_resume:
+                self._next_resume = now + RESUME_SECONDS
+                self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
+            self._duty("TTL sweep", ttl.sweep, self.engine, now)
         finally:
             self.engine.end_reads()  # no read snapshot may outlive the duty (it would hold back checkpoints)
+
+    def _duty(self, what: str, duty: Callable[..., object], *args: Any) -> None:
+        """Run one background duty; its failure is logged and leaves the others to run."""
+        try:
+            duty(*args)
+        except CatalogChanged:
+            pass  # a table changed under the duty: its next round looks again
+        except Exception:
+            log.exception("%s failed", what)

@@ -344,6 +344,18 @@ _RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfill
 _LEASE_SECONDS = 10.0  # renewed every chunk; a stopped driver holds the backfill up this long
 
 
+def resume_backfills(engine: Engine) -> None:
+    """Take up every index still CREATING, as after a restart that cut its backfill short (the lease makes one
+    process drive each; `schedule_backfill` is a no-op for those this one already drives)."""
+    for name in engine.list_tables():
+        meta = engine.get_table(name)
+        if meta is None:  # dropped meanwhile
+            continue
+        for index in meta.indexes:
+            if index.status == "CREATING":
+                schedule_backfill(engine, meta, index)
+
+
 def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:
     """Start filling a CREATING index from the table's items (see the module docstring); no-op if running."""
     job = (meta.uuid, index.index_id)
