@@ -38,7 +38,7 @@ KEY_ELEMENT = v.Struct({  # of tables and of indexes
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "KeyType": v.Str(required=True, enum=("HASH", "RANGE")),
 }, type_name="KeySchemaElement")
-_THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before the read member's
+THROUGHPUT = v.Struct({  # of tables and of indexes; DynamoDB reports the write member's violation first
     "WriteCapacityUnits": v.Int(required=True, minimum=1),
     "ReadCapacityUnits": v.Int(required=True, minimum=1),
 })
@@ -52,7 +52,7 @@ GSI = v.Struct({
     "IndexName": _INDEX_NAME,
     "KeySchema": v.List(KEY_ELEMENT, required=True, min_len=1, max_len=2 * MAX_KEY_ATTRIBUTES),
     "Projection": _PROJECTION,
-    "ProvisionedThroughput": _THROUGHPUT,
+    "ProvisionedThroughput": THROUGHPUT,
 })
 LSI = v.Struct({
     "IndexName": _INDEX_NAME,
@@ -61,7 +61,7 @@ LSI = v.Struct({
 })
 GSI_UPDATES = v.List(v.Struct({
     "Create": GSI,
-    "Update": v.Struct({"IndexName": _INDEX_NAME, "ProvisionedThroughput": v.Struct(_THROUGHPUT.fields,
+    "Update": v.Struct({"IndexName": _INDEX_NAME, "ProvisionedThroughput": v.Struct(THROUGHPUT.fields,
                                                                                     required=True)}),
     "Delete": v.Struct({"IndexName": _INDEX_NAME}),
 }))

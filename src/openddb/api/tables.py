@@ -28,10 +28,6 @@ _ATTRIBUTE_DEFINITIONS = v.List(v.Struct({
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
     "AttributeType": v.Str(required=True, enum=("S", "N", "B")),
 }), required=True)
-_THROUGHPUT = v.Struct({  # DynamoDB reports the write member's violation before the read member's
-    "WriteCapacityUnits": v.Int(required=True, minimum=1),
-    "ReadCapacityUnits": v.Int(required=True, minimum=1),
-})
 _STREAM = v.Struct({  # (the view types in the order DynamoDB's enum message lists them)
     "StreamEnabled": v.Bool(required=True),
     "StreamViewType": v.Str(enum=("OLD_IMAGE", "KEYS_ONLY", "NEW_AND_OLD_IMAGES", "NEW_IMAGE")),
@@ -66,6 +62,9 @@ def _sse_enabled(sse: dict[str, Any]) -> bool:
     return bool(sse.get("Enabled", sse.get("SSEType") == "KMS"))
 
 
+_KEY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}")  # a KMS key id
+
+
 def _kms_key_arn(meta: TableMeta) -> str:
     """The ARN DynamoDB shows for a table's KMS key. Without a KMS service here, a key id or alias maps to a
     stable made-up key id; the AWS managed key (no key given, or alias/aws/dynamodb) is one per account and
@@ -76,9 +75,6 @@ def _kms_key_arn(meta: TableMeta) -> str:
     if not _KEY_ID.fullmatch(key):
         key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kms:{meta.account}:{meta.region}:{key}"))
     return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
-
-
-_KEY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}")
 
 _ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
 _ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
@@ -91,7 +87,7 @@ CREATE_TABLE = v.Struct({
     "LocalSecondaryIndexes": v.List(ix.LSI),
     "GlobalSecondaryIndexes": v.List(ix.GSI),
     "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
-    "ProvisionedThroughput": _THROUGHPUT,
+    "ProvisionedThroughput": ix.THROUGHPUT,
     "StreamSpecification": _STREAM,
     "SSESpecification": _SSE,
     "Tags": TAGS,
@@ -110,7 +106,7 @@ UPDATE_TABLE = v.Struct({
     "AttributeDefinitions": v.List(_ATTRIBUTE_DEFINITIONS.member),
     "TableName": v.table_name_or_arn(),
     "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
-    "ProvisionedThroughput": _THROUGHPUT,
+    "ProvisionedThroughput": ix.THROUGHPUT,
     "GlobalSecondaryIndexUpdates": ix.GSI_UPDATES,
     "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
     "SSESpecification": _SSE,

@@ -70,7 +70,9 @@ def _split(text: str) -> tuple[bool, str, int]:
         if len(exp_digits) > _MAX_EXPONENT_CHARS:
             raise ValidationException(MSG_UNDERFLOW if exp_text.startswith("-") else MSG_OVERFLOW)
         # (int() of the text itself would refuse an exponent written with thousands of leading zeros)
-        exp_value = -int(exp_digits or "0") if exp_text.startswith("-") else int(exp_digits or "0")
+        exp_value = int(exp_digits or "0")
+        if exp_text.startswith("-"):
+            exp_value = -exp_value
     exponent = exp_value - len(frac) + (len(mantissa) - len(digits))
     adjusted = exponent + len(digits) - 1
     if adjusted > MAX_ADJUSTED_EXPONENT:
