@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item, validate_value
-from openddb.storage.base import StorageKey
+from openddb.storage.base import Engine, StorageKey
 
 MAX_HASH_KEY_BYTES = 2048
 MAX_RANGE_KEY_BYTES = 1024
@@ -295,6 +296,31 @@ def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
 # DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
 # ever on-demand; a provisioned table's follows its provisioned capacity (probes of real DynamoDB, 2026-10).
 ON_DEMAND_WARM = (12000, 4000)
+
+
+# ItemCount and size in bytes are counted when a description is asked for. A count slower than _SLOW_COUNT (a
+# table of some 50,000 items and more) is reused for a while, so that counting takes at most _COUNT_SHARE of a
+# worker's time and a waiter polling DescribeTable on a big table does not stall the requests beside it.
+# DynamoDB itself refreshes these figures about every six hours.
+_SLOW_COUNT = 0.01
+_COUNT_SHARE = 0.01
+_COUNTS: dict[tuple[str, str | None], tuple[float, tuple[int, int]]] = {}
+
+
+def counted(engine: Engine, meta: TableMeta, index: IndexMeta | None = None) -> tuple[int, int]:
+    """(item count, size in bytes) of a table or of one of its indexes, counted now or by a recent slow count."""
+    started = time.monotonic()
+    key = (meta.uuid, None if index is None else index.name)
+    known = _COUNTS.get(key)
+    if known is not None and known[0] > started:
+        return known[1]
+    figures = engine.table_stats(meta) if index is None else engine.index_stats(meta, index)
+    spent = time.monotonic() - started
+    if spent > _SLOW_COUNT:
+        for stale in [key for key, (until, _) in _COUNTS.items() if until <= started]:
+            del _COUNTS[stale]
+        _COUNTS[key] = (started + spent / _COUNT_SHARE, figures)
+    return figures
 
 
 def epoch_millis(seconds: float) -> float:

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import ON_DEMAND_WARM, provisioned_units, throughput_description
+from openddb.api.common import ON_DEMAND_WARM, counted, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import CatalogChanged, Engine, StorageKey, lease_holder
@@ -204,7 +204,7 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
     WarmThroughput, as the table's)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for index in meta.indexes:
-        count, size = engine.index_stats(meta, index) if counts else (0, 0)
+        count, size = counted(engine, meta, index) if counts else (0, 0)
         description: dict[str, Any] = {
             "IndexName": index.name,
             "KeySchema": index.key_schema_wire(),

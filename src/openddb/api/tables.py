@@ -11,7 +11,14 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import MAX_THROUGHPUT, ON_DEMAND_WARM, epoch_millis, provisioned_units, throughput_description
+from openddb.api.common import (
+    MAX_THROUGHPUT,
+    ON_DEMAND_WARM,
+    counted,
+    epoch_millis,
+    provisioned_units,
+    throughput_description,
+)
 from openddb.api.context import RequestContext, table_name_from
 from openddb.api.tags import TAGS, check_tags, with_tags
 from openddb.errors import TableNotFoundException, ValidationException
@@ -278,7 +285,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
 
     `fresh`: answering a CreateTable or a billing-mode switch, which lack LastUpdateToPayPerRequestDateTime until
     the change settles. `warm`: include WarmThroughput, which a CreateTable response lacks."""
-    item_count, size = context.engine.table_stats(meta) if counts else (0, 0)
+    item_count, size = counted(context.engine, meta) if counts else (0, 0)
     description: dict[str, Any] = {
         # Sorted by name, as DynamoDB answers whatever order they were given in.
         "AttributeDefinitions": sorted(meta.attribute_definitions, key=lambda d: d["AttributeName"]),
