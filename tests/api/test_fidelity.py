@@ -274,7 +274,8 @@ def test_duplicate_non_key_attributes_are_refused(ddb):
         ddb.create_table(TableName=unique_name(), AttributeDefinitions=GSI_DEFS, KeySchema=SCHEMA,
                          BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[_gsi(Projection={
                              "ProjectionType": "INCLUDE", "NonKeyAttributes": ["a", "a"]})])
-    assert error_of(excinfo) == ("ValidationException", "Cannot have two attributes with the same name")
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: Duplicate element "
+                                                        "in NonKeyAttributes: a")
 
 
 def test_index_created_later_counts_toward_the_projected_attribute_limit(ddb):

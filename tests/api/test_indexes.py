@@ -122,7 +122,7 @@ def test_gsi_throughput_update(ddb):
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"AttributeDefinitions": defs(pk="S", g="S", extra="S"), "KeySchema": schema("pk", ranges=0),
       "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0)]},
-     INVALID + "Some AttributeDefinitions are not used. AttributeDefinitions: [extra, g, pk], keys used: [g, pk]"),
+     INVALID + "Some AttributeDefinitions are not used. AttributeDefinitions: [pk, g, extra], keys used: [g, pk]"),
     ({"AttributeDefinitions": defs(pk="S"), "KeySchema": schema("pk", ranges=0),
       "GlobalSecondaryIndexes": [gsi("gs1", "g", ranges=0)]},
      "Invalid KeySchema: Some index key attribute have no definition"),
@@ -387,3 +387,63 @@ def test_item_at_the_limit_with_a_keys_only_entry(ddb):
     ddb.create_table(TableName=plain, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S"),
                      KeySchema=schema("pk", "sk"))
     ddb.put_item(TableName=plain, Item=item)
+
+
+def test_index_update_refusals(ddb):
+    """GlobalSecondaryIndexUpdates refused in the words DynamoDB answers with (recorded against the service), and
+    nothing of a refused request applied."""
+    name = provisioned_table_with_gsi(ddb, 2, 2)
+    other = {"Update": {"IndexName": "gs1", "ProvisionedThroughput": {"ReadCapacityUnits": 3, "WriteCapacityUnits": 3}}}
+
+    def refused(**members) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_table(TableName=name, **members)
+        return error_of(excinfo)
+
+    for updates in ([other, {"Delete": {"IndexName": "gs1"}}], [other, other],
+                    [{"Delete": {"IndexName": "gs1"}}, {"Create": gsi("gs1", "g", ranges=0)}]):
+        assert refused(AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=updates) == (
+            "ValidationException", INVALID + "Only one global secondary index update per index is allowed "
+                                             "simultaneously. Index: gs1")
+    for action in ({"Update": {**other["Update"], "IndexName": "ghost"}}, {"Delete": {"IndexName": "ghost"}}):
+        assert refused(GlobalSecondaryIndexUpdates=[action]) == (
+            "ResourceNotFoundException", f"Requested resource not found: Index ghost for table {name}")
+    create = {**gsi("gs2", "h", ranges=0), "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}
+    assert refused(GlobalSecondaryIndexUpdates=[{"Create": create}]) == (
+        "ValidationException", INVALID + "AttributeDefinitions is not specified for index: gs2")
+    assert refused(AttributeDefinitions=defs(h="S"), GlobalSecondaryIndexUpdates=[{"Create": gsi("gs2", "h", ranges=0)}]
+                   ) == ("ValidationException",
+                         INVALID + "Both ReadCapacityUnits and WriteCapacityUnits must be specified for index: gs2")
+    assert refused(GlobalSecondaryIndexUpdates=[], DeletionProtectionEnabled=True) == (
+        "ValidationException", INVALID + "List of GlobalSecondaryIndexUpdates is empty")
+    assert refused(GlobalSecondaryIndexUpdates=[])[1].startswith("At least one of ProvisionedThroughput, ")
+    (index,) = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    assert (index["IndexName"], index["ProvisionedThroughput"]["ReadCapacityUnits"]) == ("gs1", 2)
+
+
+def test_billing_switch_refusals_with_an_index(ddb):
+    """A switch to provisioned capacity needs the table's throughput first, then each index's; an on-demand index
+    takes no ProvisionedThroughput."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                     BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[gsi("gs1", "g", ranges=0)])
+    units = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    for members, message in (
+            ({"BillingMode": "PROVISIONED"}, "ProvisionedThroughput must be specified when BillingMode is PROVISIONED"),
+            ({"BillingMode": "PROVISIONED", "ProvisionedThroughput": units},
+             "ProvisionedThroughput must be specified for index: gs1"),
+            ({"GlobalSecondaryIndexUpdates": [{"Update": {"IndexName": "gs1", "ProvisionedThroughput": units}}]},
+             "The only Updates for index: gs1 when TableThroughputMode is PAY_PER_REQUEST can be to "
+             "OnDemandThroughput, WarmThroughput")):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_table(TableName=name, **members)
+        assert error_of(excinfo) == ("ValidationException", INVALID + message)
+
+
+def test_unused_attribute_definitions_are_refused_before_other_index_rules(ddb):
+    """Listed as given, with the keys used in the order of DynamoDB's (Java) hash set; checked before the rest."""
+    bad_projection = gsi("gs1", "a", ranges=0, projection={"ProjectionType": "INCLUDE"})
+    assert rejected(ddb, AttributeDefinitions=defs(sk="S", a="S", b="S", pk="S", c="S"), KeySchema=schema("pk", "sk"),
+                    GlobalSecondaryIndexes=[bad_projection], BillingMode="PAY_PER_REQUEST") == (
+        "ValidationException", INVALID + "Some AttributeDefinitions are not used. AttributeDefinitions: "
+                                         "[sk, a, b, pk, c], keys used: [a, sk, pk]")

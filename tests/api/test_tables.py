@@ -394,6 +394,28 @@ def test_sse_specification_shapes_accepted(ddb):
     assert created({"SSEType": "KMS", "KMSMasterKeyId": arn})["KMSMasterKeyArn"] == arn
 
 
+def test_sse_updates_answer_updating(ddb):
+    """UpdateTable's answer shows the encryption before the change, UPDATING; DescribeTable then shows the new
+    one. The key a table already uses is refused."""
+    name = create_table(ddb)
+    answer = ddb.update_table(TableName=name, SSESpecification={"Enabled": True})["TableDescription"]
+    assert answer["SSEDescription"] == {"Status": "UPDATING"}
+    managed = ddb.describe_table(TableName=name)["Table"]["SSEDescription"]
+    assert managed["Status"] == "ENABLED"
+    key = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    answer = ddb.update_table(TableName=name, SSESpecification={"Enabled": True, "SSEType": "KMS",
+                                                                "KMSMasterKeyId": key})["TableDescription"]
+    assert answer["SSEDescription"] == {**managed, "Status": "UPDATING"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, SSESpecification={"Enabled": True, "SSEType": "KMS", "KMSMasterKeyId": key})
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: Table is already "
+                                 "encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you want to "
+                                 "change Master Key")
+    answer = ddb.update_table(TableName=name, SSESpecification={"Enabled": False})["TableDescription"]
+    assert answer["SSEDescription"] == {"Status": "UPDATING", "SSEType": "KMS", "KMSMasterKeyArn": key}
+    assert "SSEDescription" not in ddb.describe_table(TableName=name)["Table"]
+
+
 @pytest.mark.parametrize("throughput, violation", [
     ({"ReadCapacityUnits": 0, "WriteCapacityUnits": 0},
      "Value '0' at 'provisionedThroughput.{}' failed to satisfy constraint: Member must have value greater than or "
@@ -451,11 +473,12 @@ def test_warm_throughput_only_grows(ddb):
 
 
 def test_update_table_requires_a_change(ddb):
-    """UpdateTable with nothing to change is a ValidationException."""
-    name = create_table(ddb)
-    with pytest.raises(ClientError) as excinfo:
-        ddb.update_table(TableName=name)
-    assert error_of(excinfo)[0] == "ValidationException"
+    """UpdateTable with nothing to change is a ValidationException, before the table is looked up."""
+    for name in (create_table(ddb), unique_name("missing")):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_table(TableName=name)
+        assert error_of(excinfo)[0] == "ValidationException"
+        assert error_of(excinfo)[1].startswith("At least one of ProvisionedThroughput, BillingMode, ")
 
 
 OUT_OF_RANGE = ("One or more parameter values were invalid: Requested {} for OnDemandThroughput for table is "
@@ -598,10 +621,42 @@ def test_at_most_50_tags(ddb):
 
 
 def test_table_arn_accepted(ddb):
-    """DescribeTable accepts a table ARN as TableName."""
+    """DescribeTable accepts a table ARN as TableName, but not one of another region than the request's."""
     name = create_table(ddb)
     arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{name}"
     assert ddb.describe_table(TableName=arn)["Table"]["TableName"] == name
+    elsewhere = arn.replace("us-east-1", "eu-west-1")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.describe_table(TableName=elsewhere)
+    assert error_of(excinfo) == ("ValidationException", f"1 validation error detected: Invalid AWS region in '{elsewhere}'")
+
+
+def test_tag_resource_arn_refusals(ddb):
+    """The tag operations name what is wrong with a ResourceArn in DynamoDB's words (recorded against the
+    service); a refused TagResource keeps no tag."""
+    name = create_table(ddb)
+    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    invalid = "One or more parameter values were invalid: "
+    for resource, refusal in (
+            (name, ("ValidationException", f"{invalid}ARNs must start with 'arn:': {name}")),
+            (f"{arn}/index/byG", ("ValidationException", f"{invalid}Invalid resource arn provided, only table or "
+                                                         f"stream is accepted. Provided resource arn: {arn}/index/byG")),
+            (f"{arn}/backup/01234567890123-abcdefgh",
+             ("ValidationException", f"{invalid}Provided Arn is not a DynamoDB resource arn: "
+                                     f"{arn}/backup/01234567890123-abcdefgh")),
+            ("arn:aws:s3:::bucket", ("ValidationException", f"{invalid}Provided Arn is not a DynamoDB resource arn: "
+                                                            "arn:aws:s3:::bucket")),
+            (arn.replace("us-east-1", "us-west-2"),
+             ("ValidationException", f"Invalid TableArn: Invalid ResourceArn provided as input "
+                                     f"{arn.replace('us-east-1', 'us-west-2')}")),
+            (f"{arn}-gone", ("ResourceNotFoundException",
+                             f"Requested resource not found: ResourceArn: {arn}-gone not found"))):
+        for attempt in (lambda: ddb.list_tags_of_resource(ResourceArn=resource),
+                        lambda: ddb.tag_resource(ResourceArn=resource, Tags=[{"Key": "k", "Value": "v"}])):
+            with pytest.raises(ClientError) as excinfo:
+                attempt()
+            assert error_of(excinfo) == refusal
+    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == []
 
 
 def test_timestamps_to_the_millisecond(server, ddb):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from openddb.errors import ResourceNotFoundException
+from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine
 
@@ -36,6 +36,8 @@ class RequestContext:
     def described_table(self, name_or_arn: str) -> TableMeta:
         """The table named in a control-plane request, with the control plane's not-found wording."""
         name = table_name_from(name_or_arn)
+        if name != name_or_arn and name_or_arn.split(":")[3:4] != [self.region]:
+            raise ValidationException(f"1 validation error detected: Invalid AWS region in '{name_or_arn}'")
         meta = self.engine.get_table(name)
         if meta is None:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")

@@ -110,8 +110,11 @@ def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
         raise _invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
     if kind != "INCLUDE" and non_key is not None:
         raise _invalid(f"ProjectionType is {kind}, but NonKeyAttributes is specified")
-    if non_key and len(set(non_key)) != len(non_key):
-        raise ValidationException("Cannot have two attributes with the same name")
+    seen: set[str] = set()
+    for name in non_key or []:
+        if name in seen:
+            raise _invalid(f"Duplicate element in NonKeyAttributes: {name}")
+        seen.add(name)
     return kind, list(non_key or [])
 
 
@@ -124,10 +127,10 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
                            "PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
-        # CreateTable and UpdateTable word this differently.
+        # CreateTable and UpdateTable's Create action word this differently.
         if creating_table:
             raise _invalid(f"ProvisionedThroughput is not specified for index: {name}")
-        raise _invalid(f"ProvisionedThroughput must be specified for index: {name}")
+        raise _invalid(f"Both ReadCapacityUnits and WriteCapacityUnits must be specified for index: {name}")
     return provisioned_units(throughput)
 
 
@@ -158,6 +161,13 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
     if lsis == []:
         raise _invalid("List of LocalSecondaryIndexes is empty")
     gsis, lsis = gsis or [], lsis or []
+    # An attribute defined but used by no key is refused before any other index rule is looked at.
+    used = [hash_key.name] + ([range_key.name] if range_key else [])
+    for spec in lsis + gsis:
+        used += [element["AttributeName"] for element in spec["KeySchema"]]
+    if set(types) - set(used):
+        raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(types)}], "
+                       f"keys used: [{', '.join(java_hash_set_order(used))}]")
     if lsis and range_key is None:
         raise _invalid("Table KeySchema does not have a range key, which is required when specifying a "
                        "LocalSecondaryIndex")
@@ -186,13 +196,32 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
         seen.add(spec["IndexName"])
         indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1, creating_table=True))
     _check_projected_total(indexes)
-    used = {hash_key.name} | ({range_key.name} if range_key else set())
-    for index in indexes:
-        used.update(index.key_names)
-    if set(types) - used:
-        raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(sorted(types))}], "
-                       f"keys used: [{', '.join(sorted(used))}]")
     return indexes
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's String.hashCode, over UTF-16 code units."""
+    value = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        value = (31 * value + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return value
+
+
+def java_hash_set_order(names: list[str]) -> list[str]:
+    """`names` without repeats in the order a java.util.HashSet filled with them iterates: DynamoDB's messages list
+    some sets of attribute names so. Buckets are taken in order (the table doubles from 16 while more than three
+    quarters full); names sharing a bucket keep the order they were added in."""
+    distinct = list(dict.fromkeys(names))
+    capacity = 16
+    while len(distinct) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        code = _java_string_hash(name)
+        return (code ^ (code >> 16)) & (capacity - 1)
+
+    return sorted(distinct, key=bucket)  # a stable sort: insertion order within a bucket
 
 
 # --- descriptions --------------------------------------------------------------------------------------------
@@ -214,10 +243,9 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
             status = "CREATING" if creating else index.status
             description["IndexStatus"] = status
             if status == "CREATING" and not creating:
+                # Only an index UpdateTable adds shows Backfilling, and only until it is ACTIVE.
                 description["Backfilling"] = True
                 schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
-            elif index.online:
-                description["Backfilling"] = False  # only indexes made with the table leave it out
             description["ProvisionedThroughput"] = throughput_description(index)
             if warm:
                 read, write = (ON_DEMAND_WARM if meta.billing_mode == "PAY_PER_REQUEST"
@@ -238,8 +266,7 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
 def _find(meta: TableMeta, name: str, action: str) -> IndexMeta:
     index = meta.index(name)
     if index is None:
-        # Best guess at the wording: DynamoDB's ResourceNotFoundException is confirmed, its text is not.
-        raise ResourceNotFoundException(f"Requested resource not found: Index: {name} not found")
+        raise ResourceNotFoundException(f"Requested resource not found: Index {name} for table {meta.name}")
     if not index.is_global:
         raise ValidationException(f"Cannot {action} an index that is not a GlobalSecondaryIndex: {name}")
     return index
@@ -257,6 +284,12 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
                            "GlobalSecondaryIndexUpdate.Delete must not be null")
         if actions > 1:
             raise _invalid("Only one global secondary index action is allowed per GlobalSecondaryIndexUpdate object")
+    named: set[str] = set()
+    for update in updates:
+        name = next(update[k]["IndexName"] for k in ("Create", "Update", "Delete") if update.get(k) is not None)
+        if name in named:
+            raise _invalid(f"Only one global secondary index update per index is allowed simultaneously. Index: {name}")
+        named.add(name)
     online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
     if len(online) > 1 or (online and any(i.status == "CREATING" for i in meta.indexes)):
         raise LimitExceededException(ONE_ONLINE_INDEX)
@@ -271,7 +304,9 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
             if sum(1 for i in meta.indexes if i.is_global) >= MAX_GSIS:
                 raise LimitExceededException("Subscriber limit exceeded: Number of global secondary indexes exceeds "
                                              f"per-table limit of {MAX_GSIS}")
-            defined = {d["AttributeName"]: d["AttributeType"] for d in request.get("AttributeDefinitions") or []}
+            if not request.get("AttributeDefinitions"):
+                raise _invalid(f"AttributeDefinitions is not specified for index: {spec['IndexName']}")
+            defined = {d["AttributeName"]: d["AttributeType"] for d in request["AttributeDefinitions"]}
             keys = [e["AttributeName"] for e in spec["KeySchema"]]
             missing = [k for k in keys if k not in defined]
             if missing:
@@ -303,8 +338,8 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
             spec = update["Update"]
             index = _find(meta, spec["IndexName"], "update")
             if billing_mode == "PAY_PER_REQUEST":
-                raise _invalid(f"ProvisionedThroughput should not be specified for index: {index.name} when "
-                               "BillingMode is PAY_PER_REQUEST")
+                raise _invalid(f"The only Updates for index: {index.name} when TableThroughputMode is "
+                               "PAY_PER_REQUEST can be to OnDemandThroughput, WarmThroughput")
             read, write = _index_throughput(index.name, spec, "PROVISIONED")
             if (read, write) == (index.read_capacity, index.write_capacity):
                 raise ValidationException(

@@ -72,11 +72,11 @@ def _sse_enabled(sse: dict[str, Any]) -> bool:
 _KEY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32}")  # a KMS key id
 
 
-def _kms_key_arn(meta: TableMeta) -> str:
-    """The ARN DynamoDB shows for a table's KMS key. Without a KMS service here, a key id or alias maps to a
-    stable made-up key id; the AWS managed key (no key given, or alias/aws/dynamodb) is one per account and
-    region."""
-    key = (meta.sse or {}).get("KMSMasterKeyId") or "alias/aws/dynamodb"
+def _kms_key_arn(meta: TableMeta, sse: dict[str, Any] | None = None) -> str:
+    """The ARN DynamoDB shows for a table's KMS key (or for the key of `sse`, a table's new SSESpecification).
+    Without a KMS service here, a key id or alias maps to a stable made-up key id; the AWS managed key (no key
+    given, or alias/aws/dynamodb) is one per account and region."""
+    key = (sse or meta.sse or {}).get("KMSMasterKeyId") or "alias/aws/dynamodb"
     if key.startswith("arn:"):
         return str(key)
     if not _KEY_ID.fullmatch(key):
@@ -279,6 +279,10 @@ def warm_throughput(meta: TableMeta) -> dict[str, Any]:
     return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
 
 
+def _sse_description(meta: TableMeta) -> dict[str, Any]:
+    return {"Status": "ENABLED", "SSEType": "KMS", "KMSMasterKeyArn": _kms_key_arn(meta)}
+
+
 def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
              counts: bool = True, fresh: bool = False, warm: bool = True) -> dict[str, Any]:
     """DynamoDB's TableDescription of a table.
@@ -307,10 +311,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
                                                                         or meta.created_at)
         description["BillingModeSummary"] = summary
     if meta.sse is not None:
-        description["SSEDescription"] = {
-            "Status": "ENABLED", "SSEType": "KMS",
-            "KMSMasterKeyArn": _kms_key_arn(meta),
-        }
+        description["SSEDescription"] = _sse_description(meta)
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
     description["DeletionProtectionEnabled"] = meta.deletion_protection
@@ -376,19 +377,22 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_TABLE, request)
-    before = context.described_table(request["TableName"])
-    meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
-    # An empty WarmThroughput or OnDemandThroughput counts as absent.
+    # An empty WarmThroughput or OnDemandThroughput counts as absent, an empty GlobalSecondaryIndexUpdates is
+    # refused. These request-only rules come before the table is looked up.
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
                            "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates",
                            "OnDemandThroughput", "WarmThroughput")
                if request.get(k) is not None and not (k in _THROUGHPUT_LIMITS and request[k] == {})]
-    if not changes:
+    if request.get("GlobalSecondaryIndexUpdates") == [] and len(changes) > 1:
+        raise _invalid("List of GlobalSecondaryIndexUpdates is empty")
+    if changes in ([], ["GlobalSecondaryIndexUpdates"]) and not request.get("GlobalSecondaryIndexUpdates"):
         raise ValidationException(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
             "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
             "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
             "is required")
+    before = context.described_table(request["TableName"])
+    meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     _check_one_concern(changes, request)
     if "WarmThroughput" in changes:  # it only ever grows
         current = warm_throughput(meta)
@@ -401,6 +405,10 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
+    if sse is not None and "KMSMasterKeyId" in sse and meta.sse is not None and \
+            _kms_key_arn(meta, sse) == _kms_key_arn(meta):
+        raise _invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
+                       "want to change Master Key")
     now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
@@ -414,6 +422,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if request.get("GlobalSecondaryIndexUpdates") is not None:
         _require_index_support(context)
         created, dropped = ix.apply_index_updates(meta, request, now, billing_mode)
+    if billing_mode == "PROVISIONED" and request.get("ProvisionedThroughput") is None and (
+            meta.billing_mode == "PAY_PER_REQUEST" or request.get("BillingMode") is not None):
+        raise _invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
     if switched:
         ix.switch_index_billing(meta, request, billing_mode, created)
     if billing_mode == "PAY_PER_REQUEST":
@@ -427,8 +438,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             meta.billing_mode_updated_at = now
     else:
         throughput = request.get("ProvisionedThroughput")
-        if throughput is None and (meta.billing_mode == "PAY_PER_REQUEST" or request.get("BillingMode") is not None):
-            raise _invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
         if throughput is not None:
             read, write = _throughput(request, "PROVISIONED")
             if (meta.billing_mode == "PROVISIONED" and read == meta.read_capacity
@@ -479,6 +488,10 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         old = before.index(entry["IndexName"])
         if entry["IndexName"] in updated and old is not None:
             entry["IndexStatus"], entry["ProvisionedThroughput"] = "UPDATING", throughput_description(old)
+        if any(index.name == entry["IndexName"] for index in created):
+            entry["Backfilling"] = False  # still being allocated: its backfill has not begun
+    if sse is not None:  # the change takes a while on DynamoDB: the answer shows the encryption before it
+        description["SSEDescription"] = {**(_sse_description(before) if before.sse else {}), "Status": "UPDATING"}
     if on_demand:  # a member just cleared is answered as -1
         shown = {**meta.on_demand, **on_demand}
         description["OnDemandThroughput"] = {member: shown[member] for member in _ON_DEMAND_MEMBERS if member in shown}

@@ -42,7 +42,7 @@ class IndexMeta:
     last_increase: float | None = None
     last_decrease: float | None = None
     decreases_today: int = 0
-    online: bool = False  # added by UpdateTable (DescribeTable then reports Backfilling, false once ACTIVE)
+    online: bool = False  # added by UpdateTable rather than with the table
 
     @property
     def is_global(self) -> bool:
