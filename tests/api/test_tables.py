@@ -628,7 +628,8 @@ def test_table_arn_accepted(ddb):
     elsewhere = arn.replace("us-east-1", "eu-west-1")
     with pytest.raises(ClientError) as excinfo:
         ddb.describe_table(TableName=elsewhere)
-    assert error_of(excinfo) == ("ValidationException", f"1 validation error detected: Invalid AWS region in '{elsewhere}'")
+    assert error_of(excinfo) == ("ValidationException",
+                                 f"1 validation error detected: Invalid AWS region in '{elsewhere}'")
 
 
 def test_tag_resource_arn_refusals(ddb):
@@ -639,8 +640,9 @@ def test_tag_resource_arn_refusals(ddb):
     invalid = "One or more parameter values were invalid: "
     for resource, refusal in (
             (name, ("ValidationException", f"{invalid}ARNs must start with 'arn:': {name}")),
-            (f"{arn}/index/byG", ("ValidationException", f"{invalid}Invalid resource arn provided, only table or "
-                                                         f"stream is accepted. Provided resource arn: {arn}/index/byG")),
+            (f"{arn}/index/byG",
+             ("ValidationException", f"{invalid}Invalid resource arn provided, only table or stream is accepted. "
+                                     f"Provided resource arn: {arn}/index/byG")),
             (f"{arn}/backup/01234567890123-abcdefgh",
              ("ValidationException", f"{invalid}Provided Arn is not a DynamoDB resource arn: "
                                      f"{arn}/backup/01234567890123-abcdefgh")),
@@ -651,10 +653,10 @@ def test_tag_resource_arn_refusals(ddb):
                                      f"{arn.replace('us-east-1', 'us-west-2')}")),
             (f"{arn}-gone", ("ResourceNotFoundException",
                              f"Requested resource not found: ResourceArn: {arn}-gone not found"))):
-        for attempt in (lambda: ddb.list_tags_of_resource(ResourceArn=resource),
-                        lambda: ddb.tag_resource(ResourceArn=resource, Tags=[{"Key": "k", "Value": "v"}])):
+        for operation, members in (("list_tags_of_resource", {}),
+                                   ("tag_resource", {"Tags": [{"Key": "k", "Value": "v"}]})):
             with pytest.raises(ClientError) as excinfo:
-                attempt()
+                getattr(ddb, operation)(ResourceArn=resource, **members)
             assert error_of(excinfo) == refusal
     assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == []
 

@@ -46,7 +46,7 @@ def test_a_slow_count_is_reused_for_a_hundred_times_its_cost() -> None:
     other = engine.create_table(new_meta())  # each table (and index) has its own figures
     assert counted(engine, other) == (0, 0)
     key = (meta.uuid, None)
-    until, figures = common._COUNTS[key]
+    _, figures = common._COUNTS[key]
     common._COUNTS[key] = (time.monotonic() - 1, figures)  # as when the reuse time has run out
     assert counted(engine, meta)[0] == 5
     assert engine.counts == 3
