@@ -93,6 +93,23 @@ def test_gsi_refusals(ddb, shop):
     assert error_of(excinfo)[1] == "Consistent reads are not supported on global secondary indexes"
 
 
+def test_gsi_query_filter_on_unprojected_attributes_refused(ddb, shop):
+    """A GSI cannot fetch from the table, so its Query may filter only on what it projects (as recorded from
+    DynamoDB's answers); projected attributes and the table's key filter as usual."""
+    base = {"TableName": shop, "KeyConditionExpression": "#s = :s", "ExpressionAttributeValues": values(s="open"),
+            "ExpressionAttributeNames": {"#s": "status"}}
+    for index, condition, missing in (("byStatus", "note = :n", "note"), ("byStatusInc", "big = :n OR sk = :n", "big"),
+                                      ("byStatus", "zz = :n AND big = :n", "big, zz")):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.query(IndexName=index, FilterExpression=condition, **{
+                **base, "ExpressionAttributeValues": values(s="open", n="n1")})
+        assert error_of(excinfo) == ("ValidationException", INVALID + f"Secondary index {index} does not project one "
+                                     f"or more filter attributes: [{missing}]")
+    found = ddb.query(IndexName="byStatusInc", FilterExpression="note = :n OR sk = :o",
+                      **{**base, "ExpressionAttributeValues": values(s="open", n="n1", o="o3")})
+    assert sorted(item["sk"]["S"] for item in found["Items"]) == ["o1", "o3"]
+
+
 def test_lsi_query_fetches_from_table(ddb, shop):
     """An LSI serves its projection, allows ConsistentRead, and fetches whole items for ALL_ATTRIBUTES."""
     projected = ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p AND placed < :d",

@@ -142,7 +142,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
     if base.filter is not None and text is not None:
         names = _top_level_names(condition_tree(text), attrs)
         if query:
-            check_filter_names(index, names)
+            check_filter_names(meta, index, names)
         wanted |= names
     if base.projection is not None:
         check_projected(meta, index, tuple(str(path[0]) for path in base.projection.paths))
