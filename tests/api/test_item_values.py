@@ -145,6 +145,37 @@ def test_number_sent_as_json_number(server, hash_table):
                                 "Message": "NUMBER_VALUE cannot be converted to String"}
 
 
+@pytest.mark.parametrize(("operation", "body", "message"), [
+    ("PutItem", {"TableName": "no-such-table", "Item": {"pk": {"S": 5}}}, "NUMBER_VALUE cannot be converted to String"),
+    ("PutItem", {"TableName": "no-such-table", "Item": {"pk": "x"}}, "Unexpected field type"),
+    ("GetItem", {"TableName": "no-such-table", "Key": {"pk": {"B": "abc"}}},
+     "Base64 encoded length is expected a multiple of 4 bytes but found: 3"),
+    ("PutItem", {"TableName": "{table}", "Item": {"pk": {"S": "a"}, "x": {"S": 5}}, "ReturnValues": "BAD"},
+     "NUMBER_VALUE cannot be converted to String"),
+    ("PutItem", {"TableName": "{table}", "Item": {"pk": {"S": "a"}, "e": {"SS": []}, "x": {"BS": ["abc"]}}},
+     "Base64 encoded length is expected a multiple of 4 bytes but found: 3"),
+    ("BatchWriteItem", {"RequestItems": {"no-such-table": [{"PutRequest": {"Item": {"pk": {"B": "abc"}}}}]}},
+     "Base64 encoded length is expected a multiple of 4 bytes but found: 3"),
+    ("BatchGetItem", {"RequestItems": {"Item": {"Keys": [{"pk": {"S": 1}}]}}},
+     "NUMBER_VALUE cannot be converted to String"),
+    ("TransactWriteItems", {"TransactItems": [{"Put": {"TableName": "no-such-table", "Item": {"pk": {"N": 1}}}}]},
+     "NUMBER_VALUE cannot be converted to String"),
+    ("Query", {"TableName": "no-such-table", "KeyConditions": {
+        "pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": 1}]}}},
+     "NUMBER_VALUE cannot be converted to String"),
+])
+def test_a_mis_shaped_value_anywhere_wins(server, hash_table, operation, body, message):
+    """DynamoDB deserializes the whole request first: a mis-shaped attribute value (or bad base64) anywhere is a
+    SerializationException, before a missing table or any validation error, and nothing is written."""
+    text = json.dumps(body).replace("{table}", hash_table)
+    response, data = call(server, text, target=f"DynamoDB_20120810.{operation}")
+    assert (response.status, json.loads(data)) == (400, {"__type": "com.amazon.coral.service#SerializationException",
+                                                         "Message": message})
+    response, data = call(server, json.dumps({"TableName": hash_table, "Key": {"pk": {"S": "a"}}}),
+                          target="DynamoDB_20120810.GetItem")
+    assert "Item" not in json.loads(data)
+
+
 # --- sets -----------------------------------------------------------------------------------------------
 
 

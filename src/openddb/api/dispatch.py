@@ -17,14 +17,17 @@ from typing import Any
 import orjson
 
 from openddb.api.context import RequestContext, as_requested
+from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
     IncompleteSignatureException,
     InternalServerError,
     MissingAuthenticationTokenException,
     RequestEntityTooLargeException,
+    ResourceNotFoundException,
     SerializationException,
     UnknownOperationException,
+    ValidationException,
 )
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy
 
@@ -100,6 +103,7 @@ class Dispatcher:
 
     def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
                request_id: bytes) -> tuple[int, bytes]:
+        request: dict[str, Any] | None = None
         try:
             handler = self.handlers.get(target)
             if handler is None:
@@ -117,12 +121,11 @@ class Dispatcher:
                 raise SerializationException("Start of list found where not expected"
                                              if isinstance(request, list) else None)
             rewrite = self.rewriters.get(target)
-            if rewrite is not None:
-                request = rewrite(request)
+            given = request if rewrite is None else rewrite(request)
             for attempt in range(_CATALOG_ATTEMPTS):
                 context = RequestContext(self.engine, region, self.account, request_id.decode())
                 try:
-                    response = handler(context, request)
+                    response = handler(context, given)
                     break
                 except CatalogChanged:  # nothing was written: run again on the fresh table description
                     if attempt == _CATALOG_ATTEMPTS - 1:
@@ -133,6 +136,9 @@ class Dispatcher:
                 response = as_requested(response, context.arns)
             return 200, orjson.dumps(response)
         except DynamoDBError as error:
+            # Refused before all its values were checked? A mis-shaped one anywhere wins, as in DynamoDB.
+            if request is not None and isinstance(error, ValidationException | ResourceNotFoundException):
+                error = attribute_value_error(request) or error
             return error.status, orjson.dumps(error.to_wire())
         except EngineBusy:
             return 0, b""  # nothing happened: the server runs the request again shortly

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openddb.errors import SerializationException, ValidationException
+from openddb.model.values import raise_first_shape_error
 
 
 def _type_error(expected: str, value: Any) -> SerializationException:
@@ -262,3 +263,55 @@ RETURN_ITEM_COLLECTION_METRICS = Str(enum=("SIZE", "NONE"))
 ATTRIBUTE_MAP = Any_()
 EXPRESSION_NAMES = Map(Str())
 EXPRESSION_VALUES = Any_()
+
+
+# --- attribute values nested in a request ---------------------------------------------------------------------
+
+# Members holding AttributeValues: maps of them, lists of such maps, and the legacy conditions and updates (whose
+# entries hold them under Value and AttributeValueList).
+_VALUE_MAPS = frozenset({"Item", "Key", "ExclusiveStartKey", "ExpressionAttributeValues"})
+_LEGACY_MAPS = frozenset({"Expected", "KeyConditions", "QueryFilter", "ScanFilter", "AttributeUpdates"})
+_CONTAINER_DEPTH = 6  # RequestItems -> table -> [request] -> PutRequest -> Item is the deepest path to a value map
+
+
+def attribute_value_error(request: dict[str, Any]) -> SerializationException | None:
+    """The SerializationException DynamoDB's deserializer raises for the first mis-shaped AttributeValue (or
+    invalid base64) anywhere in a request, or None. DynamoDB deserializes a whole request before it validates
+    anything or looks a table up, so such an error wins over every other; here the values are checked where
+    they are validated, and the handler's other refusals are traded for this one afterwards (see dispatch)."""
+    try:
+        _walk_values(request, 0)
+    except SerializationException as error:
+        return error
+    return None
+
+
+def _walk_values(node: Any, depth: int) -> None:
+    if depth > _CONTAINER_DEPTH:
+        return
+    if isinstance(node, list):
+        for element in node:
+            _walk_values(element, depth + 1)
+        return
+    if not isinstance(node, dict):
+        return
+    for name, member in node.items():
+        if name == "RequestItems" and isinstance(member, dict):  # keyed by table name: any name, even "Item"
+            for requests in member.values():
+                _walk_values(requests, depth + 1)
+        elif name in _VALUE_MAPS and isinstance(member, dict):
+            for value in member.values():
+                raise_first_shape_error(value)
+        elif name == "Keys" and isinstance(member, list):
+            for key in member:
+                for value in key.values() if isinstance(key, dict) else ():
+                    raise_first_shape_error(value)
+        elif name in _LEGACY_MAPS and isinstance(member, dict):
+            for entry in member.values():
+                if isinstance(entry, dict):
+                    raise_first_shape_error(entry.get("Value"))
+                    values = entry.get("AttributeValueList")
+                    for value in values if isinstance(values, list) else ():
+                        raise_first_shape_error(value)
+        elif isinstance(member, dict | list):
+            _walk_values(member, depth + 1)

@@ -72,8 +72,9 @@ def _wrong_shape(value: Any, expected: type) -> SerializationException:
     return SerializationException(f"{_token(value)} cannot be converted to {target}")
 
 
-def _raise_first_shape_error(value: Any) -> None:
-    """Raise the SerializationException for the first mis-shaped member anywhere in ``value``, if any.
+def raise_first_shape_error(value: Any) -> None:
+    """Raise the SerializationException for the first mis-shaped member or invalid base64 anywhere in the
+    AttributeValue ``value``, if any.
 
     Only called once validation has failed: DynamoDB deserializes the whole request before validating it,
     so a shape error anywhere wins over a validation error found earlier in the walk.
@@ -92,12 +93,16 @@ def _raise_first_shape_error(value: Any) -> None:
             for member in inner:
                 if type(member) is not str:
                     raise _wrong_shape(member, str)
+                if kind == "BS":
+                    decode_binary(member)
+        elif kind == "B":
+            decode_binary(inner)
         elif kind == "L":
             for element in inner:
-                _raise_first_shape_error(element)
+                raise_first_shape_error(element)
         elif kind == "M":
             for element in inner.values():
-                _raise_first_shape_error(element)
+                raise_first_shape_error(element)
 
 
 # --- binaries -------------------------------------------------------------------------------------------
@@ -277,7 +282,7 @@ def validate_item(raw: Any, *, path: str = "Item") -> Item:
         return _attributes(raw, 1)
     except ValidationException:
         for value in raw.values():
-            _raise_first_shape_error(value)
+            raise_first_shape_error(value)
         raise
 
 
@@ -286,7 +291,7 @@ def validate_value(raw: Any) -> AttributeValue:
     try:
         return _value(raw, 1)
     except ValidationException:
-        _raise_first_shape_error(raw)
+        raise_first_shape_error(raw)
         raise
 
 
