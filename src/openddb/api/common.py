@@ -15,7 +15,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
-from openddb.model.values import MAX_ITEM_SIZE, item_size, validate_item, validate_value
+from openddb.model.values import MAX_ITEM_SIZE, MSG_LONG_NAME, item_size, validate_item, validate_value
 from openddb.storage.base import Engine, StorageKey
 
 MAX_HASH_KEY_BYTES = 2048
@@ -132,6 +132,8 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
             try:
                 validated[name] = validate_value(raw)
             except ValidationException as error:
+                if error.message == MSG_LONG_NAME:  # answered bare, as for an item (recorded against the service)
+                    raise
                 raise ValidationException(
                     f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}") from None
     return ExpressionAttributes(names, validated)
