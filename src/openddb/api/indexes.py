@@ -72,6 +72,64 @@ def _invalid(detail: str) -> ValidationException:
     return ValidationException(f"One or more parameter values were invalid: {detail}")
 
 
+# --- throughput limits (OnDemandThroughput, WarmThroughput) of tables and of global secondary indexes -----------
+
+ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
+ON_DEMAND = v.Struct({member: v.Int() for member in ON_DEMAND_MEMBERS})
+WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
+_INITIAL = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
+            "developerguide/on-demand-capacity-mode.html#on-demand-capacity-mode-initial")
+_CAPACITY = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits of ProvisionedThroughput")
+DECREASING = "current WarmThroughput, decreasing WarmThroughput is not supported"
+
+
+def on_demand_request(requested: dict[str, int], billing_mode: str, *, clearing: bool,
+                      index: str | None = None) -> dict[str, int]:
+    """The OnDemandThroughput members requested of a table (or of the GSI `index`), checked: on-demand tables
+    only; at least 1, or -1 (clearing a member) on UpdateTable. DynamoDB words each case a little differently
+    for tables and indexes, and for CreateTable and UpdateTable (`clearing`)."""
+    given = [member for member in ON_DEMAND_MEMBERS if requested.get(member) is not None]
+    if given and billing_mode == "PROVISIONED":
+        of = "" if index is None else f" for index: {index}"
+        when = "when the table BillingMode is PROVISIONED" if clearing else "when table BillingMode is PROVISIONED."
+        raise _invalid(f"{given[0]} for OnDemandThroughput{of} cannot be specified {when}")
+    for member in ON_DEMAND_MEMBERS:
+        value = requested.get(member)
+        if value is not None and value < 1 and not (clearing and value == -1):
+            of = "table" if index is None else f"index : {index}"
+            raise _invalid(f"Requested {member} for OnDemandThroughput for {of} is outside of valid range")
+    return {member: int(requested[member]) for member in ON_DEMAND_MEMBERS if requested.get(member) is not None}
+
+
+def merged_on_demand(current: dict[str, int], requested: dict[str, int]) -> dict[str, int]:
+    """OnDemandThroughput members merge into those set before; -1 clears one."""
+    merged = {**current, **requested}
+    return {member: merged[member] for member in ON_DEMAND_MEMBERS if merged.get(member, -1) != -1}
+
+
+def warm_request(requested: dict[str, int], floor: tuple[int, int], lower: tuple[str, str],
+                 index: str | None = None) -> tuple[int, int]:
+    """The WarmThroughput asked for (of a table, or of the GSI `index`): each member at least its `floor` (which
+    `lower` names in the refusal); an absent member keeps the floor."""
+    of = "table" if index is None else f"index {index}"
+    wanted = []
+    for member, least, named in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), floor, lower, strict=True):
+        value = requested.get(member)
+        if value is not None and value < least:
+            raise _invalid(f"Requested {member} for WarmThroughput for {of} is lower than {named}")
+        wanted.append(least if value is None else int(value))
+    return wanted[0], wanted[1]
+
+
+def initial_warm(requested: dict[str, int], billing_mode: str, capacity: tuple[int, int],
+                 index: str | None = None) -> tuple[int, int]:
+    """The WarmThroughput a new table (or GSI) asks for: at least on-demand's initial throughput, or its
+    provisioned capacity."""
+    if billing_mode == "PAY_PER_REQUEST":
+        return warm_request(requested, ON_DEMAND_WARM, (_INITIAL, _INITIAL), index)
+    return warm_request(requested, capacity, _CAPACITY, index)
+
+
 # --- definitions ---------------------------------------------------------------------------------------------
 
 

@@ -83,9 +83,6 @@ def _kms_key_arn(meta: TableMeta, sse: dict[str, Any] | None = None) -> str:
         key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kms:{meta.account}:{meta.region}:{key}"))
     return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
 
-_ON_DEMAND = v.Struct({"MaxReadRequestUnits": v.Int(), "MaxWriteRequestUnits": v.Int()})
-_ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
-_WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
 
 CREATE_TABLE = v.Struct({
     "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
@@ -100,8 +97,8 @@ CREATE_TABLE = v.Struct({
     "Tags": TAGS,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
-    "OnDemandThroughput": _ON_DEMAND,
-    "WarmThroughput": _WARM,
+    "OnDemandThroughput": ix.ON_DEMAND,
+    "WarmThroughput": ix.WARM,
 })
 DESCRIBE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
 DELETE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
@@ -119,8 +116,8 @@ UPDATE_TABLE = v.Struct({
     "SSESpecification": _SSE,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
-    "OnDemandThroughput": _ON_DEMAND,
-    "WarmThroughput": _WARM,
+    "OnDemandThroughput": ix.ON_DEMAND,
+    "WarmThroughput": ix.WARM,
 })
 
 
@@ -164,32 +161,6 @@ def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
     return provisioned_units(throughput)
 
 
-def _on_demand(requested: dict[str, int], billing_mode: str, *, clearing: bool) -> dict[str, int]:
-    """The OnDemandThroughput members requested, checked: on-demand tables only; at least 1, or -1 (clearing a
-    member) on UpdateTable."""
-    given = [member for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None]
-    if given and billing_mode == "PROVISIONED":  # UpdateTable (`clearing`) and CreateTable word it differently
-        when = "when the table BillingMode is PROVISIONED" if clearing else "when table BillingMode is PROVISIONED."
-        raise _invalid(f"{given[0]} for OnDemandThroughput cannot be specified {when}")
-    for member in _ON_DEMAND_MEMBERS:
-        value = requested.get(member)
-        if value is not None and value < 1 and not (clearing and value == -1):
-            raise _invalid(f"Requested {member} for OnDemandThroughput for table is outside of valid range")
-    return {member: int(requested[member]) for member in _ON_DEMAND_MEMBERS if requested.get(member) is not None}
-
-
-def _warm_request(requested: dict[str, int], floor: tuple[int, int], lower: tuple[str, str]) -> tuple[int, int]:
-    """The WarmThroughput asked for: each member at least its `floor` (which `lower` names in the refusal); an
-    absent member keeps the floor."""
-    wanted = []
-    for member, least, named in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), floor, lower, strict=True):
-        value = requested.get(member)
-        if value is not None and value < least:
-            raise _invalid(f"Requested {member} for WarmThroughput for table is lower than {named}")
-        wanted.append(least if value is None else int(value))
-    return wanted[0], wanted[1]
-
-
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(CREATE_TABLE, request)
     definitions = request["AttributeDefinitions"]
@@ -211,14 +182,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
                            "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
-    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
-    if billing_mode == "PAY_PER_REQUEST":
-        initial = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
-                   "developerguide/on-demand-capacity-mode.html#on-demand-capacity-mode-initial")
-        warm = _warm_request(request.get("WarmThroughput") or {}, ON_DEMAND_WARM, (initial, initial))
-    else:
-        capacity = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits of ProvisionedThroughput")
-        warm = _warm_request(request.get("WarmThroughput") or {}, (read, write), capacity)
+    on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
+    warm = ix.initial_warm(request.get("WarmThroughput") or {}, billing_mode, (read, write))
     _check_create_stream(request.get("StreamSpecification"))
     tags = request.get("Tags") or []
     check_tags(tags)
@@ -396,10 +361,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     _check_one_concern(changes, request)
     if "WarmThroughput" in changes:  # it only ever grows
         current = warm_throughput(meta)
-        decreasing = "current WarmThroughput, decreasing WarmThroughput is not supported"
-        meta.peak_read, meta.peak_write = _warm_request(
+        meta.peak_read, meta.peak_write = ix.warm_request(
             request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
-            (decreasing, decreasing))
+            (ix.DECREASING, ix.DECREASING))
     if request.get("StreamSpecification") is not None:
         _check_update_stream(meta, request["StreamSpecification"])
     sse = _sse_of(request)
@@ -416,9 +380,8 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     switched = billing_mode != meta.billing_mode
     # Members merge into those set before; -1 clears one (the answer still shows the -1, the table then lacks it).
     # A table switched to provisioned capacity keeps none.
-    on_demand = _on_demand(request.get("OnDemandThroughput") or {}, billing_mode, clearing=True)
-    merged = {**meta.on_demand, **on_demand} if billing_mode == "PAY_PER_REQUEST" else {}
-    meta.on_demand = {member: merged[member] for member in _ON_DEMAND_MEMBERS if merged.get(member, -1) != -1}
+    on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=True)
+    meta.on_demand = ix.merged_on_demand(meta.on_demand, on_demand) if billing_mode == "PAY_PER_REQUEST" else {}
     if request.get("GlobalSecondaryIndexUpdates") is not None:
         _require_index_support(context)
         created, dropped = ix.apply_index_updates(meta, request, now, billing_mode)
@@ -494,7 +457,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         description["SSEDescription"] = {**(_sse_description(before) if before.sse else {}), "Status": "UPDATING"}
     if on_demand:  # a member just cleared is answered as -1
         shown = {**meta.on_demand, **on_demand}
-        description["OnDemandThroughput"] = {member: shown[member] for member in _ON_DEMAND_MEMBERS if member in shown}
+        description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}
     return {"TableDescription": description}
 
 
