@@ -447,3 +447,71 @@ def test_unused_attribute_definitions_are_refused_before_other_index_rules(ddb):
                     GlobalSecondaryIndexes=[bad_projection], BillingMode="PAY_PER_REQUEST") == (
         "ValidationException", INVALID + "Some AttributeDefinitions are not used. AttributeDefinitions: "
                                          "[sk, a, b, pk, c], keys used: [a, sk, pk]")
+
+
+def test_gsi_on_demand_and_warm_throughput(ddb):
+    """A GSI keeps its own OnDemandThroughput and WarmThroughput (apart from the table's), set at creation and
+    by an Update action; warm throughput never goes down, and a switch to provisioned capacity drops the
+    on-demand limits (as recorded against the service)."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                     BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[{
+                         **gsi("gs1", "g", ranges=0), "OnDemandThroughput": {"MaxReadRequestUnits": 50,
+                                                                            "MaxWriteRequestUnits": 50},
+                         "WarmThroughput": {"ReadUnitsPerSecond": 13000, "WriteUnitsPerSecond": 5000}}])
+    table = ddb.describe_table(TableName=name)["Table"]
+    (index,) = table["GlobalSecondaryIndexes"]
+    assert "OnDemandThroughput" not in table
+    assert index["OnDemandThroughput"] == {"MaxReadRequestUnits": 50, "MaxWriteRequestUnits": 50}
+    assert index["WarmThroughput"] == {"ReadUnitsPerSecond": 13000, "WriteUnitsPerSecond": 5000, "Status": "ACTIVE"}
+
+    def update(**action) -> dict:  # type: ignore[no-untyped-def]
+        answer = ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "gs1",
+                                                                                          **action}}])
+        return answer["TableDescription"]
+
+    limits = {"MaxReadRequestUnits": 5000, "MaxWriteRequestUnits": 5000}
+    answer = update(OnDemandThroughput=limits)
+    assert answer["TableStatus"] == "ACTIVE" and answer["GlobalSecondaryIndexes"][0]["IndexStatus"] == "UPDATING"
+    assert ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["OnDemandThroughput"] == limits
+    update(OnDemandThroughput=limits)  # the same again is accepted
+    answer = update(WarmThroughput={"ReadUnitsPerSecond": 14000})
+    (index,) = answer["GlobalSecondaryIndexes"]
+    assert index["IndexStatus"] == "ACTIVE" and index["WarmThroughput"]["Status"] == "UPDATING"
+    for action, message in (
+            ({"WarmThroughput": {"ReadUnitsPerSecond": 13500}},
+             "Requested ReadUnitsPerSecond for WarmThroughput for index gs1 is lower than current WarmThroughput, "
+             "decreasing WarmThroughput is not supported"),
+            ({"WarmThroughput": {}},
+             "WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond specified for "
+             "index: gs1"),
+            ({"OnDemandThroughput": {"MaxReadRequestUnits": 0}},
+             "Requested MaxReadRequestUnits for OnDemandThroughput for index : gs1 is outside of valid range")):
+        with pytest.raises(ClientError) as excinfo:
+            update(**action)
+        assert error_of(excinfo) == ("ValidationException", INVALID + message)
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                     ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+                     GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "gs1", "ProvisionedThroughput": {
+                         "ReadCapacityUnits": 5, "WriteCapacityUnits": 5}}}])
+    (index,) = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    assert "OnDemandThroughput" not in index
+    assert (index["WarmThroughput"]["ReadUnitsPerSecond"], index["WarmThroughput"]["WriteUnitsPerSecond"]) == (
+        14000, 5000)
+
+
+@pytest.mark.parametrize(("billing", "index", "message"), [
+    ({"BillingMode": "PAY_PER_REQUEST"}, {"OnDemandThroughput": {"MaxReadRequestUnits": 0}},
+     "Requested MaxReadRequestUnits for OnDemandThroughput for index : gs1 is outside of valid range"),
+    ({"BillingMode": "PAY_PER_REQUEST"}, {"WarmThroughput": {"ReadUnitsPerSecond": 1, "WriteUnitsPerSecond": 1}},
+     "Requested ReadUnitsPerSecond for WarmThroughput for index gs1 is lower than initial throughput for OnDemand"),
+    ({"BillingMode": "PROVISIONED", "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}},
+     {"ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+      "OnDemandThroughput": {"MaxReadRequestUnits": 10, "MaxWriteRequestUnits": 10}},
+     "MaxReadRequestUnits for OnDemandThroughput for index: gs1 cannot be specified when table BillingMode is "
+     "PROVISIONED."),
+])
+def test_gsi_throughput_limits_refused_at_creation(ddb, billing, index, message):
+    refusal = rejected(ddb, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
+                       GlobalSecondaryIndexes=[{**gsi("gs1", "g", ranges=0), **index}], **billing)
+    assert refusal[0] == "ValidationException" and refusal[1].startswith(INVALID + message)

@@ -46,6 +46,9 @@ _PROJECTION = v.Struct({
     "ProjectionType": v.Str(enum=("ALL", "KEYS_ONLY", "INCLUDE")),
     "NonKeyAttributes": v.List(v.Str(min_len=1, max_len=255), min_len=1, max_len=20),
 }, required=True)
+ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
+ON_DEMAND = v.Struct({member: v.Int() for member in ON_DEMAND_MEMBERS})
+WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
 _INDEX_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN)
 # Multi-attribute keys: a GSI KeySchema may hold up to four HASH and four RANGE elements.
 GSI = v.Struct({
@@ -53,6 +56,8 @@ GSI = v.Struct({
     "KeySchema": v.List(KEY_ELEMENT, required=True, min_len=1, max_len=2 * MAX_KEY_ATTRIBUTES),
     "Projection": _PROJECTION,
     "ProvisionedThroughput": THROUGHPUT,
+    "OnDemandThroughput": ON_DEMAND,
+    "WarmThroughput": WARM,
 })
 LSI = v.Struct({
     "IndexName": _INDEX_NAME,
@@ -61,8 +66,8 @@ LSI = v.Struct({
 })
 GSI_UPDATES = v.List(v.Struct({
     "Create": GSI,
-    "Update": v.Struct({"IndexName": _INDEX_NAME, "ProvisionedThroughput": v.Struct(THROUGHPUT.fields,
-                                                                                    required=True)}),
+    "Update": v.Struct({"IndexName": _INDEX_NAME, "ProvisionedThroughput": THROUGHPUT,
+                        "OnDemandThroughput": ON_DEMAND, "WarmThroughput": WARM}),
     "Delete": v.Struct({"IndexName": _INDEX_NAME}),
 }))
 ONE_ONLINE_INDEX = "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
@@ -74,9 +79,6 @@ def _invalid(detail: str) -> ValidationException:
 
 # --- throughput limits (OnDemandThroughput, WarmThroughput) of tables and of global secondary indexes -----------
 
-ON_DEMAND_MEMBERS = ("MaxReadRequestUnits", "MaxWriteRequestUnits")
-ON_DEMAND = v.Struct({member: v.Int() for member in ON_DEMAND_MEMBERS})
-WARM = v.Struct({"ReadUnitsPerSecond": v.Int(), "WriteUnitsPerSecond": v.Int()})
 _INITIAL = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
             "developerguide/on-demand-capacity-mode.html#on-demand-capacity-mode-initial")
 _CAPACITY = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits of ProvisionedThroughput")
@@ -206,7 +208,19 @@ def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, in
     hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=False)
     kind, non_key = _projection(spec["Projection"])
     read, write = _index_throughput(name, spec, billing_mode, creating_table=creating_table)
-    return IndexMeta(name, "GLOBAL", hashes, ranges, kind, non_key, "ACTIVE", read, write, index_id)
+    on_demand = on_demand_request(spec.get("OnDemandThroughput") or {}, billing_mode, clearing=False, index=name)
+    warm = initial_warm(spec.get("WarmThroughput") or {}, billing_mode, (read, write), index=name)
+    return IndexMeta(name, "GLOBAL", hashes, ranges, kind, non_key, "ACTIVE", read, write, index_id,
+                     on_demand=on_demand, peak_read=warm[0], peak_write=warm[1])
+
+
+def index_warm(meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
+    """A GSI's WarmThroughput: what it was asked for or the highest capacity it had, at least on-demand's initial
+    throughput once the table has been on demand."""
+    read, write = max(index.read_capacity, index.peak_read), max(index.write_capacity, index.peak_write)
+    if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
+        read, write = max(read, ON_DEMAND_WARM[0]), max(write, ON_DEMAND_WARM[1])
+    return read, write
 
 
 def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_key: KeyAttribute,
@@ -305,9 +319,10 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
                 description["Backfilling"] = True
                 schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
             description["ProvisionedThroughput"] = throughput_description(index)
+            if index.on_demand:
+                description["OnDemandThroughput"] = dict(index.on_demand)
             if warm:
-                read, write = (ON_DEMAND_WARM if meta.billing_mode == "PAY_PER_REQUEST"
-                               else (index.read_capacity, index.write_capacity))
+                read, write = index_warm(meta, index)
                 description["WarmThroughput"] = {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write,
                                                  "Status": status}
         description["IndexSizeBytes"] = size
@@ -354,7 +369,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
     types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
     created: list[IndexMeta] = []
     dropped: list[int] = []
-    for update in updates:
+    for position, update in enumerate(updates, 1):
         if update.get("Create") is not None:
             spec = update["Create"]
             if meta.index(spec["IndexName"]) is not None:
@@ -395,6 +410,9 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
         else:
             spec = update["Update"]
             index = _find(meta, spec["IndexName"], "update")
+            _update_limits(meta, index, spec, billing_mode, position)
+            if spec.get("ProvisionedThroughput") is None:
+                continue
             if billing_mode == "PAY_PER_REQUEST":
                 raise _invalid(f"The only Updates for index: {index.name} when TableThroughputMode is "
                                "PAY_PER_REQUEST can be to OnDemandThroughput, WarmThroughput")
@@ -411,8 +429,27 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
             if read < index.read_capacity or write < index.write_capacity:
                 index.last_decrease = now
                 index.decreases_today += 1
+            index.peak_read, index.peak_write = index_warm(meta, index)  # warm throughput never goes down
             index.read_capacity, index.write_capacity = read, write
     return created, dropped
+
+
+def _update_limits(meta: TableMeta, index: IndexMeta, spec: dict[str, Any], billing_mode: str, position: int) -> None:
+    """An Update action's OnDemandThroughput and WarmThroughput (it needs one of them or ProvisionedThroughput)."""
+    if all(spec.get(k) is None for k in ("ProvisionedThroughput", "OnDemandThroughput", "WarmThroughput")):
+        raise ValidationException(v.validation_message([
+            f"Value null at 'globalSecondaryIndexUpdates.{position}.member.update.provisionedThroughput' failed to "
+            "satisfy constraint: Member must not be null"]))
+    requested = on_demand_request(spec.get("OnDemandThroughput") or {}, billing_mode, clearing=True,
+                                  index=index.name)
+    index.on_demand = merged_on_demand(index.on_demand, requested)
+    warm = spec.get("WarmThroughput")
+    if warm is not None:
+        if not warm:
+            raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
+                           f"specified for index: {index.name}")
+        index.peak_read, index.peak_write = warm_request(warm, index_warm(meta, index), (DECREASING, DECREASING),
+                                                         index.name)
 
 
 def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode: str,
@@ -421,12 +458,15 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
     must be given capacity in the same request (an Update, or its Create)."""
     if billing_mode == "PAY_PER_REQUEST":
         for index in meta.indexes:
+            index.peak_read, index.peak_write = index_warm(meta, index)
             index.read_capacity = index.write_capacity = 0
         return
-    updated = {u["Update"]["IndexName"] for u in request.get("GlobalSecondaryIndexUpdates") or []
-               if u.get("Update") is not None}
     for index in meta.indexes:
-        if index.is_global and index not in created and index.name not in updated:
+        index.on_demand = {}  # a switch to provisioned capacity keeps no index's OnDemandThroughput
+    given = {u["Update"]["IndexName"] for u in request.get("GlobalSecondaryIndexUpdates") or []
+             if u.get("Update") is not None and u["Update"].get("ProvisionedThroughput") is not None}
+    for index in meta.indexes:
+        if index.is_global and index not in created and index.name not in given:
             raise _invalid(f"ProvisionedThroughput must be specified for index: {index.name}")
 
 

@@ -445,12 +445,19 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     # DynamoDB answers while the change is still being applied: the throughput shown is the one before it, for the
     # table and for each index an Update action changes (shown UPDATING).
     description["ProvisionedThroughput"] = throughput_description(before)
-    updated = {update["Update"]["IndexName"] for update in request.get("GlobalSecondaryIndexUpdates") or []
-               if update.get("Update")}
+    # An index's capacity or on-demand limits change with the index UPDATING; its warm throughput grows with the
+    # index ACTIVE and only its WarmThroughput UPDATING.
+    actions = {update["Update"]["IndexName"]: update["Update"]
+               for update in request.get("GlobalSecondaryIndexUpdates") or [] if update.get("Update")}
     for entry in description.get("GlobalSecondaryIndexes", []):
         old = before.index(entry["IndexName"])
-        if entry["IndexName"] in updated and old is not None:
+        action = actions.get(entry["IndexName"])
+        if action is None or old is None:
+            pass
+        elif action.get("ProvisionedThroughput") is not None or action.get("OnDemandThroughput") is not None:
             entry["IndexStatus"], entry["ProvisionedThroughput"] = "UPDATING", throughput_description(old)
+        elif "WarmThroughput" in entry:
+            entry["WarmThroughput"]["Status"] = "UPDATING"
         if any(index.name == entry["IndexName"] for index in created):
             entry["Backfilling"] = False  # still being allocated: its backfill has not begun
     if sse is not None:  # the change takes a while on DynamoDB: the answer shows the encryption before it

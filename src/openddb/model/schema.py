@@ -43,6 +43,9 @@ class IndexMeta:
     last_decrease: float | None = None
     decreases_today: int = 0
     online: bool = False  # added by UpdateTable rather than with the table
+    on_demand: dict[str, int] = field(default_factory=dict)  # a GSI's OnDemandThroughput members, if any were set
+    peak_read: int = 0  # a GSI's WarmThroughput asked for, or the highest capacity it had: it never goes down
+    peak_write: int = 0
 
     @property
     def is_global(self) -> bool:
