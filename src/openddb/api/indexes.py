@@ -214,13 +214,17 @@ def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, in
                      on_demand=on_demand, peak_read=warm[0], peak_write=warm[1])
 
 
-def index_warm(meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
-    """A GSI's WarmThroughput: what it was asked for or the highest capacity it had, at least on-demand's initial
-    throughput once the table has been on demand."""
-    read, write = max(index.read_capacity, index.peak_read), max(index.write_capacity, index.peak_write)
+def warm_units(meta: TableMeta, capacity: tuple[int, int], peak: tuple[int, int]) -> tuple[int, int]:
+    """WarmThroughput of the table `meta` or of one of its GSIs: what it was asked for or the highest capacity it
+    had (it never goes down), at least on-demand's initial throughput once the table has been on demand."""
+    read, write = max(capacity[0], peak[0]), max(capacity[1], peak[1])
     if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
         read, write = max(read, ON_DEMAND_WARM[0]), max(write, ON_DEMAND_WARM[1])
     return read, write
+
+
+def index_warm(meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
+    return warm_units(meta, (index.read_capacity, index.write_capacity), (index.peak_read, index.peak_write))
 
 
 def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_key: KeyAttribute,

@@ -13,7 +13,6 @@ from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.common import (
     MAX_THROUGHPUT,
-    ON_DEMAND_WARM,
     counted,
     epoch_millis,
     provisioned_units,
@@ -238,9 +237,7 @@ def _check_update_stream(meta: TableMeta, spec: dict[str, Any]) -> None:
 def warm_throughput(meta: TableMeta) -> dict[str, Any]:
     """The table's WarmThroughput: the highest capacity it ever had (12000/4000 once it has been on demand); it
     never goes down when capacity is lowered."""
-    read, write = max(meta.read_capacity, meta.peak_read), max(meta.write_capacity, meta.peak_write)
-    if meta.billing_mode == "PAY_PER_REQUEST" or meta.billing_mode_updated_at is not None:
-        read, write = max(read, ON_DEMAND_WARM[0]), max(write, ON_DEMAND_WARM[1])
+    read, write = ix.warm_units(meta, (meta.read_capacity, meta.write_capacity), (meta.peak_read, meta.peak_write))
     return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
 
 
