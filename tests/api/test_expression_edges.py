@@ -66,6 +66,26 @@ def test_set_values_may_be_parenthesized(ddb, hash_table, expression, expected):
     assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["c"] == {"N": expected}
 
 
+def test_names_start_with_a_letter(ddb, hash_table):
+    """'_x' in an expression is a syntax error at '_' (quoted from DynamoDB's answers); a placeholder may start
+    with an underscore, and a name may hold one after its first letter. Nothing is written."""
+    key = {"pk": {"S": "underscore"}}
+    for call_, member, text, near in (
+            (ddb.update_item, "UpdateExpression", "set _something = :v", "set _something"),
+            (ddb.put_item, "ConditionExpression", "_version = :v", "_version"),
+            (ddb.scan, "FilterExpression", "_type = :v", "_type")):
+        request = {"TableName": hash_table, member: text, "ExpressionAttributeValues": {":v": {"N": "1"}}}
+        request.update({"Item": key} if call_ == ddb.put_item else {"Key": key} if call_ == ddb.update_item else {})
+        with pytest.raises(ClientError) as excinfo:
+            call_(**request)
+        assert error_of(excinfo) == ("ValidationException",
+                                     f'Invalid {member}: Syntax error; token: "_", near: "{near}"')
+    assert "Item" not in ddb.get_item(TableName=hash_table, Key=key)
+    ddb.update_item(TableName=hash_table, Key=key, UpdateExpression="SET a_1 = :_v, #_n = :_v",
+                    ExpressionAttributeNames={"#_n": "_n"}, ExpressionAttributeValues={":_v": {"N": "1"}})
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["_n"] == {"N": "1"}
+
+
 @pytest.mark.parametrize("key", ["#a.b", "#a-b", "#a b", "#"])
 def test_name_placeholder_keys_must_be_word_characters(ddb, hash_table, key):
     with pytest.raises(ClientError) as excinfo:

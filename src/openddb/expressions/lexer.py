@@ -20,8 +20,10 @@ ERROR = "ERROR"  # a character no rule accepts; the parser reports it as a synta
 
 KEYWORDS = frozenset({"AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE"})
 
-_WORD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
-_WORD = _WORD_START | frozenset("0123456789")
+# A name starts with a letter ("_x" is a syntax error at "_", as DynamoDB answers); placeholders may start with any
+# word character.
+_WORD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_WORD = _WORD_START | frozenset("0123456789_")
 _DIGITS = frozenset("0123456789")
 _SPACE = frozenset(" \t\n\r")
 _SINGLE = frozenset("=()[],.+-")
