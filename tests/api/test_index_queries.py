@@ -110,6 +110,16 @@ def test_gsi_query_filter_on_unprojected_attributes_refused(ddb, shop):
     assert sorted(item["sk"]["S"] for item in found["Items"]) == ["o1", "o3"]
 
 
+def test_gsi_query_with_an_empty_key_value(ddb, shop):
+    """Named as a secondary index key, as DynamoDB words it (quoted from its answer to such a Query)."""
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=shop, IndexName="byStatus", KeyConditionExpression="#s = :s",
+                  ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(s=""))
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values are not valid. A value specified "
+                                 "for a secondary index key is not supported. The AttributeValue for a key attribute "
+                                 "cannot contain an empty string value. IndexName: byStatus, IndexKey: status")
+
+
 def test_lsi_query_fetches_from_table(ddb, shop):
     """An LSI serves its projection, allows ConsistentRead, and fetches whole items for ALL_ATTRIBUTES."""
     projected = ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p AND placed < :d",

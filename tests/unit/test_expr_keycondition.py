@@ -60,6 +60,13 @@ def test_names_resolve() -> None:
         ("attr1 = :a", "Query condition missed key schema element: pk"),
         ("attr1 = :a AND sk = :a", "Query condition missed key schema element: pk"),
         ("pk < :p", "Query key condition not supported"),
+        # A second attribute name where a value belongs (quoted from DynamoDB: aws-sdk-js-v3 #2079).
+        ("pk = :p and begins_with(sk, G_M)",
+         "Invalid condition in KeyConditionExpression: multiple attribute names used in one condition"),
+        ("pk = :p AND sk = attr1",
+         "Invalid condition in KeyConditionExpression: multiple attribute names used in one condition"),
+        ("pk = :p AND sk BETWEEN attr1 AND :a",
+         "Invalid condition in KeyConditionExpression: multiple attribute names used in one condition"),
         ("pk = :p AND attr1 = :a", "Query condition missed key schema element: sk"),
         ("pk = :p AND sk BETWEEN :b AND :a",
          "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or "

@@ -14,7 +14,7 @@ from openddb.expressions import ExpressionAttributes, Update
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
-from openddb.model.schema import IndexMeta, TableMeta
+from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import MAX_ITEM_SIZE, MSG_LONG_NAME, item_size, validate_item, validate_value
 from openddb.storage.base import Engine, StorageKey
 
@@ -219,6 +219,15 @@ def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> b
 _GIGABYTE = float(1 << 30)
 
 
+def empty_index_key(index: IndexMeta, attribute: KeyAttribute) -> ValidationException:
+    """An empty S or B value for an index key attribute, in an item or in a Query of the index."""
+    kind = "string" if attribute.type == "S" else "binary"
+    return ValidationException(
+        "One or more parameter values are not valid. A value specified for a secondary index key is not supported. "
+        f"The AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index.name}, "
+        f"IndexKey: {attribute.name}")
+
+
 def check_index_keys(meta: TableMeta, item: Item) -> None:
     """Refuse an item whose value for an index key attribute has the wrong type or is empty (an item that merely
     lacks the attribute is fine: it stays out of that index). Call before the write, or inside `apply` for an
@@ -233,11 +242,7 @@ def check_index_keys(meta: TableMeta, item: Item) -> None:
                 raise invalid(f"Type mismatch for Index Key {attribute.name} Expected: {attribute.type} "
                               f"Actual: {actual} IndexName: {index.name}")
             if attribute.type != "N" and value[attribute.type] == "":
-                kind = "string" if attribute.type == "S" else "binary"
-                raise ValidationException(
-                    "One or more parameter values are not valid. A value specified for a secondary index key is not "
-                    f"supported. The AttributeValue for a key attribute cannot contain an empty {kind} value. "
-                    f"IndexName: {index.name}, IndexKey: {attribute.name}")
+                raise empty_index_key(index, attribute)
             # A value of 256 characters or fewer cannot pass either limit (4 bytes a character at most).
             if attribute.type != "N" and len(value[attribute.type]) > MAX_RANGE_KEY_BYTES // 4:
                 limit = MAX_HASH_KEY_BYTES if attribute in index.hash_keys else MAX_RANGE_KEY_BYTES

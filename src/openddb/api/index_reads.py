@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from openddb.api.common import capacity_with_indexes, invalid, key_value_bytes, read_units
+from openddb.api.common import capacity_with_indexes, empty_index_key, invalid, key_value_bytes, read_units
 from openddb.api.context import RequestContext
 from openddb.api.indexes import schedule_backfill
 from openddb.errors import ValidationException
@@ -150,7 +150,10 @@ def key_range(index: IndexMeta, text: str, attrs: ExpressionAttributes) -> Index
             (condition.range_op, [_typed(range_key, v) for v in condition.range_values])]
     else:
         hash_values, clauses = _multi_key_condition(index, text, attrs)
-    key_value_bytes(index.hash_keys[0].name, hash_values[0], is_hash=True)  # empty/oversize checks
+    for attribute, value in zip(index.hash_keys, hash_values, strict=True):
+        if index.is_global and attribute.type != "N" and value[attribute.type] == "":
+            raise empty_index_key(index, attribute)  # (an LSI's is the table's partition key)
+    key_value_bytes(index.hash_keys[0].name, hash_values[0], is_hash=True)  # oversize checks
     pk = encode_parts(hash_values)
     multi = len(index.range_keys) > 1
     prefix = b""

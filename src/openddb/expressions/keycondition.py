@@ -61,9 +61,14 @@ def _operator_name(node: Cond) -> str | None:
     return None
 
 
+_MULTIPLE_NAMES = "Invalid condition in KeyConditionExpression: multiple attribute names used in one condition"
+
+
 def _split(node: Cond) -> tuple[Path, str, tuple[Operand, ...]]:
     """(key path, operator, value operands) of one allowed conjunct."""
     if isinstance(node, Compare):
+        if isinstance(node.left, Path) and isinstance(node.right, Path):
+            raise ValidationException(_MULTIPLE_NAMES)
         if isinstance(node.left, Path) and not isinstance(node.right, Path):
             return node.left, node.op, (node.right,)
         if isinstance(node.right, Path) and not isinstance(node.left, Path):
@@ -101,6 +106,9 @@ def key_clauses(text: str, attrs: ExpressionAttributes) -> Iterator[tuple[str, s
             raise ExpressionError("KeyConditionExpressions cannot have conditions on nested attributes")
         values = tuple(attrs.value(o.name) for o in operands if isinstance(o, ValueRef))
         if len(values) != len(operands):
+            # e.g. begins_with(sk, prefix): a second attribute name where a value belongs (as DynamoDB words it)
+            if any(isinstance(o, Path) for o in operands):
+                raise ValidationException(_MULTIPLE_NAMES)
             raise ValidationException("Query key condition not supported")
         yield str(resolved[0]), op, values
 
