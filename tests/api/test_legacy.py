@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.api.test_protocol import call
-from tests.conftest import create_table
+from tests.conftest import create_table, unique_name
 
 INVALID = "One or more parameter values were invalid: "
 
@@ -432,6 +432,27 @@ def test_get_item_attributes_to_get(ddb, hash_table, sample):
     assert got["Item"] == {"n": SAMPLE["n"], "m": SAMPLE["m"]}
 
 
+def test_a_client_cannot_send_the_internal_legacy_mark(server, hash_table):
+    """The member the rewriter marks legacy requests with is, sent by a client, an unknown member: ignored."""
+    pk = new_key()
+    body = {"TableName": hash_table, "Key": {"pk": {"S": pk}}, "UpdateExpression": "ADD a :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}}}
+    call(server, json.dumps({"TableName": hash_table, "Item": {"pk": {"S": pk}, "a": {"S": "x"}}}),
+         target="DynamoDB_20120810.PutItem")
+    answers = [call(server, json.dumps(request), target="DynamoDB_20120810.UpdateItem")
+               for request in (body, {**body, "@legacy": {"AttributeUpdates": True}})]
+    assert answers[0][0].status == answers[1][0].status == 400
+    assert json.loads(answers[0][1]) == json.loads(answers[1][1])
+
+
+def test_get_item_ignores_expression_attribute_values(server, hash_table, sample):
+    """GetItem has no ExpressionAttributeValues member: one sent along is ignored, with AttributesToGet too."""
+    body = {"TableName": hash_table, "Key": {"pk": {"S": sample}}, "AttributesToGet": ["n"],
+            "ExpressionAttributeValues": {":x": {"S": "y"}}}
+    response, data = call(server, json.dumps(body), target="DynamoDB_20120810.GetItem")
+    assert (response.status, json.loads(data)) == (200, {"Item": {"n": SAMPLE["n"]}})
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"AttributesToGet": ["a", "b", "a"]}, INVALID + "Duplicate value in attribute name: a"),
     ({"AttributesToGet": ["a"], "ProjectionExpression": "b"}, mixing("AttributesToGet", "ProjectionExpression")),
@@ -564,6 +585,24 @@ def test_query_filter_on_key_attribute(ddb, numbers):
         ddb.query(TableName=numbers, KeyConditions=hash_eq(), QueryFilter={"sk": cond("GT", {"N": "1"})})
     assert error_of(excinfo) == ("ValidationException", "QueryFilter can only contain non-primary key attributes: "
                                                         "Primary key attribute: sk")
+
+
+def test_query_filter_on_an_index_key_attribute(ddb):
+    """The same on an index: the member is named QueryFilter there too."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                           {"AttributeName": "g", "AttributeType": "S"},
+                                           {"AttributeName": "gs", "AttributeType": "N"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     GlobalSecondaryIndexes=[{"IndexName": "byG", "Projection": {"ProjectionType": "ALL"},
+                                              "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"},
+                                                            {"AttributeName": "gs", "KeyType": "RANGE"}]}])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=name, IndexName="byG", KeyConditions={"g": cond("EQ", {"S": "x"})},
+                  QueryFilter={"gs": cond("GT", {"N": "1"})})
+    assert error_of(excinfo) == ("ValidationException", "QueryFilter can only contain non-primary key attributes: "
+                                                        "Primary key attribute: gs")
 
 
 def test_scan_filter(ddb, numbers):

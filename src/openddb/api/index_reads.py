@@ -68,13 +68,13 @@ def check_projected(meta: TableMeta, index: IndexMeta, names: tuple[str, ...]) -
             raise invalid(f"Global secondary index {index.name} does not project [{', '.join(missing)}]")
 
 
-def check_filter_names(meta: TableMeta, index: IndexMeta, names: set[str]) -> None:
+def check_filter_names(meta: TableMeta, index: IndexMeta, names: set[str], member: str) -> None:
     """A Query's filter names no key attribute of the index, and on a global secondary index only attributes the
-    index projects (it cannot fetch the rest from the table)."""
+    index projects (it cannot fetch the rest from the table). `member`: the filter as the refusal names it."""
     for name in index.key_names:
         if name in names:
             raise ValidationException(
-                f"Filter Expression can only contain non-primary key attributes: Primary key attribute: {name}")
+                f"{member} can only contain non-primary key attributes: Primary key attribute: {name}")
     held = projected_names(meta, index) if index.is_global else None
     if held is not None and names - held:
         raise invalid(f"Secondary index {index.name} does not project one or more filter attributes: "

@@ -154,7 +154,9 @@ def _check_placeholders(request: dict[str, Any], expressions: tuple[str, ...],
     """ExpressionAttributeNames/Values sent along with legacy members but no expression to use them."""
     if request.get("ExpressionAttributeNames") is not None and not _present(request, expressions):
         raise ValidationException("ExpressionAttributeNames can only be specified when using expressions")
-    if request.get("ExpressionAttributeValues") is not None and not _present(request, value_expressions):
+    # (An operation with no value expression has no ExpressionAttributeValues member: ignored, as any unknown one.)
+    if request.get("ExpressionAttributeValues") is not None and value_expressions and \
+            not _present(request, value_expressions):
         verb = "is" if len(value_expressions) == 1 else "are"
         raise ValidationException("ExpressionAttributeValues can only be specified when using expressions: "
                                   f"{' and '.join(value_expressions)} {verb} null")
@@ -506,7 +508,17 @@ def _batch_get_item(request: dict[str, Any]) -> dict[str, Any]:
 
 
 # Operation name -> rewrite(request) -> request using only expression parameters.
-REWRITERS: dict[str, Rewriter] = {
+def _unmarked(rewrite: Rewriter) -> Rewriter:
+    """`rewrite`, for requests that never carry a LEGACY_MARK of the client's own (an unknown member, ignored)."""
+    def run(request: dict[str, Any]) -> dict[str, Any]:
+        if LEGACY_MARK in request:
+            request = {k: val for k, val in request.items() if k != LEGACY_MARK}
+        return rewrite(request)
+
+    return run
+
+
+REWRITERS: dict[str, Rewriter] = {name: _unmarked(rewrite) for name, rewrite in {
     "PutItem": _write_rewriter("PutItem", updates=False),
     "UpdateItem": _write_rewriter("UpdateItem", updates=True),
     "DeleteItem": _write_rewriter("DeleteItem", updates=False),
@@ -514,4 +526,4 @@ REWRITERS: dict[str, Rewriter] = {
     "Query": _query,
     "Scan": _scan,
     "BatchGetItem": _batch_get_item,
-}
+}.items()}

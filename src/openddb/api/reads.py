@@ -142,7 +142,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
     if base.filter is not None and text is not None:
         names = _top_level_names(condition_tree(text), attrs)
         if query:
-            check_filter_names(meta, index, names)
+            check_filter_names(meta, index, names, _filter_member(request))
         wanted |= names
     if base.projection is not None:
         check_projected(meta, index, tuple(str(path[0]) for path in base.projection.paths))
@@ -187,6 +187,11 @@ def _scan_index(context: RequestContext, request: dict[str, Any], attrs: Express
     return read_index_page(context, plan, context.engine.index_scan(meta, index, low, high, after))
 
 
+def _filter_member(request: dict[str, Any]) -> str:
+    """A Query's filter as DynamoDB names it in refusals: the legacy QueryFilter, or the expression."""
+    return "QueryFilter" if legacy_origin(request, "QueryFilter") is not None else "Filter Expression"
+
+
 def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> ReadPlan:
     text = expression_text(request, "FilterExpression")
     condition = None
@@ -195,9 +200,8 @@ def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttribut
         if query:
             for name in _top_level_names(condition_tree(text), attrs):
                 if name in meta.key_names:
-                    member = "QueryFilter" if legacy_origin(request, "QueryFilter") is not None else "Filter Expression"
-                    raise ValidationException(
-                        f"{member} can only contain non-primary key attributes: Primary key attribute: {name}")
+                    raise ValidationException(f"{_filter_member(request)} can only contain non-primary key "
+                                              f"attributes: Primary key attribute: {name}")
     text = expression_text(request, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
     select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if projection is not None else "ALL_ATTRIBUTES")
