@@ -16,7 +16,6 @@ committed result.
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from openddb.api.common import (
     exceeds_item_size,
     expression_attributes,
     expression_text,
+    item_collection_metrics,
     item_key,
     parse_key,
     read_units,
@@ -44,11 +44,10 @@ from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size, validate_item
-from openddb.storage.base import TOKEN_LIFETIME, RequestToken, SortRange, StorageKey, TokenInUse, WriteOp, WriteResult
+from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
-_GIGABYTE = float(1 << 30)
 
 _ON_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
 _EXPRESSIONS = {"ExpressionAttributeNames": v.EXPRESSION_NAMES, "ExpressionAttributeValues": v.EXPRESSION_VALUES}
@@ -279,24 +278,16 @@ def _write_charge(action: _Action, result: WriteResult) -> float:
 
 
 def _collection_metrics(context: RequestContext, actions: list[_Action]) -> dict[str, list[dict[str, Any]]]:
-    """ItemCollectionMetrics for the written items of tables with a local secondary index."""
+    """ItemCollectionMetrics for the written items of tables with a local secondary index, once per collection."""
     metrics: dict[str, list[dict[str, Any]]] = {}
     seen: set[tuple[int, bytes]] = set()
     for action in actions:
-        meta = action.meta
-        if action.kind == "ConditionCheck" or not any(index.kind == "LOCAL" for index in meta.indexes):
+        if action.kind == "ConditionCheck" or (action.meta.table_id, action.key.pk) in seen:
             continue
-        if (meta.table_id, action.key.pk) in seen:
-            continue
-        seen.add((meta.table_id, action.key.pk))
-        size = sum(row.size for row in context.engine.query(meta, action.key.h, action.key.pk, SortRange(), True,
-                                                             None))
-        low = float(math.floor(size / _GIGABYTE))
-        hash_name = meta.hash_key.name
-        metrics.setdefault(meta.name, []).append({
-            "ItemCollectionKey": {hash_name: action.key_item[hash_name]},
-            "SizeEstimateRangeGB": [low, low + 1.0],
-        })
+        seen.add((action.meta.table_id, action.key.pk))
+        metric = item_collection_metrics(context.engine, action.meta, action.key_item, action.key)
+        if metric is not None:
+            metrics.setdefault(action.meta.name, []).append(metric)
     return metrics
 
 
