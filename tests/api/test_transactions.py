@@ -430,6 +430,24 @@ def test_item_collection_metrics_without_local_indexes(ddb, hash_table):
     assert "ItemCollectionMetrics" not in response
 
 
+def test_item_collection_metrics_with_a_local_index(ddb):
+    """On a table with a local secondary index, one entry per item collection written, as PutItem reports it."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "l")],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                {"AttributeName": "sk", "KeyType": "RANGE"}],
+                     LocalSecondaryIndexes=[{"IndexName": "byL", "Projection": {"ProjectionType": "ALL"},
+                                             "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                                           {"AttributeName": "l", "KeyType": "RANGE"}]}])
+    items = [{"pk": {"S": pk}, "sk": {"S": sk}, "l": {"S": "x"}} for pk, sk in (("a", "1"), ("a", "2"), ("b", "1"))]
+    response = ddb.transact_write_items(TransactItems=[{"Put": {"TableName": name, "Item": item}} for item in items],
+                                        ReturnItemCollectionMetrics="SIZE")
+    single = ddb.put_item(TableName=name, Item=items[0], ReturnItemCollectionMetrics="SIZE")["ItemCollectionMetrics"]
+    assert response["ItemCollectionMetrics"] == {name: [single, {**single, "ItemCollectionKey": {"pk": {"S": "b"}}}]}
+    assert single == {"ItemCollectionKey": {"pk": {"S": "a"}}, "SizeEstimateRangeGB": [0.0, 1.0]}
+
+
 # --- TransactGetItems -----------------------------------------------------------------------------------
 
 
