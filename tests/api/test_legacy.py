@@ -243,7 +243,7 @@ def test_names_needing_placeholders(ddb, hash_table):
     ({"a": cond("IN", {"N": "1"}, {"S": "5"})},
      INVALID + "AttributeValues inside AttributeValueList must be of same type"),
     ({"a": cond("BETWEEN", {"S": "b"}, {"S": "a"})},
-     "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"),
+     "The BETWEEN condition was provided a range where the lower bound is bigger than the upper bound"),
     ({"a": {"Value": {"S": "x", "N": "1"}}},
      "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"),
 ])
@@ -547,7 +547,7 @@ def test_query_key_conditions_with_filter_expression(ddb, numbers):
     ({"KeyConditions": {"pk": cond("EQ", {"S": "p"}, {"S": "q"})}},
      INVALID + "Invalid number of argument(s) for the EQ ComparisonOperator"),
     ({"KeyConditions": {"pk": cond("EQ", {"S": "p"}), "sk": cond("BETWEEN", {"N": "5"}, {"N": "1"})}},
-     "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"),
+     "The BETWEEN condition was provided a range where the lower bound is bigger than the upper bound"),
     ({"KeyConditions": hash_eq(), "KeyConditionExpression": "pk = :p",
       "ExpressionAttributeValues": {":p": {"S": "p"}}},
      mixing("KeyConditions", "KeyConditionExpression")),

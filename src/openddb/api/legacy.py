@@ -239,8 +239,9 @@ def _operands(operator: str, raw: list[Any]) -> list[AttributeValue]:
         if operator in ("BETWEEN", "IN") and len({type_of(value) for value in values}) > 1:
             raise _invalid("AttributeValues inside AttributeValueList must be of same type")
         if operator == "BETWEEN" and (compare_values(values[0], values[1]) or 0) > 0:
+            # Worded so in DynamoDB's answer quoted in Cbsoftware/pressureNET-server #78.
             raise ValidationException("The BETWEEN condition was provided a range where the lower bound is "
-                                      "greater than the upper bound")
+                                      "bigger than the upper bound")
     return values
 
 
