@@ -432,6 +432,24 @@ def test_get_item_attributes_to_get(ddb, hash_table, sample):
     assert got["Item"] == {"n": SAMPLE["n"], "m": SAMPLE["m"]}
 
 
+def test_large_legacy_requests_are_not_held_to_expression_limits(ddb, hash_table):
+    """The 4 KB and 300-operator limits are limits on expression parameters; legacy requests that would need
+    bigger expressions are served (they were refused naming expressions the client never sent)."""
+    pk = new_key()
+    ddb.update_item(TableName=hash_table, Key={"pk": {"S": pk}},
+                    AttributeUpdates={f"a{i}": {"Value": {"N": str(i)}, "Action": "PUT"} for i in range(400)})
+    ddb.put_item(TableName=hash_table, Item={"pk": {"S": pk}, "a1": {"N": "1"}},
+                 Expected={f"a{i}": cond("NE", {"N": "-1"}) for i in range(200)})
+    found = ddb.scan(TableName=hash_table, ScanFilter={f"z{i}": cond("NULL") for i in range(200)}
+                     | {"pk": cond("EQ", {"S": pk})})
+    assert found["Items"] == [{"pk": {"S": pk}, "a1": {"N": "1"}}]
+    with pytest.raises(ClientError) as excinfo:  # the same condition written as an expression is refused
+        ddb.put_item(TableName=hash_table, Item={"pk": {"S": pk}},
+                     ConditionExpression=" AND ".join(f"a{i} <> :m" for i in range(200)),
+                     ExpressionAttributeValues={":m": {"N": "-1"}})
+    assert error_of(excinfo)[1].startswith("Invalid ConditionExpression: The expression contains too many operators")
+
+
 def test_a_client_cannot_send_the_internal_legacy_mark(server, hash_table):
     """The member the rewriter marks legacy requests with is, sent by a client, an unknown member: ignored."""
     pk = new_key()

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from openddb.api.legacy import generated
 from openddb.errors import LimitExceededException, ValidationException
 from openddb.expressions import ExpressionAttributes, Update
 from openddb.model import AttributeValue, Item
@@ -146,7 +147,7 @@ def expression_text(request: dict[str, Any], member: str) -> str | None:
         return None
     if not text:
         raise ValidationException(f"Invalid {member}: The expression can not be empty;")
-    if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES:
+    if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES and not generated(request, member):
         raise ValidationException(f"Invalid {member}: Expression size has exceeded the maximum allowed size; "
                                   f"expression size: {len(text.encode('utf-8'))}")
     return text

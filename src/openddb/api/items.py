@@ -27,7 +27,7 @@ from openddb.api.common import (
     write_units,
 )
 from openddb.api.context import RequestContext
-from openddb.api.legacy import legacy_origin
+from openddb.api.legacy import generated, legacy_origin
 from openddb.errors import ConditionalCheckFailedException, ValidationException
 from openddb.expressions import Condition, compile_condition, compile_projection, compile_update, updated_values
 from openddb.expressions.update import WRONG_TYPE
@@ -94,7 +94,8 @@ DELETE_ITEM = v.Struct({
 
 def condition_of(request: dict[str, Any], attrs: Any) -> Condition | None:
     text = expression_text(request, "ConditionExpression")
-    return None if text is None else compile_condition(text, attrs, "ConditionExpression")
+    return None if text is None else compile_condition(text, attrs, "ConditionExpression",
+                                                       not generated(request, "ConditionExpression"))
 
 
 def check_condition(condition: Condition | None, old: Item | None, on_failure: str | None) -> None:
@@ -173,7 +174,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     v.validate(UPDATE_ITEM, request)
     attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
     text = expression_text(request, "UpdateExpression")
-    update = None if text is None else compile_update(text, attrs)
+    update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
     condition = condition_of(request, attrs)
     attrs.check_all_used()
     meta = context.table(request["TableName"])

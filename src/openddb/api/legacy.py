@@ -53,8 +53,11 @@ SHAPES: dict[str, v.Shape] = {
 
 # Where a rewritten request records what it was written from: {"QueryFilter": (names...)} for a Query whose
 # FilterExpression came from QueryFilter, {"AttributeUpdates": True} for an UpdateItem whose UpdateExpression
-# came from AttributeUpdates. Not a DynamoDB member: the request shapes ignore it.
+# came from AttributeUpdates, and under "generated" every expression member the rewriter wrote. Not a DynamoDB
+# member: the request shapes ignore it, and the rewriters drop one a client sends.
 LEGACY_MARK = "@legacy"
+_EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "KeyConditionExpression", "FilterExpression",
+                "ProjectionExpression")
 
 # Operand count per operator (None: one or more) and the operand types allowed (None: any type).
 _ARGUMENTS: dict[str, int | None] = {
@@ -83,6 +86,12 @@ def legacy_origin(request: dict[str, Any], member: str) -> Any:
     """What ``member`` (QueryFilter, AttributeUpdates) contributed to a rewritten request, or None."""
     mark = request.get(LEGACY_MARK)
     return mark.get(member) if isinstance(mark, dict) else None
+
+
+def generated(request: dict[str, Any], member: str) -> bool:
+    """True if the expression ``member`` was written here from legacy members. The limits on expressions (size,
+    operators) are not the legacy parameters' limits, so they do not apply to it."""
+    return member in (legacy_origin(request, "generated") or ())
 
 
 # --- request shape -------------------------------------------------------------------------------------
@@ -508,18 +517,23 @@ def _batch_get_item(request: dict[str, Any]) -> dict[str, Any]:
     return {**request, "RequestItems": rewritten}
 
 
-# Operation name -> rewrite(request) -> request using only expression parameters.
-def _unmarked(rewrite: Rewriter) -> Rewriter:
-    """`rewrite`, for requests that never carry a LEGACY_MARK of the client's own (an unknown member, ignored)."""
+def _marked(rewrite: Rewriter) -> Rewriter:
+    """`rewrite`, marking the expression members it writes (see `generated`); a LEGACY_MARK the client sent is an
+    unknown member, dropped."""
     def run(request: dict[str, Any]) -> dict[str, Any]:
         if LEGACY_MARK in request:
             request = {k: val for k, val in request.items() if k != LEGACY_MARK}
-        return rewrite(request)
+        out = rewrite(request)
+        written = tuple(m for m in _EXPRESSIONS if m not in request and m in out)
+        if written:
+            out[LEGACY_MARK] = {**out.get(LEGACY_MARK, {}), "generated": written}
+        return out
 
     return run
 
 
-REWRITERS: dict[str, Rewriter] = {name: _unmarked(rewrite) for name, rewrite in {
+# Operation name -> rewrite(request) -> request using only expression parameters.
+REWRITERS: dict[str, Rewriter] = {name: _marked(rewrite) for name, rewrite in {
     "PutItem": _write_rewriter("PutItem", updates=False),
     "UpdateItem": _write_rewriter("UpdateItem", updates=True),
     "DeleteItem": _write_rewriter("DeleteItem", updates=False),

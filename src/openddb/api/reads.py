@@ -38,7 +38,7 @@ from openddb.api.index_reads import (
     read_index_page,
     start_key,
 )
-from openddb.api.legacy import legacy_origin
+from openddb.api.legacy import generated, legacy_origin
 from openddb.errors import ValidationException
 from openddb.expressions import (
     Condition,
@@ -140,7 +140,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
     wanted: set[str] = set()
     text = request.get("FilterExpression")
     if base.filter is not None and text is not None:
-        names = _top_level_names(condition_tree(text), attrs)
+        names = _top_level_names(condition_tree(text, not generated(request, "FilterExpression")), attrs)
         if query:
             check_filter_names(meta, index, names, _filter_member(request))
         wanted |= names
@@ -196,9 +196,10 @@ def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttribut
     text = expression_text(request, "FilterExpression")
     condition = None
     if text is not None:
-        condition = compile_condition(text, attrs, "FilterExpression")
+        limited = not generated(request, "FilterExpression")
+        condition = compile_condition(text, attrs, "FilterExpression", limited)
         if query:
-            for name in _top_level_names(condition_tree(text), attrs):
+            for name in _top_level_names(condition_tree(text, limited), attrs):
                 if name in meta.key_names:
                     raise ValidationException(f"{_filter_member(request)} can only contain non-primary key "
                                               f"attributes: Primary key attribute: {name}")

@@ -16,18 +16,19 @@ CACHE_SIZE = 4096
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def condition_tree(text: str) -> Cond:
-    """The validated tree of a Condition/Filter/KeyCondition expression; raises ExpressionError."""
+def condition_tree(text: str, limited: bool = True) -> Cond:
+    """The validated tree of a Condition/Filter/KeyCondition expression; raises ExpressionError. `limited`: held
+    to the operator limit (see `check_condition`)."""
     node = parse_condition(text)
-    check_condition(node)
+    check_condition(node, limited)
     return node
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def update_tree(text: str) -> UpdateAst:
+def update_tree(text: str, limited: bool = True) -> UpdateAst:
     """The validated tree of an UpdateExpression; raises ExpressionError."""
     node = parse_update(text)
-    check_update(node)
+    check_update(node, limited)
     return node
 
 

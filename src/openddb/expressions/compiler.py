@@ -61,12 +61,14 @@ class Condition:
         """``evaluate(item)``: True if ``item`` (None = no item) satisfies the condition."""
 
 
-def compile_condition(text: str, attrs: ExpressionAttributes, kind: str = "ConditionExpression") -> Condition:
-    """Compile a ConditionExpression or FilterExpression (``kind`` names it in error messages)."""
+def compile_condition(text: str, attrs: ExpressionAttributes, kind: str = "ConditionExpression",
+                      limited: bool = True) -> Condition:
+    """Compile a ConditionExpression or FilterExpression (``kind`` names it in error messages; ``limited``: see
+    ``check_condition``)."""
     try:
         if not text.strip():
             raise ExpressionError(EMPTY)
-        tree = condition_tree(text)
+        tree = condition_tree(text, limited)
         return _compiled(kind, text, attrs, lambda scoped: Condition(compile_predicate(tree, scoped)))
     except ExpressionError as e:
         raise invalid(kind, e) from None
@@ -83,12 +85,12 @@ def compile_projection(text: str, attrs: ExpressionAttributes) -> Projection:
         raise invalid("ProjectionExpression", e) from None
 
 
-def compile_update(text: str, attrs: ExpressionAttributes) -> Update:
-    """Compile an UpdateExpression."""
+def compile_update(text: str, attrs: ExpressionAttributes, limited: bool = True) -> Update:
+    """Compile an UpdateExpression (``limited``: see ``check_condition``)."""
     try:
         if not text.strip():
             raise ExpressionError(EMPTY)
-        tree = update_tree(text)
+        tree = update_tree(text, limited)
         return _compiled("UpdateExpression", text, attrs, lambda scoped: compile_update_ast(tree, scoped))
     except ExpressionError as e:
         raise invalid("UpdateExpression", e) from None

@@ -96,10 +96,11 @@ def _check_comparison_operand(node: Operand) -> None:
             _check_plain_operand(arg)
 
 
-def check_condition(node: Cond) -> None:
-    """Validate a Condition/Filter/KeyCondition tree; raises ExpressionError."""
+def check_condition(node: Cond, limited: bool = True) -> None:
+    """Validate a Condition/Filter/KeyCondition tree; raises ExpressionError. `limited`: hold it to the operator
+    limit (not when it was written from legacy conditions, which have no such limit)."""
     _check_condition(node)
-    operators = _condition_operators(node)
+    operators = _condition_operators(node) if limited else 0
     if operators > MAX_OPERATORS:
         raise ExpressionError(f"The expression contains too many operators; operator count: {operators}")
 
@@ -162,8 +163,8 @@ def _check_set_value(node: Operand) -> int:
     return 1 + sum(_check_set_value(arg) for arg in node.args)
 
 
-def check_update(node: UpdateAst) -> None:
-    """Validate an UpdateExpression tree; raises ExpressionError."""
+def check_update(node: UpdateAst, limited: bool = True) -> None:
+    """Validate an UpdateExpression tree; raises ExpressionError. `limited`: as for `check_condition`."""
     operators = 0
     for target, value in node.set:
         check_path(target)
@@ -174,7 +175,7 @@ def check_update(node: UpdateAst) -> None:
         check_path(target)
     for target, _ in node.delete:
         check_path(target)
-    if operators > MAX_OPERATORS:
+    if limited and operators > MAX_OPERATORS:
         raise ExpressionError(
             f"The expression contains too many operators; operator count: {operators}"
         )
