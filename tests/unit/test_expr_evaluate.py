@@ -110,6 +110,17 @@ def test_no_item() -> None:
     assert check("pk = :v", {":v": N1}, item=None) is False
 
 
+def test_an_operand_named_twice_through_a_placeholder_is_not_distinct() -> None:
+    """contains(s, #a) with #a -> s compares s with itself, as contains(s, s) does: DynamoDB's refusal names the
+    attribute, so it compares resolved names."""
+    with pytest.raises(ValidationException) as info:
+        compile_condition("contains(s, #a)", ExpressionAttributes({"#a": "s"}, None), "ConditionExpression")
+    assert info.value.message == ("Invalid ConditionExpression: The first operand must be distinct from the "
+                                  "remaining operands for this operator or function; operator: contains, first "
+                                  "operand: [s]")
+    assert check("contains(s, #a)", names={"#a": "n"}) is False
+
+
 def test_names_are_substituted() -> None:
     """#placeholders resolve to attribute names, including reserved words."""
     assert check("#s.#n = :v", {":v": {"S": "z"}}, {"#s": "m", "#n": "name"}) is True

@@ -94,11 +94,15 @@ class _Compiler:
         return lambda item: size_of(inner(item))
 
     def distinct(self, operator: str, first: Operand, others: tuple[Operand, ...]) -> None:
-        # DynamoDB rejects e.g. contains(a, a): the operand compared with itself.
-        if isinstance(first, Path) and any(o == first for o in others):
+        # DynamoDB rejects e.g. contains(a, a): the operand compared with itself, by its resolved name (its
+        # message names the attribute, not the placeholder), so contains(a, #a) with #a -> a too.
+        if not isinstance(first, Path):
+            return
+        resolved = self.attrs.path(first)
+        if any(isinstance(o, Path) and (o == first or self.attrs.path(o) == resolved) for o in others):
             raise ExpressionError(
                 "The first operand must be distinct from the remaining operands for this operator or "
-                f"function; operator: {operator}, first operand: {format_path(self.attrs.path(first))}"
+                f"function; operator: {operator}, first operand: {format_path(resolved)}"
             )
 
     def condition(self, node: Cond) -> Predicate:
