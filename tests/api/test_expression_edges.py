@@ -213,3 +213,20 @@ def test_expression_errors_come_before_the_table_lookup(ddb, operation, request_
     with pytest.raises(ClientError) as excinfo:
         ddb.get_item(TableName="no-such-table", Key={"pk": {"S": "a"}}, ProjectionExpression="a")
     assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+@pytest.mark.parametrize(("operation", "request_", "message"), [
+    ("scan", {"ProjectionExpression": "a,,b"}, 'Invalid ProjectionExpression: Syntax error; token: ",", near: ",,b"'),
+    ("scan", {"FilterExpression": "a = "}, 'Invalid FilterExpression: Syntax error; token: "<EOF>", near: "= "'),
+    ("query", {"KeyConditionExpression": "pk = :v and", "ExpressionAttributeValues": {":v": {"S": "a"}}},
+     'Invalid KeyConditionExpression: Syntax error; token: "<EOF>", near: "and"'),
+    ("query", {"KeyConditionExpression": "pk = :v", "ExpressionAttributeValues": {":v": {"S": "a"}, ":w": {"S": "b"}}},
+     "Value provided in ExpressionAttributeValues unused in expressions: keys: {:w}"),
+])
+def test_read_expression_errors_come_before_the_table_lookup(ddb, hash_table, operation, request_, message):
+    """As for the item operations: a Query or Scan whose expressions are wrong in themselves says so before it
+    says that the table (or the index) does not exist."""
+    for table, index in (("no-such-table", None), (hash_table, "no-such-index")):
+        with pytest.raises(ClientError) as excinfo:
+            getattr(ddb, operation)(TableName=table, **({"IndexName": index} if index else {}), **request_)
+        assert error_of(excinfo) == ("ValidationException", message)

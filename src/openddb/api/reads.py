@@ -39,7 +39,7 @@ from openddb.api.index_reads import (
     start_key,
 )
 from openddb.api.legacy import generated, legacy_origin
-from openddb.errors import ValidationException
+from openddb.errors import DynamoDBError, ValidationException
 from openddb.expressions import (
     Condition,
     ExpressionAttributes,
@@ -48,8 +48,10 @@ from openddb.expressions import (
     compile_key_condition,
     compile_projection,
 )
-from openddb.expressions.ast import Path
+from openddb.expressions.ast import ExpressionError, Path
 from openddb.expressions.cache import condition_tree
+from openddb.expressions.compiler import invalid as invalid_expression
+from openddb.expressions.keycondition import key_clauses
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -154,8 +156,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
 
 
 def _query_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
-                 meta: TableMeta) -> dict[str, Any]:
-    index = index_for_read(context, meta, request)
+                 meta: TableMeta, index: IndexMeta) -> dict[str, Any]:
     text = expression_text(request, "KeyConditionExpression")
     assert text is not None
     where = key_range(index, text, attrs)
@@ -172,8 +173,7 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
 
 
 def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
-                meta: TableMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
-    index = index_for_read(context, meta, request)
+                meta: TableMeta, index: IndexMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
     plan = _index_plan(meta, index, request, attrs, query=False)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
@@ -185,6 +185,38 @@ def _scan_index(context: RequestContext, request: dict[str, Any], attrs: Express
             raise ValidationException(f"{_START_INVALID}: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
                                       f"with correct Segment. TotalSegments: {segments[1]} Segment: {segments[0]}")
     return read_index_page(context, plan, context.engine.index_scan(meta, index, low, high, after))
+
+
+def _looked_up(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes, *,
+               query: bool) -> tuple[TableMeta, IndexMeta | None]:
+    """The table (and index) a read names. DynamoDB checks the expressions, which need nothing of the table,
+    before it: a missing table or index is reported only if they are right in themselves. (Checked only then,
+    so a read that finds its table compiles them once.)"""
+    try:
+        meta = context.table(request["TableName"])
+        return meta, None if request.get("IndexName") is None else index_for_read(context, meta, request)
+    except DynamoDBError:
+        _expression_errors(request, attrs, query=query)
+        raise
+
+
+def _expression_errors(request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> None:
+    """Raise what is wrong with a read's expressions in themselves, in the order a read that finds its table
+    reports it."""
+    if query:
+        text = expression_text(request, "KeyConditionExpression")
+        try:
+            for _ in key_clauses(text or "", attrs):
+                pass
+        except ExpressionError as error:
+            raise invalid_expression("KeyConditionExpression", error) from None
+    text = expression_text(request, "FilterExpression")
+    if text is not None:
+        compile_condition(text, attrs, "FilterExpression", not generated(request, "FilterExpression"))
+    text = expression_text(request, "ProjectionExpression")
+    if text is not None:
+        compile_projection(text, attrs)
+    attrs.check_all_used()
 
 
 def _filter_member(request: dict[str, Any]) -> str:
@@ -365,9 +397,9 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         raise ValidationException(
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
     attrs = expression_attributes(request, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
-    meta = context.table(request["TableName"])
-    if request.get("IndexName") is not None:
-        return _query_index(context, request, attrs, meta)
+    meta, index = _looked_up(context, request, attrs, query=True)
+    if index is not None:
+        return _query_index(context, request, attrs, meta, index)
     text = expression_text(request, "KeyConditionExpression")
     assert text is not None
     range_name = meta.range_key.name if meta.range_key is not None else None
@@ -421,9 +453,9 @@ def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(SCAN, request)
     segments = _segments(request)
     attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
-    meta = context.table(request["TableName"])
-    if request.get("IndexName") is not None:
-        return _scan_index(context, request, attrs, meta, segments)
+    meta, index = _looked_up(context, request, attrs, query=False)
+    if index is not None:
+        return _scan_index(context, request, attrs, meta, index, segments)
     plan = _compile(meta, request, attrs, query=False)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
