@@ -524,6 +524,8 @@ def _marked(rewrite: Rewriter) -> Rewriter:
         if LEGACY_MARK in request:
             request = {k: val for k, val in request.items() if k != LEGACY_MARK}
         out = rewrite(request)
+        if out is request:  # no legacy members: the common case costs one call
+            return out
         written = tuple(m for m in _EXPRESSIONS if m not in request and m in out)
         if written:
             out[LEGACY_MARK] = {**out.get(LEGACY_MARK, {}), "generated": written}
