@@ -113,8 +113,8 @@ _BACKGROUND_RETRY_SECONDS = 0.01
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_headers", "_too_large", "_url", "busy",
-                 "dispatcher", "held", "parser", "server", "transport")
+    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_headers", "_too_large", "_upgrade_body", "_url",
+                 "busy", "dispatcher", "held", "parser", "server", "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -131,6 +131,10 @@ class HttpProtocol(asyncio.Protocol):
         # Requests waiting for another worker to release the store's writer lock, in arrival order.
         self._deferred: deque[_Request] = deque()
         self._attempts = 0
+        # A request asking to switch protocols (Connection: Upgrade, as `curl --http2` sends) is served as plain
+        # HTTP/1.1, which RFC 7230 6.7 allows: the parser hands over at the end of its headers, and its body (this
+        # many bytes still to come) is read here, then a fresh parser goes on with the connection.
+        self._upgrade_body: int | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -142,12 +146,44 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if self._upgrade_body is not None:
+            data = self._read_upgrade_body(data)
+            if not data:
+                return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail(400)
+        except httptools.HttpParserUpgrade as upgrade:
+            self._upgrade_body = self._content_length()
+            if self._upgrade_body is None:  # a body of unknown length (chunked): cannot be served
+                self._fail(400)
+                return
+            rest = data[upgrade.args[0]:] if upgrade.args else b""
+            self.data_received(rest)
         except httptools.HttpParserError:
             self._fail(400)
+
+    def _content_length(self) -> int | None:
+        if self._headers.get(b"transfer-encoding") is not None:
+            return None
+        try:
+            return max(0, int(self._headers.get(b"content-length", b"0")))
+        except ValueError:
+            return None
+
+    def _read_upgrade_body(self, data: bytes) -> bytes:
+        """Take the body of a request that asked for an upgrade (see `_upgrade_body`); once it is whole, answer the
+        request and give back the bytes after it, for a fresh parser."""
+        assert self._upgrade_body is not None
+        taken = data[:self._upgrade_body]
+        self._upgrade_body -= len(taken)
+        if taken:
+            self.on_body(taken)
+        if self._upgrade_body:
+            return b""
+        self.on_message_complete()  # (with `_upgrade_body` 0: answered now, by the parser that read its headers)
+        self._upgrade_body = None
+        self.parser = httptools.HttpRequestParser(self)
+        return data[len(taken):]
 
     # --- httptools callbacks ------------------------------------------------------------------
     def on_message_begin(self) -> None:
@@ -182,6 +218,8 @@ class HttpProtocol(asyncio.Protocol):
             self._body.append(body)
 
     def on_message_complete(self) -> None:
+        if self._upgrade_body is None and self.parser.should_upgrade():
+            return  # its body follows the headers as "upgraded" data: answered once read (`_read_upgrade_body`)
         try:
             self._respond()
         finally:
