@@ -49,6 +49,10 @@ class SerializationException(DynamoDBError):
 class UnknownOperationException(DynamoDBError):
     namespace = _CORAL_SERVICE
 
+    # DynamoDB's text, as boto3 and the Java SDK show it (boto3 #1542, aws-toolkit-jetbrains #2956).
+    def __init__(self, message: str = "Unknown operation exception") -> None:
+        super().__init__(message)
+
 
 class MissingAuthenticationTokenException(DynamoDBError):
     namespace = _CORAL_SERVICE

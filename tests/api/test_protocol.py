@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 import zlib
 
 import pytest
@@ -49,7 +50,8 @@ def test_unknown_operation(server):
     """An X-Amz-Target naming no operation is UnknownOperationException."""
     response, data = call(server, "{}", target="DynamoDB_20120810.Frobnicate")
     assert response.status == 400
-    assert json.loads(data)["__type"] == "com.amazon.coral.service#UnknownOperationException"
+    assert json.loads(data) == {"__type": "com.amazon.coral.service#UnknownOperationException",
+                                "message": "Unknown operation exception"}
 
 
 def test_missing_target(server):
@@ -323,3 +325,35 @@ def test_deeply_nested_ignored_members(server):
     response, data = call(server, json.dumps({"TableName": table, "Key": {"pk": {"S": "x"}}}),
                           target="DynamoDB_20120810.GetItem")
     assert json.loads(data) == {"Item": {"pk": {"S": "x"}}}
+
+
+def test_a_request_asking_for_an_upgrade_is_served_as_http_1_1(server, ddb):
+    """`Connection: Upgrade` (as `curl --http2` sends) is ignored, as RFC 7230 allows: the request is served once,
+    with its body, and the connection goes on (it got a second, unasked-for 400 and was closed)."""
+    import socket
+
+    from tests.conftest import create_table, unique_name
+
+    table = create_table(ddb, unique_name("upgrade"), range_type=None)
+
+    def put(key: str) -> bytes:
+        return framed_request("PutItem", {"TableName": table, "Item": {"pk": {"S": key}, "v": {"N": "1"}}})
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        for n, back in enumerate((5, -10)):  # the body split across reads; then whole, with the next request's start
+            upgraded = put(f"up{n}").replace(b"Host: x\r\n", b"Host: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                                                           b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIA\r\n")
+            stream = upgraded + put(f"next{n}")
+            sock.sendall(stream[:len(upgraded) - back])
+            time.sleep(0.05)
+            sock.sendall(stream[len(upgraded) - back:])
+            assert _answers(sock, 2) == [{}, {}]
+            for key in (f"up{n}", f"next{n}"):
+                assert ddb.get_item(TableName=table, Key={"pk": {"S": key}})["Item"]["v"] == {"N": "1"}
+        sock.sendall(b"CONNECT x:80 HTTP/1.1\r\nHost: x\r\n\r\n" + framed_request("ListTables", {}))
+        received = b""
+        while b"TableNames" not in received:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed early"
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 404") and b"400 Bad Request" not in received
