@@ -15,9 +15,9 @@ AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_reque
 
 
 def call(server, body: bytes | str, target: str | None = "DynamoDB_20120810.ListTables",
-         auth: str | None = AUTH, content_type: str = "application/x-amz-json-1.0", method: str = "POST"):
+         auth: str | None = AUTH, content_type: str | None = "application/x-amz-json-1.0", method: str = "POST"):
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    headers = {"Content-Type": content_type}
+    headers = {} if content_type is None else {"Content-Type": content_type}
     if target is not None:
         headers["X-Amz-Target"] = target
     if auth is not None:
@@ -39,11 +39,15 @@ def test_success_has_request_id_and_crc32(server):
     assert "TableNames" in json.loads(data)
 
 
-def test_json_1_1_content_type_is_echoed(server):
-    """Some SDKs send application/x-amz-json-1.1; it is accepted and echoed."""
-    response, _ = call(server, "{}", content_type="application/x-amz-json-1.1")
-    assert response.status == 200
-    assert response.getheader("Content-Type") == "application/x-amz-json-1.1"
+@pytest.mark.parametrize("content_type", ["application/x-amz-json-1.1", "application/graphql; charset=utf-8"])
+def test_other_content_types_find_no_page(server, content_type):
+    """DynamoDB speaks AWS JSON 1.0 only: a request in 1.1 (or anything else) gets a 404 'Page Not Found' page, as
+    reported against the service; 1.0 with parameters, or no Content-Type, is served."""
+    response, data = call(server, "{}", content_type=content_type)
+    assert response.status == 404 and b"<title>Page Not Found</title>" in data
+    for accepted in ("application/x-amz-json-1.0; charset=utf-8", None):
+        response, data = call(server, "{}", content_type=accepted)
+        assert response.status == 200 and response.getheader("Content-Type") == "application/x-amz-json-1.0"
 
 
 def test_unknown_operation(server):

@@ -37,6 +37,11 @@ MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
 _REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Request Entity Too Large",
             500: b"Internal Server Error"}
 _HEALTH = b"healthy: openddb\n"
+_JSON_1_0 = b"application/x-amz-json-1.0"
+_PAGE_NOT_FOUND = (b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
+                   b'"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd"><html '
+                   b'xmlns="http://www.w3.org/1999/xhtml"><head><title>Page Not Found</title></head>'
+                   b'<body>Page Not Found</body></html>')
 
 
 class _DateCache:
@@ -243,11 +248,14 @@ class HttpProtocol(asyncio.Protocol):
                 self._answer(render_response(404, b"", b"text/plain", request_id, keep_alive), keep_alive)
             return
         headers = self._headers
-        content_type = headers.get(b"content-type", b"application/x-amz-json-1.0")
-        if not content_type.startswith(b"application/x-amz-json-1.1"):
-            content_type = b"application/x-amz-json-1.0"
+        content_type = headers.get(b"content-type")
+        if content_type is not None and content_type.split(b";", 1)[0].strip().lower() != _JSON_1_0:
+            # DynamoDB speaks AWS JSON 1.0 only: 1.1 (or anything else) finds no page (reported against the service
+            # in rusoto #215 and taws #165).
+            self._answer(render_response(404, _PAGE_NOT_FOUND, b"text/html", request_id, keep_alive), keep_alive)
+            return
         request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"),
-                           b"".join(self._body), self._too_large, request_id, content_type, keep_alive)
+                           b"".join(self._body), self._too_large, request_id, _JSON_1_0, keep_alive)
         if self._deferred:  # keep this connection's answers in request order
             self._deferred.append(request)
         elif not self._execute(request):
