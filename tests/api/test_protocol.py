@@ -50,6 +50,16 @@ def test_other_content_types_find_no_page(server, content_type):
         assert response.status == 200 and response.getheader("Content-Type") == "application/x-amz-json-1.0"
 
 
+@pytest.mark.parametrize("service", ["iam", "dynamodb_streams"])
+def test_credential_scoped_to_another_service(server, service):
+    """DynamoDB checks the credential scope's service (quoted from its answers in sigv4 #15 and ex_aws #306)."""
+    auth = AUTH.replace("/dynamodb/aws4_request", f"/{service}/aws4_request")
+    response, data = call(server, "{}", auth=auth)
+    assert response.status == 400
+    assert json.loads(data) == {"__type": "com.amazon.coral.service#InvalidSignatureException",
+                                "message": "Credential should be scoped to correct service: 'dynamodb'. "}
+
+
 def test_unknown_operation(server):
     """An X-Amz-Target naming no operation is UnknownOperationException."""
     response, data = call(server, "{}", target="DynamoDB_20120810.Frobnicate")

@@ -22,6 +22,7 @@ from openddb.errors import (
     DynamoDBError,
     IncompleteSignatureException,
     InternalServerError,
+    InvalidSignatureException,
     MissingAuthenticationTokenException,
     RequestEntityTooLargeException,
     ResourceNotFoundException,
@@ -88,6 +89,8 @@ def _parse_region(authorization: bytes) -> str:
         if not parts:
             parts = ["Credential should be scoped to a valid region."]
         raise IncompleteSignatureException(" ".join(parts) + " Authorization=" + authorization.decode("latin-1"))
+    if match.group(4) != b"dynamodb":  # (the scope needs no secret to check; DynamoDB's words, trailing space too)
+        raise InvalidSignatureException("Credential should be scoped to correct service: 'dynamodb'. ")
     return match.group(3).decode("latin-1") or "us-east-1"
 
 
