@@ -73,7 +73,7 @@ class _RequestIds:
         os.register_at_fork(after_in_child=self._seed)
 
     def _seed(self) -> None:
-        self._prefix = base64.b32encode(os.urandom(25))[:36] + b"%016X"
+        self._prefix = base64.b32hexencode(os.urandom(25))[:36] + b"%016X"  # 0-9A-V, as DynamoDB's ids
         self._counter = 0
 
     def next(self) -> bytes:
