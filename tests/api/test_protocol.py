@@ -371,3 +371,23 @@ def test_a_request_asking_for_an_upgrade_is_served_as_http_1_1(server, ddb):
             assert chunk, "connection closed early"
             received += chunk
         assert received.startswith(b"HTTP/1.1 404") and b"400 Bad Request" not in received
+
+
+def test_an_endless_request_head_is_refused(server):
+    """A request line and headers of more than 1 MiB get a 400 and the connection closes, however they arrive;
+    the server does not buffer them without bound."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Padding: ")
+        try:
+            for _ in range(40):
+                sock.sendall(b"a" * 65536)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while sending: refused
+        try:
+            assert _read_until_closed(sock).startswith(b"HTTP/1.1 400")
+        except ConnectionResetError:
+            pass  # closed with our last bytes unread, which TCP reports as a reset: refused all the same
+    response, _ = call(server, "{}")  # the server goes on serving
+    assert response.status == 200

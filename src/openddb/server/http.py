@@ -33,6 +33,9 @@ log = logging.getLogger("openddb.http")
 
 # DynamoDB's request size ceiling is 16 MB of payload for the largest batch calls; allow framing slack.
 MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
+# Bytes received while a request line and headers are still arriving: a head this large is refused (400) and the
+# connection closed, so an endless header cannot grow the parser's buffers without bound.
+MAX_HEAD_BYTES = 1024 * 1024
 
 _REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Request Entity Too Large",
             500: b"Internal Server Error"}
@@ -118,8 +121,8 @@ _BACKGROUND_RETRY_SECONDS = 0.01
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_headers", "_too_large", "_upgrade_body", "_url",
-                 "busy", "dispatcher", "held", "parser", "server", "transport")
+    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_head_bytes", "_headers", "_too_large",
+                 "_upgrade_body", "_url", "busy", "dispatcher", "held", "parser", "server", "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -140,6 +143,7 @@ class HttpProtocol(asyncio.Protocol):
         # HTTP/1.1, which RFC 7230 6.7 allows: the parser hands over at the end of its headers, and its body (this
         # many bytes still to come) is read here, then a fresh parser goes on with the connection.
         self._upgrade_body: int | None = None
+        self._head_bytes: int | None = None  # bytes received since a request began, until its headers were read
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,6 +155,11 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if self._head_bytes is not None:
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._fail(400)
+                return
         if self._upgrade_body is not None:
             data = self._read_upgrade_body(data)
             if not data:
@@ -192,6 +201,7 @@ class HttpProtocol(asyncio.Protocol):
 
     # --- httptools callbacks ------------------------------------------------------------------
     def on_message_begin(self) -> None:
+        self._head_bytes = 0
         self._url = b""
         self._headers = {}
         self._body = []
@@ -206,6 +216,7 @@ class HttpProtocol(asyncio.Protocol):
         self._headers[name.lower()] = value
 
     def on_headers_complete(self) -> None:
+        self._head_bytes = None
         # A client that asked to hear "100 Continue" before sending its body (curl does for large bodies) would
         # otherwise wait out its own timeout. Not while earlier answers of this connection are still due: an
         # interim answer must not overtake them (such a client waits, then sends the body anyway).
