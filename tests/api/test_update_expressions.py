@@ -176,6 +176,27 @@ def test_set_list_index_beyond_the_end_appends(item):
     assert item.get()["l"] == {"L": [{"S": "0"}, {"S": "1"}, {"S": "2"}, {"S": "x"}]}
 
 
+def test_list_indexes_have_an_allowable_range(ddb, item):
+    """The highest index a path may name is 4294967294 (measured against DynamoDB); beyond it the expression is
+    refused, as a constraint violation, in updates, projections and conditions alike."""
+    def refusal(kind: str, index: str) -> tuple[str, str]:
+        return ("ValidationException", f"1 validation error detected: Invalid {kind}: List index is not within the "
+                                       f"allowable range; index: [{index}]")
+
+    assert item.error("SET l[4294967295] = :v", {":v": {"S": "x"}}) == refusal("UpdateExpression", "4294967295")
+    for member, kind in (("ProjectionExpression", "ProjectionExpression"),
+                         ("ConditionExpression", "ConditionExpression")):
+        text = "l[99999999999999]" if member == "ProjectionExpression" else "attribute_exists(l[99999999999999])"
+        with pytest.raises(ClientError) as excinfo:
+            if member == "ProjectionExpression":
+                ddb.get_item(TableName=item.table, Key=item.key, ProjectionExpression=text)
+            else:
+                ddb.delete_item(TableName=item.table, Key=item.key, ConditionExpression=text)
+        assert error_of(excinfo) == refusal(kind, "99999999999999")
+    item.update("SET l[4294967294] = :v", {":v": {"S": "x"}})  # the highest index: far past the end, appended
+    assert item.get()["l"]["L"][-1] == {"S": "x"}
+
+
 @pytest.mark.parametrize("expression", ["SET m.nope.z = :v", "SET s.z = :v", "SET s[0] = :v", "SET m[0] = :v",
                                         "SET nothing.z = :v"])
 def test_set_invalid_document_path(item, expression):
@@ -251,10 +272,10 @@ def test_add_type_errors(item):
     """ADD needs a number or set operand matching the stored attribute."""
     assert item.error("ADD n :v", {":v": {"S": "x"}}) == \
         ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
-                                "operator: ADD, operand type: STRING")
+                                "operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND")
     assert item.error("ADD n :v", {":v": {"L": []}}) == \
         ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
-                                "operator: ADD, operand type: LIST")
+                                "operator: ADD, operand type: LIST, typeSet: ALLOWED_FOR_ADD_OPERAND")
     assert item.error("ADD s :v", {":v": n("1")}) == ("ValidationException", TYPE_ERROR)
     assert item.error("ADD ss :v", {":v": {"NS": ["1"]}}) == ("ValidationException", TYPE_ERROR)
 
@@ -271,7 +292,7 @@ def test_delete_type_errors(item):
     """DELETE needs a set operand of the stored set's type."""
     assert item.error("DELETE ns :v", {":v": n("1")}) == \
         ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
-                                "operator: DELETE, operand type: NUMBER")
+                                "operator: DELETE, operand type: NUMBER, typeSet: ALLOWED_FOR_DELETE_OPERAND")
     assert item.error("DELETE ss :v", {":v": {"NS": ["1"]}}) == ("ValidationException", TYPE_ERROR)
 
 

@@ -99,9 +99,9 @@ def test_no_item_starts_empty() -> None:
         ("SET a = list_append(a, :s)", "Invalid UpdateExpression: Incorrect operand type for operator or "
                                        "function; operator or function: list_append, operand type: S"),
         ("ADD a :s", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
-                     "operator: ADD, operand type: STRING"),
+                     "operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND"),
         ("DELETE a :one", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
-                          "operator: DELETE, operand type: NUMBER"),
+                          "operator: DELETE, operand type: NUMBER, typeSet: ALLOWED_FOR_DELETE_OPERAND"),
         ("SET a = :s REMOVE a", "Invalid UpdateExpression: Two document paths overlap with each other; must "
                                 "remove or rewrite one of these paths; path one: [a], path two: [a]"),
         ("SET a.b = :s, a = :s", "Invalid UpdateExpression: Two document paths overlap with each other; must "

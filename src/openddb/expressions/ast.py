@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 
 class ExpressionError(Exception):
-    """An invalid expression; ``message`` lacks the ``Invalid <Kind>: `` prefix that compile_* adds."""
+    """An invalid expression; ``message`` lacks the ``Invalid <Kind>: `` prefix that compile_* adds.
+    ``counted``: DynamoDB reports it as a constraint violation ("1 validation error detected: " first)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, counted: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        self.counted = counted
 
 
 # A path element is an attribute name, a ``#placeholder`` (str starting with '#') or a list index (int).

@@ -29,6 +29,8 @@ from .ast import (
 from .lexer import EOF, INTEGER, KEYWORD, NAME, NAME_REF, OP, VALUE_REF, Token, syntax_error, tokenize
 
 COMPARATORS = frozenset({"=", "<>", "<", "<=", ">", ">="})
+# The highest list index a document path may name (measured against DynamoDB: 4294967295 is refused).
+MAX_LIST_INDEX = 4_294_967_294
 
 # An expression of up to 4 KB may nest some 2,000 parentheses, four parser frames each (and the checks after
 # parsing walk the tree as deep): far past Python's default limit of 1,000 frames, which would turn a client's
@@ -97,6 +99,9 @@ class _Parser:
                 if tok.kind != INTEGER:
                     raise self.fail()
                 self.pos += 1
+                if int(tok.value) > MAX_LIST_INDEX:
+                    raise ExpressionError(f"List index is not within the allowable range; index: [{tok.value}]",
+                                          counted=True)
                 elements.append(int(tok.value))
                 self.expect_op("]")
             else:

@@ -272,9 +272,10 @@ class _UpdateCompiler:
         av = self.attrs.value(ref.name)
         t = type_of(av)
         if t not in _SETS and (clause == "DELETE" or t != "N"):
+            # With the operand types the clause allows named as DynamoDB names them (quoted since 2022).
             raise ExpressionError(
                 "Incorrect operand type for operator or function; "
-                f"operator: {clause}, operand type: {_TYPE_WORDS.get(t, t)}"
+                f"operator: {clause}, operand type: {_TYPE_WORDS.get(t, t)}, typeSet: ALLOWED_FOR_{clause}_OPERAND"
             )
         return av
 
