@@ -267,10 +267,6 @@ def test_action_errors_match_single_item_twins(ddb, hash_table):
     first = put(hash_table, a, n=1)
     assert validation_error(ddb, [first, {"Delete": {"TableName": "missing-table", "Key": key("x")}}]) == (
         "ResourceNotFoundException", "Requested resource not found")
-    assert validation_error(ddb, [first, {"Delete": {"TableName": hash_table, "Key": {"id": {"S": "x"}}}}]) == (
-        "ValidationException", "The provided key element does not match the schema")
-    assert validation_error(ddb, [first, {"Put": {"TableName": hash_table, "Item": {"n": {"S": "x"}}}}]) == (
-        "ValidationException", "One or more parameter values were invalid: Missing the key pk in the item")
     assert validation_error(ddb, [first, {"Update": {"TableName": hash_table, "Key": key("x"),
                                                      "UpdateExpression": "SET pk = :v",
                                                      "ExpressionAttributeValues": {":v": {"S": "y"}}}}]) == (
@@ -502,12 +498,44 @@ def test_get_validation(server, ddb, hash_table):
     assert message.endswith("Member must have length less than or equal to 100")
     assert validation_error(ddb, [{"Get": {"TableName": "no-such-table", "Key": key("a")}}],
                             "transact_get_items") == ("ResourceNotFoundException", "Requested resource not found")
-    assert validation_error(ddb, [{"Get": {"TableName": hash_table, "Key": {"pk": {"N": "1"}}}}],
-                            "transact_get_items") == (
-        "ValidationException", "The provided key element does not match the schema")
     assert validation_error(ddb, [{"Get": {"TableName": hash_table, "Key": key("a"), "ProjectionExpression": "a",
                                            "ExpressionAttributeNames": {"#x": "b"}}}], "transact_get_items") == (
         "ValidationException", "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}")
+
+
+def test_keys_that_do_not_fit_the_schema_cancel(ddb, hash_table):
+    """A key of the wrong type, non-scalar or missing a key attribute cancels the transaction (it is not refused):
+    the first such action carries a ValidationError, every other one None, ahead of duplicates and conditions.
+    An empty key value still refuses the whole request. (Captured against DynamoDB in four regions, as reported
+    in the paritysuite/dynamodb-conformance PRs 46 and 60.)"""
+    a = unique_name("k")
+    failing = {"ConditionCheck": {"TableName": hash_table, "Key": key(a), "ConditionExpression": "attribute_exists(x)"}}
+    for bad, message in (
+            ({"Put": {"TableName": hash_table, "Item": {"pk": {"N": "1"}}}},
+             "One or more parameter values were invalid: Type mismatch for key pk expected: S actual: N"),
+            ({"Put": {"TableName": hash_table, "Item": {"pk": {"M": {}}}}},
+             "One or more parameter values were invalid: Type mismatch for key pk expected: S actual: M"),
+            ({"Put": {"TableName": hash_table, "Item": {"n": {"S": "x"}}}},
+             "One or more parameter values were invalid: Missing the key pk in the item"),
+            ({"Delete": {"TableName": hash_table, "Key": {"pk": {"N": "1"}}}},
+             "The provided key element does not match the schema"),
+            ({"Update": {"TableName": hash_table, "Key": {"id": {"S": "x"}}, "UpdateExpression": "SET v = :v",
+                         "ExpressionAttributeValues": {":v": {"S": "y"}}}},
+             "The provided key element does not match the schema")):
+        second = {"Delete": {"TableName": hash_table, "Key": {"pk": {"L": []}}}}  # also wrong: only the first counts
+        text, reasons = cancelled(ddb, [failing, bad, failing, second])
+        assert reasons == [{"Code": "None"}, {"Code": "ValidationError", "Message": message}, {"Code": "None"},
+                           {"Code": "None"}]
+        assert text.endswith("[None, ValidationError, None, None]")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.transact_get_items(TransactItems=[{"Get": {"TableName": hash_table, "Key": key(a)}},
+                                              {"Get": {"TableName": hash_table, "Key": {"pk": {"N": "1"}}}}])
+    assert excinfo.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert excinfo.value.response["CancellationReasons"] == [
+        {"Code": "None"}, {"Code": "ValidationError", "Message": "The provided key element does not match the schema"}]
+    assert validation_error(ddb, [{"Put": {"TableName": hash_table, "Item": {"pk": {"S": ""}}}}]) == (
+        "ValidationException", "One or more parameter values are not valid. The AttributeValue for a key attribute "
+                               "cannot contain an empty string value. Key: pk")
 
 
 def test_get_over_4_mb(ddb, hash_table):

@@ -29,6 +29,23 @@ def invalid(detail: str) -> ValidationException:
     return ValidationException(_INVALID + detail)
 
 
+SCHEMA_MISMATCH = "The provided key element does not match the schema"
+
+
+class KeySchemaMismatch(ValidationException):
+    """A key, or a full item's key attributes (of the table or an index), that do not fit the key schema: an
+    attribute missing (`missing`) or of the wrong type. A refusal like any other, except in a transaction, which
+    DynamoDB cancels on it instead (an empty key value still refuses the whole request)."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+    @property
+    def type_name(self) -> str:
+        return self.namespace + "ValidationException"
+
+
 # --- keys ----------------------------------------------------------------------------------------------
 
 
@@ -62,13 +79,13 @@ def parse_key(meta: TableMeta, raw: Any) -> tuple[Item, StorageKey]:
     key = validate_item(raw, path="Key")
     names = meta.key_names
     if len(key) != len(names):
-        raise ValidationException("The provided key element does not match the schema")
+        raise KeySchemaMismatch(SCHEMA_MISMATCH)
     for attribute in (meta.hash_key, meta.range_key):
         if attribute is None:
             continue
         value = key.get(attribute.name)
         if value is None or attribute.type not in value:
-            raise ValidationException("The provided key element does not match the schema")
+            raise KeySchemaMismatch(SCHEMA_MISMATCH)
     return key, storage_key(meta, key)
 
 
@@ -79,10 +96,11 @@ def item_key(meta: TableMeta, item: Item) -> tuple[Item, StorageKey]:
             continue
         value = item.get(attribute.name)
         if value is None:
-            raise invalid(f"Missing the key {attribute.name} in the item")
+            raise KeySchemaMismatch(f"{_INVALID}Missing the key {attribute.name} in the item", missing=True)
         if attribute.type not in value:
             actual = next(iter(value))
-            raise invalid(f"Type mismatch for key {attribute.name} expected: {attribute.type} actual: {actual}")
+            raise KeySchemaMismatch(f"{_INVALID}Type mismatch for key {attribute.name} expected: {attribute.type} "
+                                    f"actual: {actual}")
     key = meta.key_of(item)
     return key, storage_key(meta, key)
 
@@ -240,8 +258,8 @@ def check_index_keys(meta: TableMeta, item: Item) -> None:
                 continue
             if attribute.type not in value:
                 actual = next(iter(value))
-                raise invalid(f"Type mismatch for Index Key {attribute.name} Expected: {attribute.type} "
-                              f"Actual: {actual} IndexName: {index.name}")
+                raise KeySchemaMismatch(f"{_INVALID}Type mismatch for Index Key {attribute.name} Expected: "
+                                        f"{attribute.type} Actual: {actual} IndexName: {index.name}")
             if attribute.type != "N" and value[attribute.type] == "":
                 raise empty_index_key(index, attribute)
             # A value of 256 characters or fewer cannot pass either limit (4 bytes a character at most).

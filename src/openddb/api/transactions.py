@@ -25,6 +25,7 @@ import orjson
 
 from openddb.api import validation as v
 from openddb.api.common import (
+    KeySchemaMismatch,
     capacity_with_indexes,
     check_index_keys,
     check_key_untouched,
@@ -153,8 +154,10 @@ def _condition(body: dict[str, Any], attrs: Any) -> Condition | None:
     return None if text is None else compile_condition(text, attrs, "ConditionExpression")
 
 
-def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tuple[_Action, int]:
-    """Validate one TransactItems entry as its single-item twin would be; returns it with its size in bytes."""
+def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tuple[_Action | None, int, str | None]:
+    """Validate one TransactItems entry as its single-item twin would be; returns it with its size in bytes, or
+    (None, size, message) if its key does not fit the key schema, which cancels the transaction rather than
+    refusing it (see `transact_write_items`)."""
     kinds = [kind for kind in _KINDS if entry is not None and entry.get(kind) is not None]
     if len(kinds) > 1:
         raise ValidationException("TransactItems can only contain one of Check, Put, Update or Delete")
@@ -168,16 +171,27 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     on_failure = body.get("ReturnValuesOnConditionCheckFailure")
     if kind == "Put":
         item = validate_item(body["Item"])
-        key_item, key = item_key(meta, item)
-        check_index_keys(meta, item)
+        mismatch = None
+        try:
+            key_item, key = item_key(meta, item)
+            check_index_keys(meta, item)
+        except KeySchemaMismatch as error:
+            mismatch = error.message
         size = item_size(item)
         if exceeds_item_size(meta, item, size):
             raise ValidationException("Item size has exceeded the maximum allowed size")
         attrs = expression_attributes(body, ("ConditionExpression",))
         condition = _condition(body, attrs)
         attrs.check_all_used()
-        return _Action(kind, meta, key_item, key, condition, on_failure, item=item), size
-    key_item, key = parse_key(meta, body["Key"])
+        if mismatch is not None:
+            return None, size, mismatch
+        return _Action(kind, meta, key_item, key, condition, on_failure, item=item), size, None
+    try:
+        key_item, key = parse_key(meta, body["Key"])
+    except KeySchemaMismatch as error:
+        mismatch = error.message
+    else:
+        mismatch = None
     update: Update | None = None
     if kind == "Update":
         attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"))
@@ -189,7 +203,9 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     condition = _condition(body, attrs)
     attrs.check_all_used()
     check_key_untouched(meta, update)
-    return _Action(kind, meta, key_item, key, condition, on_failure, update=update), item_size(key_item)
+    if mismatch is not None:
+        return None, 0, mismatch
+    return _Action(kind, meta, key_item, key, condition, on_failure, update=update), item_size(key_item), None
 
 
 def _request_digest(items: list[Any]) -> bytes:
@@ -291,6 +307,12 @@ def _collection_metrics(context: RequestContext, actions: list[_Action]) -> dict
     return metrics
 
 
+def _cancel_on_key(count: int, first: tuple[int, str]) -> None:
+    reasons = [_NONE] * count
+    reasons[first[0]] = {"Code": "ValidationError", "Message": first[1]}
+    raise TransactionCanceledException(reasons)
+
+
 def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_Action]) -> dict[str, Any]:
     """The answer to a repeat of a committed request: nothing is written; DynamoDB reports the reads it made."""
     mode = request.get("ReturnConsumedCapacity")
@@ -305,10 +327,19 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     v.validate(TRANSACT_WRITE_ITEMS, request)
     actions: list[_Action] = []
     total_size = 0
-    for entry in request["TransactItems"]:
-        action, size = _parse_action(context, entry)
-        actions.append(action)
+    mismatches: list[tuple[int, str]] = []
+    for position, entry in enumerate(request["TransactItems"]):
+        action, size, mismatch = _parse_action(context, entry)
+        if action is None:
+            assert mismatch is not None
+            mismatches.append((position, mismatch))
+        else:
+            actions.append(action)
         total_size += size
+    if mismatches:
+        # A key that does not fit the schema cancels the transaction before duplicates or conditions are looked
+        # at: the first such action carries the reason, every other one None (captured against DynamoDB).
+        _cancel_on_key(len(request["TransactItems"]), mismatches[0])
     targets = {(a.meta.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
     if len(targets) != len(actions):
         raise ValidationException(MULTIPLE_OPERATIONS)
@@ -351,15 +382,22 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
     v.validate(TRANSACT_GET_ITEMS, request)
     gets: list[tuple[TableMeta, StorageKey]] = []
     projections: list[Projection | None] = []
-    for entry in request["TransactItems"]:
+    mismatches: list[tuple[int, str]] = []
+    for position, entry in enumerate(request["TransactItems"]):
         body = entry["Get"]
         meta = context.table(body["TableName"])
-        _, key = parse_key(meta, body["Key"])
+        try:
+            _, key = parse_key(meta, body["Key"])
+        except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
+            mismatches.append((position, error.message or ""))
         attrs = expression_attributes(body, ("ProjectionExpression",))
         text = expression_text(body, "ProjectionExpression")
         projections.append(None if text is None else compile_projection(text, attrs))
         attrs.check_all_used()
-        gets.append((meta, key))
+        if not mismatches:
+            gets.append((meta, key))
+    if mismatches:
+        _cancel_on_key(len(request["TransactItems"]), mismatches[0])
     rows = context.engine.get_many(gets)
     if sum(row.size for row in rows if row is not None) > MAX_TRANSACTION_BYTES:
         raise ValidationException(TOO_LARGE)
