@@ -118,6 +118,10 @@ def test_gsi_query_with_an_empty_key_value(ddb, shop):
     assert error_of(excinfo) == ("ValidationException", "One or more parameter values are not valid. A value specified "
                                  "for a secondary index key is not supported. The AttributeValue for a key attribute "
                                  "cannot contain an empty string value. IndexName: byStatus, IndexKey: status")
+    with pytest.raises(ClientError) as excinfo:  # an index's sort-key operand likewise
+        ddb.query(TableName=shop, IndexName="byPlaced", KeyConditionExpression="pk = :p AND placed > :e",
+                  ExpressionAttributeValues=values(p="c1", e=""))
+    assert error_of(excinfo)[1].endswith("empty string value. IndexName: byPlaced, IndexKey: placed")
 
 
 def test_lsi_query_fetches_from_table(ddb, shop):

@@ -403,3 +403,17 @@ def test_binary_keys_round_trip_in_last_evaluated_key(ddb):
     got = pages(ddb.query, TableName=name, KeyConditionExpression="pk = :p",
                 ExpressionAttributeValues={":p": {"B": b"\xff"}}, Limit=2)
     assert [i["sk"]["B"] for page in got for i in page["Items"]] == sorted(values)
+
+
+@pytest.mark.parametrize("condition", ["sk = :e", "sk > :e", "begins_with(sk, :e)", "sk BETWEEN :e AND :a"])
+def test_empty_sort_key_operand_is_refused(ddb, table, condition):
+    """An empty string as a sort-key operand is refused as an empty key value is (DynamoDB refuses it when it reads
+    the key condition); the partition key's emptiness is reported first."""
+    values = {":p": {"S": "p"}, ":e": {"S": ""}, ":a": {"S": "a"}}
+    assert fails(ddb.query, TableName=table, KeyConditionExpression=f"pk = :p AND {condition}",
+                 ExpressionAttributeValues={n: v for n, v in values.items() if n in f":p {condition}"}) == (
+        "ValidationException", "One or more parameter values are not valid. The AttributeValue for a key attribute "
+                               "cannot contain an empty string value. Key: sk")
+    used = {name: value for name, value in values.items() if name in condition}
+    assert fails(ddb.query, TableName=table, KeyConditionExpression=f"pk = :e AND {condition}",
+                 ExpressionAttributeValues=used)[1].endswith("Key: pk")

@@ -49,14 +49,19 @@ class KeySchemaMismatch(ValidationException):
 # --- keys ----------------------------------------------------------------------------------------------
 
 
+def empty_key(name: str, value: AttributeValue) -> ValidationException:
+    """An empty S or B value for the key attribute `name`. (DynamoDB words this one "are not valid." rather than
+    "were invalid:".)"""
+    return ValidationException("One or more parameter values are not valid. The AttributeValue for a key "
+                               f"attribute cannot contain an empty {'string' if 'S' in value else 'binary'} "
+                               f"value. Key: {name}")
+
+
 def _key_bytes(name: str, value: AttributeValue, limit: int, is_hash: bool) -> bytes:
     encoded = encode_key(value)
     raw_length = len(encoded) if "N" not in value else len(value["N"])
     if raw_length == 0:
-        # Real DynamoDB words this one "are not valid." rather than "were invalid:".
-        raise ValidationException("One or more parameter values are not valid. The AttributeValue for a key "
-                                  f"attribute cannot contain an empty {'string' if 'S' in value else 'binary'} "
-                                  f"value. Key: {name}")
+        raise empty_key(name, value)
     if "N" not in value and raw_length > limit:
         if is_hash:
             raise invalid(f"Size of hashkey has exceeded the maximum size limit of{limit} bytes")

@@ -153,6 +153,10 @@ def key_range(index: IndexMeta, text: str, attrs: ExpressionAttributes) -> Index
     for attribute, value in zip(index.hash_keys, hash_values, strict=True):
         if index.is_global and attribute.type != "N" and value[attribute.type] == "":
             raise empty_index_key(index, attribute)  # (an LSI's is the table's partition key)
+    for attribute, (_, values) in zip(index.range_keys, clauses, strict=False):
+        for value in values:  # an empty sort-key operand, as for the table's (see reads.sort_range)
+            if attribute.type != "N" and value[attribute.type] == "":
+                raise empty_index_key(index, attribute)
     key_value_bytes(index.hash_keys[0].name, hash_values[0], is_hash=True)  # oversize checks
     pk = encode_parts(hash_values)
     multi = len(index.range_keys) > 1

@@ -19,6 +19,7 @@ import orjson
 from openddb.api import validation as v
 from openddb.api.common import (
     consumed_capacity,
+    empty_key,
     expression_attributes,
     expression_text,
     invalid,
@@ -357,6 +358,10 @@ def sort_range(meta: TableMeta, op: str | None, values: tuple[AttributeValue, ..
     for value in values:
         if meta.range_key.type not in value:
             raise invalid(_TYPE_MISMATCH)
+        # An empty sort-key operand is refused as an empty key is (DynamoDB refuses it when it reads the key
+        # condition, as reported in ministack PR 1067; the wording is the partition key's).
+        if value.get("S") == "" or value.get("B") == "":
+            raise empty_key(meta.range_key.name, value)
     encoded = [encode_key(value) for value in values]
     first = encoded[0]
     if op == "=":
@@ -408,8 +413,8 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     attrs.check_all_used()
     if meta.hash_key.type not in condition.hash_value:
         raise invalid(_TYPE_MISMATCH)
-    sort = sort_range(meta, condition.range_op, condition.range_values)
     pk = key_value_bytes(meta.hash_key.name, condition.hash_value, is_hash=True)
+    sort = sort_range(meta, condition.range_op, condition.range_values)
     h = partition_hash(pk)
     forward = request.get("ScanIndexForward", True) is not False
     after: bytes | None = None
