@@ -237,3 +237,17 @@ def test_get_sixteen_megabytes(ddb):
     rest = ddb.batch_get_item(RequestItems=response["UnprocessedKeys"])
     assert rest["UnprocessedKeys"] == {}
     assert sorted(i["pk"]["S"] for i in got + rest["Responses"][name]) == [f"k{i:02d}" for i in range(44)]
+
+
+def test_get_checks_every_table_part_before_looking_tables_up(ddb):
+    """Duplicate keys and a wrong projection are reported even beside (or in) a missing table, whatever the order
+    of the tables (DynamoDB checks them first, captured in ExtendDB PR 192)."""
+    table = create_table(ddb, range_type=None)
+    duplicated = {"Keys": [{"pk": {"S": "a"}}, {"pk": {"S": "a"}}]}
+    for request_items in ({"no-such-table": duplicated},
+                          {"no-such-table": {"Keys": [{"pk": {"S": "a"}}]}, table: duplicated}):
+        assert fails(ddb.batch_get_item, RequestItems=request_items) == (
+            "ValidationException", "Provided list of item keys contains duplicates")
+    code, message = fails(ddb.batch_get_item, RequestItems={
+        "no-such-table": {"Keys": [{"pk": {"S": "a"}}], "ProjectionExpression": "a, a"}})
+    assert code == "ValidationException" and message.startswith("Invalid ProjectionExpression: Two document paths")

@@ -657,13 +657,19 @@ def test_scan_legacy_errors(ddb, numbers, params, message):
 
 
 def test_batch_get_item_attributes_to_get(ddb, numbers, hash_table, sample):
-    """BatchGetItem accepts AttributesToGet per table, beside tables using ProjectionExpression."""
+    """BatchGetItem accepts AttributesToGet per table; one table's AttributesToGet beside another's
+    ProjectionExpression mixes the two forms in one request (captured against DynamoDB, ExtendDB PR 178)."""
     response = ddb.batch_get_item(RequestItems={
         numbers: {"Keys": [{"pk": {"S": "p"}, "sk": {"N": "2"}}], "AttributesToGet": ["v", "sk"]},
-        hash_table: {"Keys": [{"pk": {"S": sample}}], "ProjectionExpression": "s"},
+        hash_table: {"Keys": [{"pk": {"S": sample}}], "AttributesToGet": ["s"]},
     })
     assert response["Responses"][numbers] == [{"sk": {"N": "2"}, "v": {"N": "20"}}]
     assert response["Responses"][hash_table] == [{"s": SAMPLE["s"]}]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.batch_get_item(RequestItems={
+            numbers: {"Keys": [{"pk": {"S": "p"}, "sk": {"N": "2"}}], "AttributesToGet": ["v", "sk"]},
+            hash_table: {"Keys": [{"pk": {"S": sample}}], "ProjectionExpression": "s"}})
+    assert error_of(excinfo) == ("ValidationException", mixing("AttributesToGet", "ProjectionExpression"))
 
 
 def test_batch_get_item_mixing(ddb, numbers):

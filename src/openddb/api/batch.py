@@ -81,12 +81,21 @@ class _TableGet:
     keys: list[tuple[Item, StorageKey]] = field(default_factory=list)
 
 
-def _table_get(context: RequestContext, name: str, spec: dict[str, Any]) -> _TableGet:
-    meta = context.table(name)
+def _checked_spec(spec: dict[str, Any]) -> Projection | None:
+    """What a table's part of a BatchGetItem says in itself, checked before any table is looked up (as DynamoDB
+    does, captured in ExtendDB PR 192): its projection, and no key given twice (compared as sent)."""
     attrs = expression_attributes(spec, ("ProjectionExpression",))
     text = expression_text(spec, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
     attrs.check_all_used()
+    sent = [orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) for raw in spec["Keys"]]
+    if len(set(sent)) != len(sent):
+        raise ValidationException(_DUPLICATES)
+    return projection
+
+
+def _table_get(context: RequestContext, name: str, spec: dict[str, Any], projection: Projection | None) -> _TableGet:
+    meta = context.table(name)
     part = _TableGet(name, meta, spec, projection, bool(spec.get("ConsistentRead")))
     seen: set[StorageKey] = set()
     for raw in spec["Keys"]:
@@ -112,7 +121,9 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
     request_items: dict[str, Any] = request["RequestItems"]
     if sum(len(spec["Keys"]) for spec in request_items.values()) > MAX_GET_KEYS:
         raise ValidationException("Too many items requested for the BatchGetItem call")
-    parts = [_table_get(context, name, spec) for name, spec in request_items.items()]
+    projections = [_checked_spec(spec) for spec in request_items.values()]
+    parts = [_table_get(context, name, spec, projection)
+             for (name, spec), projection in zip(request_items.items(), projections, strict=True)]
     rows = context.engine.get_many([(part.meta, key) for part in parts for _, key in part.keys])
 
     responses: dict[str, list[Item]] = {part.name: [] for part in parts}

@@ -512,6 +512,11 @@ def _batch_get_item(request: dict[str, Any]) -> dict[str, Any]:
     if not any(isinstance(entry, dict) and entry.get("AttributesToGet") is not None for entry in tables.values()):
         return request
     v.validate(_batch_get_shape(), request)
+    # One table's AttributesToGet and another's ProjectionExpression mix the two forms in one request too
+    # (captured against DynamoDB, ExtendDB PR 178).
+    members = ("AttributesToGet", "ProjectionExpression")
+    _check_not_mixed({m: True for m in members if any(entry.get(m) is not None for entry in tables.values())},
+                     members[:1], members[1:])
     rewritten = {table: _attributes_to_get(entry) if entry.get("AttributesToGet") is not None else entry
                  for table, entry in tables.items()}
     return {**request, "RequestItems": rewritten}
