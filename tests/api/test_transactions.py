@@ -503,6 +503,18 @@ def test_get_validation(server, ddb, hash_table):
         "ValidationException", "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}")
 
 
+def test_get_projection_keeping_nothing_answers_an_empty_response(ddb, hash_table):
+    """TransactGetItems answers {} for an item its projection keeps nothing of (GetItem answers Item {}), as
+    captured against DynamoDB."""
+    a = unique_name("k")
+    ddb.put_item(TableName=hash_table, Item={**key(a), "n": {"N": "1"}})
+    response = ddb.transact_get_items(TransactItems=[
+        {"Get": {"TableName": hash_table, "Key": key(a), "ProjectionExpression": "absent"}},
+        {"Get": {"TableName": hash_table, "Key": key(a), "ProjectionExpression": "n"}}])
+    assert response["Responses"] == [{}, {"Item": {"n": {"N": "1"}}}]
+    assert ddb.get_item(TableName=hash_table, Key=key(a), ProjectionExpression="absent")["Item"] == {}
+
+
 def test_keys_that_do_not_fit_the_schema_cancel(ddb, hash_table):
     """A key of the wrong type, non-scalar or missing a key attribute cancels the transaction (it is not refused):
     the first such action carries a ValidationError, every other one None, ahead of duplicates and conditions.

@@ -212,11 +212,10 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
                 item = validate_item(put["Item"])
                 try:
                     _, key = item_key(meta, item)
-                except KeySchemaMismatch as error:
-                    if error.missing:
-                        raise
-                    # A wrong-typed table key is answered with the key-only wording here (captured against
-                    # DynamoDB in four regions, as reported in paritysuite/dynamodb-conformance PRs 46 and 60).
+                except KeySchemaMismatch:
+                    # A table key missing, wrong-typed or non-scalar is answered with the key-only wording here
+                    # (captured against DynamoDB, as reported in paritysuite/dynamodb-conformance PRs 46 and 60
+                    # and dynoxide issue 39).
                     raise ValidationException(SCHEMA_MISMATCH) from None
                 check_index_keys(meta, item)
                 if exceeds_item_size(meta, item):

@@ -34,12 +34,9 @@ SCHEMA_MISMATCH = "The provided key element does not match the schema"
 
 class KeySchemaMismatch(ValidationException):
     """A key, or a full item's key attributes (of the table or an index), that do not fit the key schema: an
-    attribute missing (`missing`) or of the wrong type. A refusal like any other, except in a transaction, which
-    DynamoDB cancels on it instead (an empty key value still refuses the whole request)."""
-
-    def __init__(self, message: str, missing: bool = False) -> None:
-        super().__init__(message)
-        self.missing = missing
+    attribute missing or of the wrong type. A refusal like any other, except in a transaction, which DynamoDB
+    cancels on it instead (an empty key value still refuses the whole request), and in BatchWriteItem, which words
+    it as a key mismatch."""
 
     @property
     def type_name(self) -> str:
@@ -101,7 +98,7 @@ def item_key(meta: TableMeta, item: Item) -> tuple[Item, StorageKey]:
             continue
         value = item.get(attribute.name)
         if value is None:
-            raise KeySchemaMismatch(f"{_INVALID}Missing the key {attribute.name} in the item", missing=True)
+            raise KeySchemaMismatch(f"{_INVALID}Missing the key {attribute.name} in the item")
         if attribute.type not in value:
             actual = next(iter(value))
             raise KeySchemaMismatch(f"{_INVALID}Type mismatch for key {attribute.name} expected: {attribute.type} "

@@ -406,8 +406,10 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
         if row is None:
             responses.append({})
             continue
-        responses.append({"Item": orjson.Fragment(row.data) if projection is None
-                          else projection.apply(orjson.loads(row.data))})
+        item = orjson.Fragment(row.data) if projection is None else projection.apply(orjson.loads(row.data))
+        # A projection that keeps nothing answers {}, not {"Item": {}} as GetItem does (captured against
+        # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
+        responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
