@@ -11,6 +11,7 @@ import unicodedata
 from typing import Any
 
 from openddb.api import validation as v
+from openddb.api.common import invalid
 from openddb.api.context import RequestContext
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import TableMeta
@@ -27,20 +28,16 @@ LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=128
                       "NextToken": v.Str()})
 
 
-def _invalid(detail: str) -> ValidationException:
-    return ValidationException(f"One or more parameter values were invalid: {detail}")
-
-
 def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
     """The table a tag request's ResourceArn names, refused in DynamoDB's words when it names none."""
     if not arn.startswith("arn:"):
-        raise _invalid(f"ARNs must start with 'arn:': {arn}")
+        raise invalid(f"ARNs must start with 'arn:': {arn}")
     parts = arn.split(":", 5)
     resource = parts[5].split("/") if len(parts) == 6 else []
     if parts[2:3] != ["dynamodb"] or len(resource) < 2 or resource[0] != "table" or resource[2:3] == ["backup"]:
-        raise _invalid(f"Provided Arn is not a DynamoDB resource arn: {arn}")
+        raise invalid(f"Provided Arn is not a DynamoDB resource arn: {arn}")
     if resource[2:3] == ["index"]:
-        raise _invalid(f"Invalid resource arn provided, only table or stream is accepted. Provided resource arn: {arn}")
+        raise invalid(f"Invalid resource arn provided, only table or stream is accepted. Provided resource arn: {arn}")
     if parts[3] != context.region:
         raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
     meta = context.engine.get_table(resource[1]) if len(resource) == 2 else None  # (no streams here)
