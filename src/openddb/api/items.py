@@ -39,8 +39,10 @@ from openddb.storage.base import StorageKey, WriteOp, WriteResult
 # DynamoDB lists the enum members in this (hash-set) order in its validation message.
 _RETURN_VALUES = v.Str(enum=("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW"))
 _ON_CONDITION_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
-# PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB's wording for the others.
+# PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB words the refusal differently for each (PutItem:
+# taoensso/faraday #64; DeleteItem, as of 2024: boto3 #4339).
 _INVALID_RETURN_VALUES = "Return values set to invalid value"
+_DELETE_RETURN_VALUES = "ReturnValues can only be ALL_OLD or NONE"
 _LEGACY = {"Expected": v.Any_(), "ConditionalOperator": v.Str(enum=("AND", "OR"))}
 
 PUT_ITEM = v.Struct({
@@ -225,7 +227,7 @@ def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException(_INVALID_RETURN_VALUES)
+        raise ValidationException(_DELETE_RETURN_VALUES)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
