@@ -428,7 +428,11 @@ def test_billing_switch_refusals_with_an_index(ddb):
     ddb.create_table(TableName=name, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
                      BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[gsi("gs1", "g", ranges=0)])
     units = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    create = {**gsi("gs2", "g", ranges=0), "ProvisionedThroughput": units}
     for members, message in (
+            ({"AttributeDefinitions": defs(g="S"), "GlobalSecondaryIndexUpdates": [{"Create": create}]},
+             "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified for index: gs2 when BillingMode is "
+             "PAY_PER_REQUEST"),
             ({"BillingMode": "PROVISIONED"}, "ProvisionedThroughput must be specified when BillingMode is PROVISIONED"),
             ({"BillingMode": "PROVISIONED", "ProvisionedThroughput": units},
              "ProvisionedThroughput must be specified for index: gs1"),

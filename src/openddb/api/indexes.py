@@ -182,9 +182,12 @@ def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
                       creating_table: bool = False) -> tuple[int, int]:
     throughput = spec.get("ProvisionedThroughput")
     if billing_mode == "PAY_PER_REQUEST":
-        if throughput is not None:
-            raise _invalid(f"ProvisionedThroughput should not be specified for index: {name} when BillingMode is "
-                           "PAY_PER_REQUEST")
+        if throughput is not None:  # CreateTable and UpdateTable's Create action word this differently too
+            if creating_table:
+                raise _invalid(f"ProvisionedThroughput should not be specified for index: {name} when BillingMode "
+                               "is PAY_PER_REQUEST")
+            raise _invalid(f"Neither ReadCapacityUnits nor WriteCapacityUnits can be specified for index: {name} "
+                           "when BillingMode is PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
         # CreateTable and UpdateTable's Create action word this differently.
