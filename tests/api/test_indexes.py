@@ -519,3 +519,19 @@ def test_gsi_throughput_limits_refused_at_creation(ddb, billing, index, message)
     refusal = rejected(ddb, AttributeDefinitions=defs(pk="S", g="S"), KeySchema=schema("pk", ranges=0),
                        GlobalSecondaryIndexes=[{**gsi("gs1", "g", ranges=0), **index}], **billing)
     assert refusal[0] == "ValidationException" and refusal[1].startswith(INVALID + message)
+
+
+def test_undefined_index_key_is_refused_before_unused_definitions(ddb):
+    """An index key attribute without a definition is reported before definitions no key uses, listing the
+    index's key schema and the definitions in Java HashSet order (the recorded answer, agno issue 4769, to a
+    request defining the attributes in this order)."""
+    names = ["status_message", "metadata", "description", "created_at", "access_count", "external_id", "type",
+             "size", "updated_at", "name", "id", "linked_to", "status"]
+    definitions = [{"AttributeName": n, "AttributeType": "N" if n == "created_at" else "S"} for n in names]
+    refusal = rejected(ddb, AttributeDefinitions=definitions, KeySchema=schema("id", ranges=0),
+                       GlobalSecondaryIndexes=[gsi("user_idx", "user_id", "created_at"),
+                                               gsi("type_idx", "type", "created_at"),
+                                               gsi("status_idx", "status", "created_at")])
+    assert refusal == ("ValidationException", INVALID + "Some index key attributes are not defined in "
+                       "AttributeDefinitions. Keys: [user_id, created_at], AttributeDefinitions: [" + ", ".join(names)
+                       + "]")

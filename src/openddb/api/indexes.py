@@ -240,10 +240,15 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
     if lsis == []:
         raise _invalid("List of LocalSecondaryIndexes is empty")
     gsis, lsis = gsis or [], lsis or []
-    # An attribute defined but used by no key is refused before any other index rule is looked at.
+    # An index key attribute without a definition is refused first, then an attribute defined but used by no key,
+    # before any other index rule is looked at (both recorded against DynamoDB).
     used = [hash_key.name] + ([range_key.name] if range_key else [])
     for spec in lsis + gsis:
         used += [element["AttributeName"] for element in spec["KeySchema"]]
+    for spec in lsis + gsis:
+        keys = [element["AttributeName"] for element in spec["KeySchema"]]
+        if any(name not in types for name in keys) and len(types) >= len(set(used)):
+            raise undefined_keys(keys, list(types))
     if set(types) - set(used):
         raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(types)}], "
                        f"keys used: [{', '.join(java_hash_set_order(used))}]")
@@ -276,6 +281,14 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
         indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1, creating_table=True))
     _check_projected_total(indexes)
     return indexes
+
+
+def undefined_keys(keys: list[str], defined: list[str]) -> ValidationException:
+    """A key schema naming an attribute AttributeDefinitions lacks: both lists in Java HashSet order, as DynamoDB
+    prints them (recorded: 'Keys: [user_id, created_at], AttributeDefinitions: [status_message, metadata, ...]')."""
+    return _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
+                    f"[{', '.join(java_hash_set_order(keys))}], AttributeDefinitions: "
+                    f"[{', '.join(java_hash_set_order(defined))}]")
 
 
 def _java_string_hash(text: str) -> int:

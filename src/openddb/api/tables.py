@@ -133,12 +133,11 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
             raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
         if schema[0]["AttributeName"] == schema[1]["AttributeName"]:
             raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
-    missing = [element["AttributeName"] for element in schema if element["AttributeName"] not in types]
-    if missing:
+    keys = [element["AttributeName"] for element in schema]
+    if any(name not in types for name in keys):
         if len(types) < len(schema):
             raise ValidationException("Invalid KeySchema: Some index key attribute have no definition")
-        raise _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
-                       f"[{', '.join(sorted(missing))}], AttributeDefinitions: [{', '.join(sorted(types))}]")
+        raise ix.undefined_keys(keys, list(types))
     hash_key = KeyAttribute(schema[0]["AttributeName"], types[schema[0]["AttributeName"]])
     range_key = None
     if len(schema) == 2:
