@@ -189,9 +189,10 @@ def test_get_validation(ddb, tables):
 
 
 def test_get_empty_request_items(server):
-    """An empty RequestItems map gets DynamoDB's required-parameter message."""
+    """An empty RequestItems map is a constraint violation, worded as DynamoDB words it now."""
     assert raw_error(server, "BatchGetItem", {"RequestItems": {}}) == (
-        "ValidationException", "The requestItems parameter is required for BatchGetItem")
+        "ValidationException", "1 validation error detected: Value at 'RequestItems' failed to satisfy constraint: "
+                               "Member must have length greater than or equal to 1")
 
 
 def test_get_hundred_keys(ddb, tables):

@@ -116,7 +116,10 @@ def _unprocessed_entry(part: _TableGet) -> dict[str, Any]:
 
 def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if request.get("RequestItems") == {}:
-        raise ValidationException("The requestItems parameter is required for BatchGetItem")
+        # As DynamoDB has answered since 2026 in all regions but one (dynoxide PR 198); BatchWriteItem keeps "The
+        # requestItems parameter is required for BatchWriteItem".
+        raise ValidationException("1 validation error detected: Value at 'RequestItems' failed to satisfy constraint: "
+                                  "Member must have length greater than or equal to 1")
     v.validate(BATCH_GET_ITEM, request)
     request_items: dict[str, Any] = request["RequestItems"]
     if sum(len(spec["Keys"]) for spec in request_items.values()) > MAX_GET_KEYS:
