@@ -10,6 +10,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.test_indexes import defs, gsi, schema
 from tests.api.test_protocol import call
 from tests.conftest import create_table, unique_name
 
@@ -608,14 +609,8 @@ def test_query_filter_on_key_attribute(ddb, numbers):
 def test_query_filter_on_an_index_key_attribute(ddb):
     """The same on an index: the member is named QueryFilter there too."""
     name = unique_name()
-    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                           {"AttributeName": "g", "AttributeType": "S"},
-                                           {"AttributeName": "gs", "AttributeType": "N"}],
-                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                     GlobalSecondaryIndexes=[{"IndexName": "byG", "Projection": {"ProjectionType": "ALL"},
-                                              "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"},
-                                                            {"AttributeName": "gs", "KeyType": "RANGE"}]}])
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", g="S", gs="N"),
+                     KeySchema=schema("pk", ranges=0), GlobalSecondaryIndexes=[gsi("byG", "g", "gs")])
     with pytest.raises(ClientError) as excinfo:
         ddb.query(TableName=name, IndexName="byG", KeyConditions={"g": cond("EQ", {"S": "x"})},
                   QueryFilter={"gs": cond("GT", {"N": "1"})})
