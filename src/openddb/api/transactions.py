@@ -327,19 +327,18 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     v.validate(TRANSACT_WRITE_ITEMS, request)
     actions: list[_Action] = []
     total_size = 0
-    mismatches: list[tuple[int, str]] = []
+    first_mismatch: tuple[int, str] | None = None
     for position, entry in enumerate(request["TransactItems"]):
         action, size, mismatch = _parse_action(context, entry)
-        if action is None:
-            assert mismatch is not None
-            mismatches.append((position, mismatch))
-        else:
+        if action is not None:
             actions.append(action)
+        elif first_mismatch is None:
+            first_mismatch = (position, mismatch or "")
         total_size += size
-    if mismatches:
+    if first_mismatch is not None:
         # A key that does not fit the schema cancels the transaction before duplicates or conditions are looked
         # at: the first such action carries the reason, every other one None (captured against DynamoDB).
-        _cancel_on_key(len(request["TransactItems"]), mismatches[0])
+        _cancel_on_key(len(request["TransactItems"]), first_mismatch)
     targets = {(a.meta.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
     if len(targets) != len(actions):
         raise ValidationException(MULTIPLE_OPERATIONS)
@@ -383,22 +382,22 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
     v.validate(TRANSACT_GET_ITEMS, request)
     gets: list[tuple[TableMeta, StorageKey]] = []
     projections: list[Projection | None] = []
-    mismatches: list[tuple[int, str]] = []
+    first_mismatch: tuple[int, str] | None = None
     for position, entry in enumerate(request["TransactItems"]):
         body = entry["Get"]
         meta = context.table(body["TableName"])
         try:
             _, key = parse_key(meta, body["Key"])
         except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
-            mismatches.append((position, error.message or ""))
+            first_mismatch = first_mismatch or (position, error.message or "")
         attrs = expression_attributes(body, ("ProjectionExpression",))
         text = expression_text(body, "ProjectionExpression")
         projections.append(None if text is None else compile_projection(text, attrs))
         attrs.check_all_used()
-        if not mismatches:
+        if first_mismatch is None:
             gets.append((meta, key))
-    if mismatches:
-        _cancel_on_key(len(request["TransactItems"]), mismatches[0])
+    if first_mismatch is not None:
+        _cancel_on_key(len(request["TransactItems"]), first_mismatch)
     rows = context.engine.get_many(gets)
     if sum(row.size for row in rows if row is not None) > MAX_TRANSACTION_BYTES:
         raise ValidationException(TOO_LARGE)
