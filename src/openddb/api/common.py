@@ -345,7 +345,7 @@ def counted(engine: Engine, meta: TableMeta, index: IndexMeta | None = None) -> 
     figures = engine.table_stats(meta) if index is None else engine.index_stats(meta, index)
     spent = time.monotonic() - started
     if spent > _SLOW_COUNT:
-        for stale in [key for key, (until, _) in _COUNTS.items() if until <= started]:
+        for stale in [cached for cached, (until, _) in _COUNTS.items() if until <= started]:
             del _COUNTS[stale]
         _COUNTS[key] = (started + spent / _COUNT_SHARE, figures)
     return figures
