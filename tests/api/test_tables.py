@@ -319,9 +319,114 @@ def test_table_class_standard_on_a_table_without_one(ddb):
     name = create_table(ddb)
     ddb.update_table(TableName=name, TableClass="STANDARD")
     assert "TableClassSummary" not in ddb.describe_table(TableName=name)["Table"]
+    other = create_table(ddb)
+    ddb.update_table(TableName=other, TableClass="STANDARD_INFREQUENT_ACCESS")
+    ddb.update_table(TableName=other, TableClass="STANDARD")
+    summary = ddb.describe_table(TableName=other)["Table"]["TableClassSummary"]
+    assert summary["TableClass"] == "STANDARD" and "LastUpdateDateTime" in summary
+
+
+def test_table_class_updates_limited_to_two_in_thirty_days(ddb):
+    """The third setting of a class (the same one counts too) is refused, and changes nothing."""
+    name = create_table(ddb)
     ddb.update_table(TableName=name, TableClass="STANDARD_INFREQUENT_ACCESS")
-    ddb.update_table(TableName=name, TableClass="STANDARD")
-    assert ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]["TableClass"] == "STANDARD"
+    ddb.update_table(TableName=name, TableClass="STANDARD_INFREQUENT_ACCESS")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, TableClass="STANDARD")
+    assert error_of(excinfo) == ("LimitExceededException", "Subscriber limit exceeded: Updates to TableClass are "
+                                 "limited to 2 times in 30 day(s).")
+    assert ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]["TableClass"] == \
+        "STANDARD_INFREQUENT_ACCESS"
+
+
+def _provisioned(ddb, read: int, write: int, **members) -> str:
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=members.pop("AttributeDefinitions", DEFS), KeySchema=SCHEMA,
+                     ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": write}, **members)
+    return name
+
+
+def test_four_decreases_a_day_then_one_an_hour(ddb):
+    """The fifth decrease of a UTC day within an hour of the fourth is refused in DynamoDB's words, naming the
+    next allowed time; the refusal counts nothing. An increase is still taken, a mixed change is a decrease."""
+    name = _provisioned(ddb, 10, 10)
+    for units in (9, 8, 7, 6):
+        answer = ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": units,
+                                                                         "WriteCapacityUnits": 10})
+        # The answer counts the decreases as before the change, but shows the new time of the last one.
+        assert answer["TableDescription"]["ProvisionedThroughput"]["NumberOfDecreasesToday"] == 9 - units
+        assert "LastDecreaseDateTime" in answer["TableDescription"]["ProvisionedThroughput"]
+    described = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert (described["NumberOfDecreasesToday"], described["ReadCapacityUnits"]) == (4, 6)
+    for read, write in ((5, 10), (7, 9)):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": read,
+                                                                    "WriteCapacityUnits": write})
+        kind, message = error_of(excinfo)
+        assert kind == "LimitExceededException"
+        assert re.fullmatch(
+            r"Subscriber limit exceeded: Provisioned throughput decreases are limited within a given UTC day\. "
+            r"After the first 4 decreases, each subsequent decrease in the same UTC day can be performed at most "
+            r"once every 3600 seconds\. Number of decreases today: 4\. "
+            r"Last decrease at \w+day, \w+ \d{1,2}, \d{4} at \d{1,2}:\d\d:\d\d [AP]M Coordinated Universal Time\. "
+            r"Next decrease can be made at \w+day, \w+ \d{1,2}, \d{4} at \d{1,2}:\d\d:\d\d [AP]M "
+            r"Coordinated Universal Time", message), message
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 8, "WriteCapacityUnits": 10})
+    described = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert (described["NumberOfDecreasesToday"], described["ReadCapacityUnits"]) == (4, 8)
+
+
+def test_index_decreases_have_their_own_budget(ddb):
+    definitions = [*DEFS, {"AttributeName": "g", "AttributeType": "S"}]
+    name = _provisioned(ddb, 10, 10, AttributeDefinitions=definitions, GlobalSecondaryIndexes=[{
+        "IndexName": "byg", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"},
+        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10}}])
+
+    def lower_index(units: int) -> dict:
+        return ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {
+            "IndexName": "byg", "ProvisionedThroughput": {"ReadCapacityUnits": units, "WriteCapacityUnits": 10}}}])
+
+    for units in (9, 8, 7, 6):
+        lower_index(units)
+    with pytest.raises(ClientError) as excinfo:
+        lower_index(5)
+    assert error_of(excinfo)[0] == "LimitExceededException"
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 9, "WriteCapacityUnits": 10})
+    index = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (index["NumberOfDecreasesToday"], index["ReadCapacityUnits"]) == (4, 6)
+
+
+@pytest.mark.parametrize(("read", "write", "gsi", "message"), [
+    (40001, 1, None, "The requested ReadCapacityUnits, 40001, is above the per table maximum for the account in "
+                     "us-east-1. Per table maximum: 40000."),
+    (1, 40001, None, "The requested WriteCapacityUnits, 40001, is above the per table maximum for the account in "
+                     "us-east-1. Per table maximum: 40000."),
+    (30000, 1, (10001, 1), "The requested ReadCapacityUnits, 40001, is above the per table maximum for the account "
+                           "in us-east-1. Per table maximum: 40000."),
+])
+def test_per_table_throughput_quota_counts_global_indexes(ddb, read, write, gsi, message):
+    """40,000 units for a table together with its global indexes, worded as DynamoDB words it."""
+    members: dict = {}
+    if gsi:
+        members = {"AttributeDefinitions": [*DEFS, {"AttributeName": "g", "AttributeType": "S"}],
+                   "GlobalSecondaryIndexes": [{
+                       "IndexName": "byg", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                       "Projection": {"ProjectionType": "ALL"},
+                       "ProvisionedThroughput": {"ReadCapacityUnits": gsi[0], "WriteCapacityUnits": gsi[1]}}]}
+    with pytest.raises(ClientError) as excinfo:
+        _provisioned(ddb, read, write, **members)
+    assert error_of(excinfo) == ("LimitExceededException", message + " Refer to the Amazon DynamoDB Developer Guide "
+                                 "for current limits and how to request higher limits.")
+
+
+def test_throughput_quota_on_update(ddb):
+    name = _provisioned(ddb, 40000, 1)
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 40000,
+                                                                "WriteCapacityUnits": 40001})
+    assert error_of(excinfo)[1].startswith("The requested WriteCapacityUnits, 40001, is above the per table maximum")
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 40000, "WriteCapacityUnits": 40000})
 
 
 def test_attribute_definitions_and_projected_attributes_described_by_name(ddb):

@@ -308,17 +308,81 @@ def item_collection_metrics(engine: Any, meta: TableMeta, key_item: Item, key: S
 # --- provisioned throughput --------------------------------------------------------------------------------
 
 MAX_THROUGHPUT = 40_000  # the default per-table (and per-index) quota of read and of write capacity units
+_HIGHER_LIMITS = "Refer to the Amazon DynamoDB Developer Guide for current limits and how to request higher limits."
+# Decreases of a table's (or a global index's) provisioned capacity: four at any time of a UTC day, then one an hour
+# after the last one, until the day ends (the Developer Guide's quota, as recorded against DynamoDB in 2026).
+DAILY_DECREASES = 4
+_DECREASE_INTERVAL = 3600.0
+_DAY = 86400.0
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
 
 
 def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
-    """(read, write) units of a validated ProvisionedThroughput, refused past the per-table quota."""
-    read, write = int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
-    for unit, value in (("ReadCapacityUnits", read), ("WriteCapacityUnits", write)):
-        if value > MAX_THROUGHPUT:
+    """(read, write) units of a validated ProvisionedThroughput (the quotas are checked on the whole table by
+    `check_throughput_quota`)."""
+    return int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
+
+
+def check_throughput_quota(meta: TableMeta, region: str) -> None:
+    """DynamoDB's default quotas of provisioned capacity, in its recorded words: 40,000 read and 40,000 write units
+    for the table, for each global index, and for the table together with its global indexes."""
+    if meta.billing_mode != "PROVISIONED":
+        return
+    indexes = [index for index in meta.indexes if index.is_global]
+    for unit in ("ReadCapacityUnits", "WriteCapacityUnits"):
+        reading = unit == "ReadCapacityUnits"
+        own = meta.read_capacity if reading else meta.write_capacity
+        if own > MAX_THROUGHPUT:
             raise LimitExceededException(
-                f"Subscriber limit exceeded: Provisioned throughput for {unit} exceeds the maximum allowed "
-                f"per table ({MAX_THROUGHPUT})")
-    return read, write
+                f"The requested {unit}, {own}, is above the per table maximum for the account in {region}. "
+                f"Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+        total = own
+        for index in indexes:
+            units = index.read_capacity if reading else index.write_capacity
+            if units > MAX_THROUGHPUT:
+                raise LimitExceededException(
+                    f"The requested {unit} for index {index.name}, {units}, is above the per index maximum for the "
+                    f"account in {region}. Per index maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+            total += units
+        if total > MAX_THROUGHPUT:
+            raise LimitExceededException(
+                f"The requested {unit}, {total}, is above the per table maximum for the account in {region}. "
+                f"Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+
+
+def decreases_today(provisioned: TableMeta | IndexMeta, now: float) -> int:
+    """Decreases made during the current UTC day: the count starts again at midnight."""
+    last = provisioned.last_decrease
+    if last is None or last // _DAY != now // _DAY:
+        return 0
+    return provisioned.decreases_today
+
+
+def count_decrease(provisioned: TableMeta | IndexMeta, now: float) -> None:
+    """Record a decrease of provisioned capacity, refused past the daily budget as DynamoDB words it."""
+    done = decreases_today(provisioned, now)
+    last = provisioned.last_decrease
+    if done >= DAILY_DECREASES and last is not None and now - last < _DECREASE_INTERVAL:
+        allowed = min(last + _DECREASE_INTERVAL, (now // _DAY + 1) * _DAY)
+        raise LimitExceededException(
+            "Subscriber limit exceeded: Provisioned throughput decreases are limited within a given UTC day. After "
+            f"the first {DAILY_DECREASES} decreases, each subsequent decrease in the same UTC day can be performed "
+            f"at most once every {int(_DECREASE_INTERVAL)} seconds. Number of decreases today: {done}. Last "
+            f"decrease at {_spelled_time(last)}. Next decrease can be made at {_spelled_time(allowed)}")
+    provisioned.last_decrease = now
+    provisioned.decreases_today = done + 1
+
+
+def _spelled_time(seconds: float) -> str:
+    """A UTC time as DynamoDB spells it in its limit messages: Friday, October 9, 2026 at 1:21:34 AM Coordinated
+    Universal Time (English whatever the server's locale)."""
+    moment = time.gmtime(seconds)
+    hour = moment.tm_hour % 12 or 12
+    return (f"{_WEEKDAYS[moment.tm_wday]}, {_MONTHS[moment.tm_mon - 1]} {moment.tm_mday}, {moment.tm_year} at "
+            f"{hour}:{moment.tm_min:02d}:{moment.tm_sec:02d} {'AM' if moment.tm_hour < 12 else 'PM'} "
+            "Coordinated Universal Time")
 
 
 # DynamoDB's warm throughput of an on-demand table (read, write units per second), also kept by a table that was
@@ -358,7 +422,7 @@ def epoch_millis(seconds: float) -> float:
 
 def throughput_description(provisioned: TableMeta | IndexMeta) -> dict[str, Any]:
     """The ProvisionedThroughput member that DescribeTable reports for a table or a global index."""
-    throughput: dict[str, Any] = {"NumberOfDecreasesToday": provisioned.decreases_today,
+    throughput: dict[str, Any] = {"NumberOfDecreasesToday": decreases_today(provisioned, time.time()),
                                   "ReadCapacityUnits": provisioned.read_capacity,
                                   "WriteCapacityUnits": provisioned.write_capacity}
     if provisioned.last_increase is not None:

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import ON_DEMAND_WARM, counted, provisioned_units, throughput_description
+from openddb.api.common import ON_DEMAND_WARM, count_decrease, counted, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import CatalogChanged, Engine, StorageKey, lease_holder
@@ -447,8 +447,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
             if read > index.read_capacity or write > index.write_capacity:
                 index.last_increase = now
             if read < index.read_capacity or write < index.write_capacity:
-                index.last_decrease = now
-                index.decreases_today += 1
+                count_decrease(index, now)  # each index has its own budget, apart from the table's
             index.peak_read, index.peak_write = index_warm(meta, index)  # warm throughput never goes down
             index.read_capacity, index.write_capacity = read, write
     return created, dropped

@@ -13,6 +13,8 @@ from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.common import (
     MAX_THROUGHPUT,
+    check_throughput_quota,
+    count_decrease,
     counted,
     epoch_millis,
     provisioned_units,
@@ -20,7 +22,7 @@ from openddb.api.common import (
 )
 from openddb.api.context import RequestContext, table_name_from
 from openddb.api.tags import TAGS, check_tags, with_tags
-from openddb.errors import TableNotFoundException, ValidationException
+from openddb.errors import LimitExceededException, TableNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
@@ -198,6 +200,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
+    check_throughput_quota(meta, context.region)
     meta = context.engine.create_table(meta)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     if request.get("WarmThroughput"):  # asked for: answered as being set up
@@ -275,6 +278,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
         description["SSEDescription"] = _sse_description(meta)
     if meta.table_class is not None:
         description["TableClassSummary"] = {"TableClass": meta.table_class}
+        if meta.table_class_updates:
+            description["TableClassSummary"]["LastUpdateDateTime"] = epoch_millis(meta.table_class_updates[-1])
     description["DeletionProtectionEnabled"] = meta.deletion_protection
     if meta.on_demand:
         description["OnDemandThroughput"] = dict(meta.on_demand)
@@ -411,17 +416,21 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                 if read > meta.read_capacity or write > meta.write_capacity:
                     meta.last_increase = now
                 if read < meta.read_capacity or write < meta.write_capacity:
-                    meta.last_decrease = now
-                    meta.decreases_today += 1
+                    count_decrease(meta, now)
             meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
             meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
     if request.get("DeletionProtectionEnabled") is not None:
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
-    # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on DynamoDB.
-    if request.get("TableClass") is not None and not (request["TableClass"] == "STANDARD" and meta.table_class is None):
-        meta.table_class = request["TableClass"]
+    if request.get("TableClass") is not None:
+        _count_class_update(meta, now)
+        # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on
+        # DynamoDB.
+        if not (request["TableClass"] == "STANDARD" and meta.table_class is None):
+            meta.table_class = request["TableClass"]
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
+    if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates")):
+        check_throughput_quota(meta, context.region)
     context.engine.update_table(meta)
     deleting: list[dict[str, Any]] = []
     if dropped:  # the answer still lists a dropped index, as DELETING (described before its entries go)
@@ -438,9 +447,10 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
     if deleting:
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
-    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it, for the
-    # table and for each index an Update action changes (shown UPDATING).
-    description["ProvisionedThroughput"] = throughput_description(before)
+    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it (units
+    # and decreases counted), for the table and for each index an Update action changes (shown UPDATING); the
+    # times of the last increase and decrease are already the new ones.
+    description["ProvisionedThroughput"] = _throughput_before(before, meta)
     # An index's capacity or on-demand limits change with the index UPDATING; its warm throughput grows with the
     # index ACTIVE and only its WarmThroughput UPDATING.
     actions = {update["Update"]["IndexName"]: update["Update"]
@@ -451,7 +461,8 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         if action is None or old is None:
             pass
         elif action.get("ProvisionedThroughput") is not None or action.get("OnDemandThroughput") is not None:
-            entry["IndexStatus"], entry["ProvisionedThroughput"] = "UPDATING", throughput_description(old)
+            entry["IndexStatus"] = "UPDATING"
+            entry["ProvisionedThroughput"] = _throughput_before(old, meta.index(entry["IndexName"]) or old)
         elif "WarmThroughput" in entry:
             entry["WarmThroughput"]["Status"] = "UPDATING"
         if any(index.name == entry["IndexName"] for index in created):
@@ -462,6 +473,27 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         shown = {**meta.on_demand, **on_demand}
         description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}
     return {"TableDescription": description}
+
+
+_CLASS_UPDATES, _CLASS_UPDATE_DAYS = 2, 30
+
+
+def _count_class_update(meta: TableMeta, now: float) -> None:
+    """A table's class may be set twice in 30 days (DynamoDB's recorded refusal; the same class counts too)."""
+    meta.table_class_updates = [t for t in meta.table_class_updates if now - t < _CLASS_UPDATE_DAYS * 86400]
+    if len(meta.table_class_updates) >= _CLASS_UPDATES:
+        raise LimitExceededException(f"Subscriber limit exceeded: Updates to TableClass are limited to "
+                                     f"{_CLASS_UPDATES} times in {_CLASS_UPDATE_DAYS} day(s).")
+    meta.table_class_updates.append(now)
+
+
+def _throughput_before(before: TableMeta | IndexMeta, after: TableMeta | IndexMeta) -> dict[str, Any]:
+    """UpdateTable's answer on a throughput change: units and decrease count as before it, times as after it."""
+    shown = throughput_description(before)
+    for member, value in throughput_description(after).items():
+        if member.endswith("DateTime"):
+            shown[member] = value
+    return shown
 
 
 def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

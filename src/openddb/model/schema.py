@@ -90,6 +90,7 @@ class TableMeta:
     tags: list[dict[str, str]] = field(default_factory=list)
     sse: dict[str, Any] | None = None
     table_class: str | None = None
+    table_class_updates: list[float] = field(default_factory=list)  # when UpdateTable set a class, within 30 days
     deletion_protection: bool = False
     # OnDemandThroughput: the maximum read and write request units set (members not set, or cleared, are absent).
     on_demand: dict[str, int] = field(default_factory=dict)
