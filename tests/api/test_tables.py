@@ -429,6 +429,21 @@ def test_throughput_quota_on_update(ddb):
     ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 40000, "WriteCapacityUnits": 40000})
 
 
+def test_delete_table_answer_is_smaller_than_a_description(ddb):
+    """DynamoDB's DeleteTable answer has no key schema, attribute definitions, creation time or local indexes."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[*DEFS, *({"AttributeName": a, "AttributeType": "S"} for a in ("sk", "l"))],
+                     KeySchema=[*SCHEMA, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                     LocalSecondaryIndexes=[{"IndexName": "byl", "KeySchema": [
+                         {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "l", "KeyType": "RANGE"}],
+                         "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    deleted = ddb.delete_table(TableName=name)["TableDescription"]
+    assert not {"KeySchema", "AttributeDefinitions", "CreationDateTime", "LocalSecondaryIndexes"} & set(deleted)
+    assert {"TableName", "TableStatus", "ProvisionedThroughput", "TableSizeBytes", "ItemCount", "TableArn"} <= \
+        set(deleted)
+
+
 def test_attribute_definitions_and_projected_attributes_described_by_name(ddb):
     """Whatever order they were sent in; the indexes keep theirs."""
     name = unique_name()

@@ -496,13 +496,19 @@ def _throughput_before(before: TableMeta | IndexMeta, after: TableMeta | IndexMe
     return shown
 
 
+_NOT_IN_DELETE_ANSWER = frozenset({"KeySchema", "AttributeDefinitions", "CreationDateTime", "LocalSecondaryIndexes"})
+
+
 def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DELETE_TABLE, request)
     meta = context.described_table(request["TableName"])
     if meta.deletion_protection:
         raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
                                   "Disable deletion protection first.")
-    description = describe(context, meta, status="DELETING")
+    # DynamoDB's answer leaves out the key schema, the attribute definitions, the creation time and the local
+    # indexes (captured in 2016 and in 2023).
+    description = {member: value for member, value in describe(context, meta, status="DELETING").items()
+                   if member not in _NOT_IN_DELETE_ANSWER}
     # Only the version checked here: protected, or deleted, by another worker meanwhile, it runs again.
     context.engine.delete_table(meta.name, meta)
     return {"TableDescription": description}
