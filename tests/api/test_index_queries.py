@@ -140,6 +140,33 @@ def test_lsi_query_fetches_from_table(ddb, shop):
     assert capacity["CapacityUnits"] == 1.5
 
 
+def test_lsi_fetched_items_count_toward_the_page(ddb):
+    """A page of an LSI read that fetches from the table ends at 1 MB of entries and fetched items together, and
+    the pages still cover every item once."""
+    name = unique_name("lsifetch")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S", l="S"),
+                     KeySchema=schema("pk", "sk"), LocalSecondaryIndexes=[{
+                         "IndexName": "byl", "KeySchema": schema("pk", "l"),
+                         "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    for n in range(25):
+        ddb.put_item(TableName=name, Item={"pk": {"S": "p"}, "sk": {"S": f"s{n:02d}"}, "l": {"S": f"l{n:02d}"},
+                                           "d": {"S": "x" * 100_000}})
+    request = {"TableName": name, "IndexName": "byl", "KeyConditionExpression": "pk = :p",
+               "ExpressionAttributeValues": {":p": {"S": "p"}}, "Select": "ALL_ATTRIBUTES"}
+    seen, pages = [], []
+    while True:
+        page = ddb.query(**request)
+        pages.append(page["Count"])
+        seen.extend(item["sk"]["S"] for item in page["Items"])
+        if "LastEvaluatedKey" not in page:
+            break
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    assert seen == [f"s{n:02d}" for n in range(25)]
+    assert pages[0] == 11  # 11 items of ~100 KB reach 1 MB; the entries alone would fit all 25 in one page
+    projected = ddb.query(**{k: v for k, v in request.items() if k not in ("Select", "ExclusiveStartKey")})
+    assert projected["Count"] == 25 and "LastEvaluatedKey" not in projected
+
+
 def test_lsi_filter_on_unprojected_attribute_still_returns_the_projection(ddb, shop):
     """A filter naming an attribute the LSI does not hold is evaluated on the fetched item, but the items come
     back as the index projects them (Select ALL_PROJECTED_ATTRIBUTES, the default for an index)."""

@@ -3,7 +3,8 @@
 An index read walks `Engine.index_query`/`index_scan` entries. Page size (1 MB) and read capacity count the
 projected entries' sizes. Items come back as projected; a local secondary index asked for attributes it does not
 project (Select ALL_ATTRIBUTES, or a projection or filter naming them) fetches each item from the table, charged
-to the table at one read of the whole item each (rounded up to 4 KB per item). A global secondary index cannot
+to the table at one read of the whole item each (rounded up to 4 KB per item); the fetched items count toward the
+page's 1 MB as well. A global secondary index cannot
 fetch: Select ALL_ATTRIBUTES, or a projection naming attributes it does not project, is refused.
 LastEvaluatedKey holds the table key and the index key of the last entry evaluated.
 """
@@ -31,6 +32,7 @@ from openddb.model.values import validate_item
 from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
 
 MAX_PAGE_BYTES = 1024 * 1024
+_FETCH_BATCH = 32  # table items fetched at once for a local index read (the page may end within a batch)
 _NO_INDEX = "The table does not have the specified index: {}"
 _CONSISTENT_GSI = "Consistent reads are not supported on global secondary indexes"
 _BACKFILLING = "Cannot read from backfilling global secondary index"
@@ -273,10 +275,22 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
     table_units = 0.0
     fetched: list[Item | None] = []
     if plan.fetch and page:
-        found = context.engine.get_many([(meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in page])
-        for table_row in found:
-            fetched.append(None if table_row is None else orjson.loads(table_row.data))
-            table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
+        # The items fetched from the table count toward the page's 1 MB too: it may end sooner.
+        read = 0
+        for start in range(0, len(page), _FETCH_BATCH):
+            chunk = page[start:start + _FETCH_BATCH]
+            found = context.engine.get_many([(meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in chunk])
+            for row, table_row in zip(chunk, found, strict=True):
+                fetched.append(None if table_row is None else orjson.loads(table_row.data))
+                table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
+                read += row.size + (table_row.size if table_row is not None else 0)
+                if read >= MAX_PAGE_BYTES:
+                    break
+            if read >= MAX_PAGE_BYTES:
+                full = True
+                del page[len(fetched):]
+                size = sum(row.size for row in page)
+                break
     items: list[Item] = []
     count = 0
     want_items = plan.select != "COUNT"
