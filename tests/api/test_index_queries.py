@@ -167,6 +167,53 @@ def test_lsi_fetched_items_count_toward_the_page(ddb):
     assert projected["Count"] == 25 and "LastEvaluatedKey" not in projected
 
 
+def test_index_start_key_inside_the_sort_condition(ddb):
+    """An index Query's ExclusiveStartKey outside its sort-key condition is refused as a table's is; one on a
+    closed bound is taken (index sort keys repeat: entries may follow it), so paging one entry at a time through
+    equal sort keys reads them all."""
+    name = unique_name("idxstart")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", g="S", gs="N"),
+                     KeySchema=schema("pk", ranges=0), GlobalSecondaryIndexes=[gsi("byg", "g", "gs")])
+    for n in range(6):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"p{n}"}, "g": {"S": "G"}, "gs": {"N": str(n // 2)}})
+    values = {":g": {"S": "G"}, ":b": {"N": "1"}}
+    for condition, start in (("g = :g AND gs >= :b", "0"), ("g = :g AND gs > :b", "1"), ("g = :g AND gs < :b", "2")):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.query(TableName=name, IndexName="byg", KeyConditionExpression=condition,
+                      ExpressionAttributeValues=values,
+                      ExclusiveStartKey={"pk": {"S": "p0"}, "g": {"S": "G"}, "gs": {"N": start}})
+        assert error_of(excinfo) == ("ValidationException",
+                                     "The provided starting key does not match the range key predicate")
+    for forward in (True, False):
+        request = {"TableName": name, "IndexName": "byg", "KeyConditionExpression": "g = :g AND gs <= :b",
+                   "ExpressionAttributeValues": values, "Limit": 1, "ScanIndexForward": forward}
+        seen = []
+        while True:
+            page = ddb.query(**request)
+            seen.extend(item["pk"]["S"] for item in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        assert sorted(seen) == ["p0", "p1", "p2", "p3"]
+
+
+def test_index_start_key_values_checked_like_a_tables(ddb, shop):
+    start = {"pk": {"S": "c1"}, "sk": {"S": "o1"}, "status": {"S": ""}, "amt": {"N": "10"}}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName="byStatus", ExclusiveStartKey=start)
+    assert error_of(excinfo) == ("ValidationException", "The provided starting key is invalid: One or more parameter "
+                                 "values are not valid. The AttributeValue for a key attribute cannot contain an "
+                                 "empty string value. Key: status")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName="byStatus", ExclusiveStartKey={**start, "status": {"S": "s" * 2049}})
+    assert error_of(excinfo)[1] == ("The provided starting key is invalid: One or more parameter values were invalid: "
+                                    "Size of hashkey has exceeded the maximum size limit of2048 bytes")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=shop, IndexName="byStatus", ExclusiveStartKey={**start, "status": {"S": "x"},
+                                                                          "pk": {"S": ""}})
+    assert error_of(excinfo)[1].endswith("cannot contain an empty string value. Key: pk")
+
+
 def test_lsi_filter_on_unprojected_attribute_still_returns_the_projection(ddb, shop):
     """A filter naming an attribute the LSI does not hold is evaluated on the fetched item, but the items come
     back as the index projects them (Select ALL_PROJECTED_ATTRIBUTES, the default for an index)."""

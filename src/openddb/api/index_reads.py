@@ -16,7 +16,14 @@ from typing import Any
 
 import orjson
 
-from openddb.api.common import capacity_with_indexes, empty_index_key, invalid, key_value_bytes, read_units
+from openddb.api.common import (
+    capacity_with_indexes,
+    empty_index_key,
+    invalid,
+    key_value_bytes,
+    read_units,
+    storage_key,
+)
 from openddb.api.context import RequestContext
 from openddb.api.indexes import schedule_backfill
 from openddb.errors import ValidationException
@@ -41,6 +48,7 @@ _SELECT_ALL = ("Select type ALL_ATTRIBUTES is not supported for global secondary
 _TYPE_MISMATCH = "Condition parameter type does not match schema type"
 _START_SCHEMA = "The provided starting key is invalid: The provided key element does not match the schema"
 _START_OUTSIDE = "The provided starting key is outside query boundaries based on provided condition"
+_START_RANGE = "The provided starting key does not match the range key predicate"
 
 
 def index_for_read(context: RequestContext, meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
@@ -231,6 +239,12 @@ def start_key(meta: TableMeta, index: IndexMeta, raw: Any, mismatch: str = _STAR
     types = {a.name: a.type for a in (meta.hash_key, meta.range_key, *index.hash_keys, *index.range_keys) if a}
     if len(key) != len(names) or any(n not in key or types[n] not in key[n] for n in names):
         raise ValidationException(mismatch)
+    try:  # empty or oversized key values are refused as in a table's start key
+        for position, attribute in enumerate((*index.hash_keys, *index.range_keys)):
+            key_value_bytes(attribute.name, key[attribute.name], is_hash=position < len(index.hash_keys))
+        storage_key(meta, key)
+    except ValidationException as error:
+        raise ValidationException(f"The provided starting key is invalid: {error.message}") from None
     pk = encode_parts([key[a.name] for a in index.hash_keys])
     sk = encode_parts([key[a.name] for a in index.range_keys]) if index.range_keys else b""
     tpk = encode_key(key[meta.hash_key.name])
@@ -239,8 +253,14 @@ def start_key(meta: TableMeta, index: IndexMeta, raw: Any, mismatch: str = _STAR
 
 
 def check_query_start(start: IndexKey, where: IndexKeyRange) -> None:
+    """A Query's start key must lie in its partition and inside its sort-key condition. (Index sort keys repeat,
+    so unlike a table's a start key may sit on a closed bound in either direction: more entries may follow it.)"""
     if start.pk != where.pk:
         raise ValidationException(_START_OUTSIDE)
+    sort = where.sort
+    if (sort.low is not None and (start.sk < sort.low or (start.sk == sort.low and not sort.low_inclusive))) or (
+            sort.high is not None and (start.sk > sort.high or (start.sk == sort.high and not sort.high_inclusive))):
+        raise ValidationException(_START_RANGE)
 
 
 @dataclass(slots=True)
