@@ -750,6 +750,11 @@ def test_table_arn_accepted(ddb):
         ddb.describe_table(TableName=elsewhere)
     assert error_of(excinfo) == ("ValidationException",
                                  f"1 validation error detected: Invalid AWS region in '{elsewhere}'")
+    # Nor do the item operations serve another region's ARN from this region's table.
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=elsewhere, Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
+    assert error_of(excinfo)[1] == f"1 validation error detected: Invalid AWS region in '{elsewhere}'"
+    assert ddb.scan(TableName=arn)["Count"] == 0
 
 
 def test_tag_resource_arn_refusals(ddb):
