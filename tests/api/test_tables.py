@@ -339,6 +339,27 @@ def test_table_class_updates_limited_to_two_in_thirty_days(ddb):
         "STANDARD_INFREQUENT_ACCESS"
 
 
+def test_switches_to_on_demand_limited_to_four_a_day(ddb):
+    name = create_table(ddb)
+    for _ in range(3):
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                         ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+        ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")  # the fourth (creation as on-demand is none)
+    ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                     ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
+    kind, message = error_of(excinfo)
+    assert kind == "LimitExceededException"
+    assert re.fullmatch(r"Subscriber limit exceeded: Update to PayPerRequest mode are limited to 4 times in "
+                        r"1 day\(s\)\. Last update at \w{3} \w{3} \d\d \d\d:\d\d:\d\d UTC \d{4}\. "
+                        r"Next update can be made at \w{3} \w{3} \d\d \d\d:\d\d:\d\d UTC \d{4}", message), message
+    assert ddb.describe_table(TableName=name)["Table"]["BillingModeSummary"]["BillingMode"] == "PROVISIONED"
+
+
 def _provisioned(ddb, read: int, write: int, **members) -> str:
     name = unique_name()
     ddb.create_table(TableName=name, AttributeDefinitions=members.pop("AttributeDefinitions", DEFS), KeySchema=SCHEMA,

@@ -398,6 +398,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
                            "is PAY_PER_REQUEST")
         if meta.billing_mode != "PAY_PER_REQUEST":
+            _count_on_demand_switch(meta, now)
             meta.billing_mode, meta.read_capacity, meta.write_capacity = "PAY_PER_REQUEST", 0, 0
             meta.billing_mode_updated_at = now
     else:
@@ -485,6 +486,26 @@ def _count_class_update(meta: TableMeta, now: float) -> None:
         raise LimitExceededException(f"Subscriber limit exceeded: Updates to TableClass are limited to "
                                      f"{_CLASS_UPDATES} times in {_CLASS_UPDATE_DAYS} day(s).")
     meta.table_class_updates.append(now)
+
+
+_ON_DEMAND_SWITCHES = 4
+
+
+def _count_on_demand_switch(meta: TableMeta, now: float) -> None:
+    """A table may switch to on-demand four times in a rolling 24 hours (the Developer Guide's quota). The refusal
+    keeps the form DynamoDB gave when the quota was once a day, with Java's Date.toString times."""
+    meta.on_demand_switches = [t for t in meta.on_demand_switches if now - t < 86400]
+    if len(meta.on_demand_switches) >= _ON_DEMAND_SWITCHES:
+        raise LimitExceededException(
+            f"Subscriber limit exceeded: Update to PayPerRequest mode are limited to {_ON_DEMAND_SWITCHES} times in "
+            f"1 day(s). Last update at {_java_date(meta.on_demand_switches[-1])}. Next update can be made at "
+            f"{_java_date(meta.on_demand_switches[0] + 86400)}")
+    meta.on_demand_switches.append(now)
+
+
+def _java_date(seconds: float) -> str:
+    """A UTC time as Java's Date.toString prints it: Sat Feb 23 03:07:45 UTC 2019."""
+    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(seconds))
 
 
 def _throughput_before(before: TableMeta | IndexMeta, after: TableMeta | IndexMeta) -> dict[str, Any]:

@@ -86,6 +86,7 @@ class TableMeta:
     peak_read: int = 0
     peak_write: int = 0
     billing_mode_updated_at: float | None = None
+    on_demand_switches: list[float] = field(default_factory=list)  # switches to on-demand within the last 24 hours
     status: str = "ACTIVE"
     tags: list[dict[str, str]] = field(default_factory=list)
     sse: dict[str, Any] | None = None
