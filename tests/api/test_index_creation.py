@@ -76,6 +76,10 @@ def test_online_creation_under_concurrent_writes(slow_backfill):
         ddb.query(TableName=name, IndexName="byG", KeyConditionExpression="g = :g",
                   ExpressionAttributeValues={":g": {"S": "g1"}})
     assert error_of(excinfo) == ("ValidationException", "Cannot read from backfilling global secondary index")
+    with pytest.raises(ClientError) as excinfo:  # nor may the table go while its index is being built
+        ddb.delete_table(TableName=name)
+    assert error_of(excinfo) == ("ResourceInUseException", "Attempt to change a resource which is still in use: "
+                                 "Cannot delete table while indexes are being created, updated, or deleted.")
 
     writer = make_client(server.endpoint)
     stop = threading.Event()

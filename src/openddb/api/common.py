@@ -325,31 +325,64 @@ def provisioned_units(throughput: dict[str, Any]) -> tuple[int, int]:
     return int(throughput["ReadCapacityUnits"]), int(throughput["WriteCapacityUnits"])
 
 
-def check_throughput_quota(meta: TableMeta, region: str) -> None:
-    """DynamoDB's default quotas of provisioned capacity, in its recorded words: 40,000 read and 40,000 write units
-    for the table, for each global index, and for the table together with its global indexes."""
-    if meta.billing_mode != "PROVISIONED":
-        return
+ACCOUNT_MAX_THROUGHPUT = 80_000  # the default account quota of each, over all provisioned tables and their indexes
+_UNITS = (("ReadCapacityUnits", "MaxReadRequestUnits", "ReadUnitsPerSecond", "TableMaxReadCapacityUnits"),
+          ("WriteCapacityUnits", "MaxWriteRequestUnits", "WriteUnitsPerSecond", "TableMaxWriteCapacityUnits"))
+
+
+def check_throughput_quota(engine: Engine, meta: TableMeta, region: str) -> None:
+    """DynamoDB's default capacity quotas, in its recorded words and order: the account's 80,000 units over every
+    provisioned table and global index; then 40,000 for the table and for each global index (apart: a table's
+    indexes are not added to its own); on-demand maximums and warm throughput of at most 40,000 too."""
     indexes = [index for index in meta.indexes if index.is_global]
-    for unit in ("ReadCapacityUnits", "WriteCapacityUnits"):
-        reading = unit == "ReadCapacityUnits"
-        own = meta.read_capacity if reading else meta.write_capacity
-        if own > MAX_THROUGHPUT:
-            raise LimitExceededException(
-                f"The requested {unit}, {own}, is above the per table maximum for the account in {region}. "
-                f"Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
-        total = own
-        for index in indexes:
-            units = index.read_capacity if reading else index.write_capacity
-            if units > MAX_THROUGHPUT:
+    provisioned = meta.billing_mode == "PROVISIONED"
+    for position, (unit, on_demand, warm, quota) in enumerate(_UNITS):
+        def units(of: TableMeta | IndexMeta, position: int = position) -> int:
+            return of.read_capacity if position == 0 else of.write_capacity
+
+        if provisioned:
+            # As recorded: raising a table at 40,000 to 40,001 read "reserved by the account: 40136 ... Requested:
+            # 40001", so what the table holds now counts in both.
+            requested = units(meta) + sum(units(index) for index in indexes)
+            reserved = _reserved_units(engine, units)
+            if reserved + requested > ACCOUNT_MAX_THROUGHPUT:
                 raise LimitExceededException(
-                    f"The requested {unit} for index {index.name}, {units}, is above the per index maximum for the "
-                    f"account in {region}. Per index maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
-            total += units
-        if total > MAX_THROUGHPUT:
-            raise LimitExceededException(
-                f"The requested {unit}, {total}, is above the per table maximum for the account in {region}. "
-                f"Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+                    f"This request would have caused the {unit} limit to be exceeded for the account in {region}. "
+                    f"Current {unit} reserved by the account: {reserved}. Limit: {ACCOUNT_MAX_THROUGHPUT}. "
+                    f"Requested: {requested}")
+            if units(meta) > MAX_THROUGHPUT:
+                raise LimitExceededException(
+                    f"The requested {unit}, {units(meta)}, is above the per table maximum for the account in "
+                    f"{region}. Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+            for index in indexes:
+                if units(index) > MAX_THROUGHPUT:
+                    raise LimitExceededException(
+                        f"The requested {unit} for index {index.name}, {units(index)}, is above the per index "
+                        f"maximum for the account in {region}. Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
+        limits = [("table", meta.on_demand.get(on_demand, 0), meta.peak_read if position == 0 else meta.peak_write)]
+        limits += [(f"index {index.name}", index.on_demand.get(on_demand, 0),
+                    index.peak_read if position == 0 else index.peak_write) for index in indexes]
+        for of, maximum, _ in limits:
+            if maximum > MAX_THROUGHPUT:
+                of = of.replace("index ", "index : ")
+                raise LimitExceededException(
+                    f"Subscriber limit exceeded: Requested {on_demand} for OnDemandThroughput for {of} exceeds "
+                    f"{quota} of the account in region {region}")
+        for of, _, warmed in limits:
+            if warmed > MAX_THROUGHPUT:
+                raise LimitExceededException(
+                    f"Subscriber limit exceeded: Requested {warm} for WarmThroughput for {of} exceeds {quota} of the "
+                    f"account in region {region}")
+
+
+def _reserved_units(engine: Engine, units: Any) -> int:
+    """Units provisioned by every table (with its global indexes) as it stands."""
+    total = 0
+    for name in engine.list_tables():
+        other = engine.get_table(name)
+        if other is not None and other.billing_mode == "PROVISIONED":
+            total += units(other) + sum(units(index) for index in other.indexes if index.is_global)
+    return total
 
 
 def decreases_today(provisioned: TableMeta | IndexMeta, now: float) -> int:

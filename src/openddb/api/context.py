@@ -25,7 +25,7 @@ class RequestContext:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
-            self._check_region(name_or_arn)
+            self.check_region(name_or_arn)
             if self.arns is None:
                 self.arns = {}
             self.arns[name] = name_or_arn
@@ -38,13 +38,13 @@ class RequestContext:
         """The table named in a control-plane request, with the control plane's not-found wording."""
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
-            self._check_region(name_or_arn)
+            self.check_region(name_or_arn)
         meta = self.engine.get_table(name)
         if meta is None:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")
         return meta
 
-    def _check_region(self, arn: str) -> None:
+    def check_region(self, arn: str) -> None:
         """A table ARN names a table of its own region: another region's is refused (not served from this one).
         (Another account's is served: accounts are not kept apart here.)"""
         if arn.split(":")[3:4] != [self.region]:

@@ -92,7 +92,8 @@ def on_demand_request(requested: dict[str, int], billing_mode: str, *, clearing:
     for tables and indexes, and for CreateTable and UpdateTable (`clearing`)."""
     given = [member for member in ON_DEMAND_MEMBERS if requested.get(member) is not None]
     if given and billing_mode == "PROVISIONED":
-        of = "" if index is None else f" for index: {index}"
+        # (UpdateTable's spacing is "for index : X", CreateTable's "for index: X", both recorded.)
+        of = "" if index is None else f" for index{' :' if clearing else ':'} {index}"
         when = "when the table BillingMode is PROVISIONED" if clearing else "when table BillingMode is PROVISIONED."
         raise _invalid(f"{given[0]} for OnDemandThroughput{of} cannot be specified {when}")
     for member in ON_DEMAND_MEMBERS:
@@ -247,7 +248,7 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
         used += [element["AttributeName"] for element in spec["KeySchema"]]
     for spec in lsis + gsis:
         keys = [element["AttributeName"] for element in spec["KeySchema"]]
-        if any(name not in types for name in keys) and len(types) >= len(set(used)):
+        if any(name not in types for name in keys):
             raise undefined_keys(keys, list(types))
     if set(types) - set(used):
         raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(types)}], "
@@ -455,6 +456,10 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
 
 def _update_limits(meta: TableMeta, index: IndexMeta, spec: dict[str, Any], billing_mode: str, position: int) -> None:
     """An Update action's OnDemandThroughput and WarmThroughput (it needs one of them or ProvisionedThroughput)."""
+    if billing_mode == "PAY_PER_REQUEST" and spec.get("ProvisionedThroughput") is None and \
+            not spec.get("OnDemandThroughput") and spec.get("WarmThroughput") is None:  # nothing it may change
+        raise _invalid(f"The only Updates for index: {index.name} when TableThroughputMode is PAY_PER_REQUEST can be "
+                       "to OnDemandThroughput, WarmThroughput")
     if all(spec.get(k) is None for k in ("ProvisionedThroughput", "OnDemandThroughput", "WarmThroughput")):
         raise ValidationException(v.validation_message([
             f"Value null at 'globalSecondaryIndexUpdates.{position}.member.update.provisionedThroughput' failed to "

@@ -22,7 +22,12 @@ from openddb.api.common import (
 )
 from openddb.api.context import RequestContext, table_name_from
 from openddb.api.tags import TAGS, check_tags, with_tags
-from openddb.errors import LimitExceededException, TableNotFoundException, ValidationException
+from openddb.errors import (
+    LimitExceededException,
+    ResourceInUseException,
+    TableNotFoundException,
+    ValidationException,
+)
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
@@ -200,7 +205,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
-    check_throughput_quota(meta, context.region)
+    check_throughput_quota(context.engine, meta, context.region)
     meta = context.engine.create_table(meta)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     if request.get("WarmThroughput"):  # asked for: answered as being set up
@@ -243,6 +248,13 @@ def warm_throughput(meta: TableMeta) -> dict[str, Any]:
     return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
 
 
+def _class_summary(meta: TableMeta) -> dict[str, Any]:
+    summary: dict[str, Any] = {"TableClass": meta.table_class}
+    if meta.table_class_updates:
+        summary["LastUpdateDateTime"] = epoch_millis(meta.table_class_updates[-1])
+    return summary
+
+
 def _sse_description(meta: TableMeta) -> dict[str, Any]:
     return {"Status": "ENABLED", "SSEType": "KMS", "KMSMasterKeyArn": _kms_key_arn(meta)}
 
@@ -277,9 +289,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
     if meta.sse is not None:
         description["SSEDescription"] = _sse_description(meta)
     if meta.table_class is not None:
-        description["TableClassSummary"] = {"TableClass": meta.table_class}
-        if meta.table_class_updates:
-            description["TableClassSummary"]["LastUpdateDateTime"] = epoch_millis(meta.table_class_updates[-1])
+        description["TableClassSummary"] = _class_summary(meta)
     description["DeletionProtectionEnabled"] = meta.deletion_protection
     if meta.on_demand:
         description["OnDemandThroughput"] = dict(meta.on_demand)
@@ -316,6 +326,13 @@ def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
 
 _THROUGHPUT_LIMITS = ("OnDemandThroughput", "WarmThroughput")
+# The members UpdateTable's "At least one of ... is required" names, in its order (three are not in the SDKs).
+_AT_LEAST_ONE = ("ProvisionedThroughput", "BillingMode", "UpdateStreamEnabled", "GlobalSecondaryIndexUpdates",
+                 "SSESpecification", "ReplicaUpdates", "MultiAccountReplicaReady", "ReplicaTransitRoleArn",
+                 "MultiRegionConsistency", "DeletionProtectionEnabled", "OnDemandThroughput", "WarmThroughput",
+                 "TableClass")
+_COUNTED_ABSENT = ("GlobalSecondaryIndexUpdates", *_THROUGHPUT_LIMITS)  # when empty: still named in that list
+_TABLE_NAME = v.Struct({"TableName": v.table_name()})
 # UpdateTable members that must come alone, in the order DynamoDB names them when several do.
 _ALONE = (("SSESpecification", "Server-Side Encryption"), ("TableClass", "TableClass"),
           ("DeletionProtectionEnabled", "DeletionProtection"))
@@ -339,6 +356,9 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
         raise ValidationException("WarmThroughput must be the only operation in the request")
     if online and "ProvisionedThroughput" in changes:
         raise ValidationException("You cannot create or delete index while updating table IOPS")
+    stream = request.get("StreamSpecification")
+    if "ProvisionedThroughput" in changes and isinstance(stream, dict) and stream.get("StreamEnabled"):
+        raise ValidationException("You cannot modify stream status while updating table IOPS")
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -352,11 +372,16 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if request.get("GlobalSecondaryIndexUpdates") == [] and len(changes) > 1:
         raise _invalid("List of GlobalSecondaryIndexUpdates is empty")
     if changes in ([], ["GlobalSecondaryIndexUpdates"]) and not request.get("GlobalSecondaryIndexUpdates"):
-        raise ValidationException(
-            "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
-            "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, "
-            "MultiRegionConsistency, DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass "
-            "is required")
+        # The list leaves out a member the request carried to no effect (recorded for MultiRegionConsistency).
+        named = [m for m in _AT_LEAST_ONE if request.get(m) is None or m in _COUNTED_ABSENT]
+        raise ValidationException(f"At least one of {', '.join(named[:-1])} or {named[-1]} is required")
+    for update in request.get("GlobalSecondaryIndexUpdates") or []:  # checked even before a missing table
+        action = update.get("Update") if isinstance(update, dict) else None
+        if isinstance(action, dict) and action.get("WarmThroughput") == {}:
+            raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
+                           f"specified for index: {action.get('IndexName')}")
+    if not str(request["TableName"]).startswith("arn:"):  # a name, not an ARN: a table name's constraints
+        v.validate(_TABLE_NAME, {"TableName": request["TableName"]})
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     _check_one_concern(changes, request)
@@ -370,8 +395,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
+    # Only the key's ARN itself re-sent is refused: its alias or key id starts a re-encryption (recorded).
     if sse is not None and "KMSMasterKeyId" in sse and meta.sse is not None and \
-            _kms_key_arn(meta, sse) == _kms_key_arn(meta):
+            sse["KMSMasterKeyId"] == _kms_key_arn(meta):
         raise _invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
                        "want to change Master Key")
     now = time.time()
@@ -423,15 +449,16 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if request.get("DeletionProtectionEnabled") is not None:
         meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
     if request.get("TableClass") is not None:
-        _count_class_update(meta, now)
+        _count_class_update(meta, now, same=request["TableClass"] == (meta.table_class or "STANDARD"))
         # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on
         # DynamoDB.
         if not (request["TableClass"] == "STANDARD" and meta.table_class is None):
             meta.table_class = request["TableClass"]
     if sse is not None:
         meta.sse = sse if sse.get("Enabled", True) else None
-    if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates")):
-        check_throughput_quota(meta, context.region)
+    if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates",
+                                                 "OnDemandThroughput", "WarmThroughput")):
+        check_throughput_quota(context.engine, meta, context.region)
     context.engine.update_table(meta)
     deleting: list[dict[str, Any]] = []
     if dropped:  # the answer still lists a dropped index, as DELETING (described before its entries go)
@@ -452,6 +479,15 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     # and decreases counted), for the table and for each index an Update action changes (shown UPDATING); the
     # times of the last increase and decrease are already the new ones.
     description["ProvisionedThroughput"] = _throughput_before(before, meta)
+    if switched and billing_mode == "PAY_PER_REQUEST":  # the switch answers 0/0, stamped as a decrease (recorded)
+        description["ProvisionedThroughput"].update(ReadCapacityUnits=0, WriteCapacityUnits=0,
+                                                    LastDecreaseDateTime=epoch_millis(now))
+    if "WarmThroughput" in changes:  # the warm throughput before the change, being raised
+        description["WarmThroughput"] = {**warm_throughput(before), "Status": "UPDATING"}
+    if request.get("TableClass") is not None:  # the class changes once the update settles
+        description.pop("TableClassSummary", None)
+        if before.table_class is not None:
+            description["TableClassSummary"] = _class_summary(before)
     # An index's capacity or on-demand limits change with the index UPDATING; its warm throughput grows with the
     # index ACTIVE and only its WarmThroughput UPDATING.
     actions = {update["Update"]["IndexName"]: update["Update"]
@@ -479,13 +515,15 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
 _CLASS_UPDATES, _CLASS_UPDATE_DAYS = 2, 30
 
 
-def _count_class_update(meta: TableMeta, now: float) -> None:
-    """A table's class may be set twice in 30 days (DynamoDB's recorded refusal; the same class counts too)."""
+def _count_class_update(meta: TableMeta, now: float, *, same: bool) -> None:
+    """A table's class may change twice in 30 days (DynamoDB's recorded refusal). The class in use re-sent is
+    free, but refused like a change once the two are spent (both recorded)."""
     meta.table_class_updates = [t for t in meta.table_class_updates if now - t < _CLASS_UPDATE_DAYS * 86400]
     if len(meta.table_class_updates) >= _CLASS_UPDATES:
         raise LimitExceededException(f"Subscriber limit exceeded: Updates to TableClass are limited to "
                                      f"{_CLASS_UPDATES} times in {_CLASS_UPDATE_DAYS} day(s).")
-    meta.table_class_updates.append(now)
+    if not same:
+        meta.table_class_updates.append(now)
 
 
 _ON_DEMAND_SWITCHES = 4
@@ -526,6 +564,9 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if meta.deletion_protection:
         raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
                                   "Disable deletion protection first.")
+    if any(index.status != "ACTIVE" for index in meta.indexes):
+        raise ResourceInUseException("Attempt to change a resource which is still in use: Cannot delete table while "
+                                     "indexes are being created, updated, or deleted.")
     # DynamoDB's answer leaves out the key schema, the attribute definitions, the creation time and the local
     # indexes (captured in 2016 and in 2023).
     description = {member: value for member, value in describe(context, meta, status="DELETING").items()
@@ -543,6 +584,8 @@ def describe_continuous_backups(context: RequestContext, request: dict[str, Any]
     needs restores, not built yet: UpdateContinuousBackups stays unknown rather than pretending)."""
     v.validate(DESCRIBE_CONTINUOUS_BACKUPS, request)
     name = table_name_from(request["TableName"])
+    if name != request["TableName"]:
+        context.check_region(request["TableName"])
     if context.engine.get_table(name) is None:
         raise TableNotFoundException(f"Table not found: {name}")
     return {"ContinuousBackupsDescription": {
