@@ -868,6 +868,16 @@ def test_table_arn_accepted(ddb):
     with pytest.raises(ClientError) as excinfo:
         ddb.describe_continuous_backups(TableName=elsewhere)
     assert error_of(excinfo)[1] == f"1 validation error detected: Invalid AWS region in '{elsewhere}'"
+    for other in (arn + "/index/byx", arn.replace(":table/", ":stream/"), arn.replace(":table/", ":")):
+        with pytest.raises(ClientError) as excinfo:  # an index's or a stream's ARN names no table
+            ddb.describe_table(TableName=other)
+        assert error_of(excinfo)[1] == f"1 validation error detected: Invalid resource type in '{other}'"
+        with pytest.raises(ClientError) as excinfo:
+            ddb.get_item(TableName=other, Key={"pk": {"S": "a"}, "sk": {"S": "b"}})
+        assert error_of(excinfo)[1] == f"1 validation error detected: Invalid resource type in '{other}'"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.describe_table(TableName=arn.replace("arn:aws:", "arn:aws-cn:"))
+    assert error_of(excinfo)[1].startswith("1 validation error detected: Invalid AWS partition in 'arn:aws-cn:")
     # Nor do the item operations serve another region's ARN from this region's table.
     with pytest.raises(ClientError) as excinfo:
         ddb.put_item(TableName=elsewhere, Item={"pk": {"S": "a"}, "sk": {"S": "b"}})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine
 
 DEFAULT_ACCOUNT = "000000000000"
+_TABLE_RESOURCE = re.compile(r"table/[^/]+")
 
 
 @dataclass(slots=True)
@@ -45,10 +47,16 @@ class RequestContext:
         return meta
 
     def check_region(self, arn: str) -> None:
-        """A table ARN names a table of its own region: another region's is refused (not served from this one).
-        (Another account's is served: accounts are not kept apart here.)"""
-        if arn.split(":")[3:4] != [self.region]:
+        """A TableName ARN must name a table of this partition and region (another region's is not served from
+        this one), in DynamoDB's recorded words; an index or stream ARN is no table's. (Another account's is
+        served: accounts are not kept apart here.)"""
+        parts = arn.split(":", 5)
+        if parts[1:2] != ["aws"]:
+            raise ValidationException(f"1 validation error detected: Invalid AWS partition in '{arn}'")
+        if parts[3:4] != [self.region]:
             raise ValidationException(f"1 validation error detected: Invalid AWS region in '{arn}'")
+        if len(parts) < 6 or not _TABLE_RESOURCE.fullmatch(parts[5]):
+            raise ValidationException(f"1 validation error detected: Invalid resource type in '{arn}'")
 
 
 def table_name_from(name_or_arn: str) -> str:
