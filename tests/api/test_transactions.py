@@ -179,6 +179,21 @@ def test_update_growing_past_400_kb_is_a_validation_reason(ddb, hash_table):
                         "Message": "Item size to update has exceeded the maximum allowed size"}]
 
 
+def test_update_value_nested_too_deep_is_a_validation_reason(ddb, hash_table):
+    """An Update's expression value nested 33 levels cancels at that action (captured against DynamoDB), where
+    UpdateItem refuses the request."""
+    deep: dict = {"S": "x"}
+    for _ in range(32):
+        deep = {"M": {"m": deep}}
+    a = unique_name("k")
+    update = {"Update": {"TableName": hash_table, "Key": key(a), "UpdateExpression": "SET e = :v",
+                         "ExpressionAttributeValues": {":v": deep}}}
+    message, reasons = cancelled(ddb, [put(hash_table, unique_name("k"), n=1), update])
+    assert message == CANCELLED + "[None, ValidationError]"
+    assert reasons[1]["Code"] == "ValidationError" and "Nesting Levels have exceeded" in reasons[1]["Message"]
+    assert get_item(ddb, hash_table, a) is None
+
+
 def test_cancellation_wire_shape(server, hash_table):
     """On the wire the text is under "Message", next to CancellationReasons, as DynamoDB sends it."""
     body = json.dumps({"TransactItems": [{"ConditionCheck": {

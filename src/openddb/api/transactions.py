@@ -44,7 +44,7 @@ from openddb.expressions import Condition, Projection, Update, compile_condition
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import item_size, validate_item
+from openddb.model.values import MSG_NESTING, item_size, validate_item
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
@@ -194,7 +194,13 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         mismatch = None
     update: Update | None = None
     if kind == "Update":
-        attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"))
+        try:
+            attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"))
+        except ValidationException as error:
+            # A value nested too deep cancels the transaction at this action (captured against DynamoDB).
+            if MSG_NESTING in (error.message or ""):
+                return None, 0, error.message
+            raise
         text = expression_text(body, "UpdateExpression")
         assert text is not None
         update = compile_update(text, attrs)
