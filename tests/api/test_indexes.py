@@ -204,6 +204,30 @@ def test_empty_index_key_rejected(ddb):
         "ValidationException", "One or more parameter values are not valid. A value specified for a secondary index "
         "key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. "
         "IndexName: GSI1, IndexKey: GSI1PK")
+    # An update expression producing one is worded apart, alone or in a transaction (which it refuses outright).
+    ddb.put_item(TableName=name, Item={"PK": {"S": "a"}, "SK": {"S": "b"}})
+    update = {"TableName": name, "Key": {"PK": {"S": "a"}, "SK": {"S": "b"}}, "UpdateExpression": "SET GSI1PK = :e",
+              "ExpressionAttributeValues": {":e": {"S": ""}}}
+    expected = ("ValidationException", "One or more parameter values are not valid. The update expression attempted "
+                "to update a secondary index key to a value that is not supported. The AttributeValue for a key "
+                "attribute cannot contain an empty string value. IndexName: GSI1, IndexKey: GSI1PK")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(**update)
+    assert error_of(excinfo) == expected
+    with pytest.raises(ClientError) as excinfo:
+        ddb.transact_write_items(TransactItems=[{"Update": update}])
+    assert error_of(excinfo) == expected
+    assert ddb.get_item(TableName=name, Key=update["Key"])["Item"] == update["Key"]
+
+
+def test_attribute_keying_several_indexes_names_the_first_by_name(ddb):
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", g="S"),
+                     KeySchema=schema("pk", ranges=0),
+                     GlobalSecondaryIndexes=[gsi("zzz_idx", "g", ranges=0), gsi("aaa_idx", "g", ranges=0)])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "g": {"N": "1"}})
+    assert error_of(excinfo)[1] == INVALID + "Type mismatch for Index Key g Expected: S Actual: N IndexName: aaa_idx"
 
 
 def test_sparse_and_overloaded_index(ddb):

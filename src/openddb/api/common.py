@@ -241,20 +241,23 @@ def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> b
 _GIGABYTE = float(1 << 30)
 
 
-def empty_index_key(index: IndexMeta, attribute: KeyAttribute) -> ValidationException:
-    """An empty S or B value for an index key attribute, in an item or in a Query of the index."""
+def empty_index_key(index: IndexMeta, attribute: KeyAttribute, *, updating: bool = False) -> ValidationException:
+    """An empty S or B value for an index key attribute, in an item or in a Query of the index; an update
+    expression that produces one is worded apart (as DynamoDB does, per a 2026 capture)."""
     kind = "string" if attribute.type == "S" else "binary"
+    what = ("The update expression attempted to update a secondary index key to a value that is not supported."
+            if updating else "A value specified for a secondary index key is not supported.")
     return ValidationException(
-        "One or more parameter values are not valid. A value specified for a secondary index key is not supported. "
-        f"The AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index.name}, "
-        f"IndexKey: {attribute.name}")
+        f"One or more parameter values are not valid. {what} The AttributeValue for a key attribute cannot contain "
+        f"an empty {kind} value. IndexName: {index.name}, IndexKey: {attribute.name}")
 
 
-def check_index_keys(meta: TableMeta, item: Item) -> None:
+def check_index_keys(meta: TableMeta, item: Item, *, updating: bool = False) -> None:
     """Refuse an item whose value for an index key attribute has the wrong type or is empty (an item that merely
     lacks the attribute is fine: it stays out of that index). Call before the write, or inside `apply` for an
-    update, so that a refused write changes nothing."""
-    for index in meta.indexes:
+    update (`updating`), so that a refused write changes nothing. Where one attribute keys several indexes, the
+    first by name is the one named (observed of DynamoDB)."""
+    for index in sorted(meta.indexes, key=lambda index: index.name) if len(meta.indexes) > 1 else meta.indexes:
         for attribute in (*index.hash_keys, *index.range_keys):
             value = item.get(attribute.name)
             if value is None:
@@ -264,7 +267,7 @@ def check_index_keys(meta: TableMeta, item: Item) -> None:
                 raise KeySchemaMismatch(f"{_INVALID}Type mismatch for Index Key {attribute.name} Expected: "
                                         f"{attribute.type} Actual: {actual} IndexName: {index.name}")
             if attribute.type != "N" and value[attribute.type] == "":
-                raise empty_index_key(index, attribute)
+                raise empty_index_key(index, attribute, updating=updating)
             # A value of 256 characters or fewer cannot pass either limit (4 bytes a character at most).
             if attribute.type != "N" and len(value[attribute.type]) > MAX_RANGE_KEY_BYTES // 4:
                 limit = MAX_HASH_KEY_BYTES if attribute in index.hash_keys else MAX_RANGE_KEY_BYTES

@@ -202,7 +202,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
             return None
         if exceeds_item_size(meta, new):
             raise ValidationException("Item size to update has exceeded the maximum allowed size")
-        check_index_keys(meta, new)
+        check_index_keys(meta, new, updating=True)
         return new
 
     result = context.engine.write([WriteOp(meta, key, apply)])[0]

@@ -143,10 +143,15 @@ class _Action:
         if exceeds_item_size(self.meta, new):
             return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
         try:
-            check_index_keys(self.meta, new)
+            check_index_keys(self.meta, new, updating=True)
         except ValidationException as error:
+            if _EMPTY_INDEX_KEY in (error.message or ""):  # refuses the whole request, as reported of DynamoDB
+                raise
             return old, {"Code": "ValidationError", "Message": error.message}
         return new, None
+
+
+_EMPTY_INDEX_KEY = "attempted to update a secondary index key to a value that is not supported"
 
 
 def _condition(body: dict[str, Any], attrs: Any) -> Condition | None:
