@@ -194,6 +194,23 @@ def test_update_value_nested_too_deep_is_a_validation_reason(ddb, hash_table):
     assert get_item(ddb, hash_table, a) is None
 
 
+def test_members_without_expressions_may_carry_expression_attributes(ddb, hash_table):
+    """Captured of DynamoDB: a Put, Delete or Get without any expression ignores ExpressionAttributeNames and
+    Values, which their single-item twins refuse."""
+    a, b = unique_name("k"), unique_name("k")
+    names = {"ExpressionAttributeNames": {"#a": "a"}}
+    ddb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": hash_table, "Item": {"pk": {"S": a}}, **names,
+                 "ExpressionAttributeValues": {":v": {"S": "x"}}}},
+        {"Delete": {"TableName": hash_table, "Key": key(b), **names}}])
+    got = ddb.transact_get_items(TransactItems=[{"Get": {"TableName": hash_table, "Key": key(a), **names}}])
+    assert got["Responses"] == [{"Item": {"pk": {"S": a}}}]
+    with pytest.raises(ClientError) as excinfo:  # with an expression, an unused name is still refused
+        ddb.transact_write_items(TransactItems=[{"Delete": {"TableName": hash_table, "Key": key(b), **names,
+                                                            "ConditionExpression": "attribute_exists(pk)"}}])
+    assert error_of(excinfo)[1].startswith("Value provided in ExpressionAttributeNames unused in expressions")
+
+
 def test_cancellation_wire_shape(server, hash_table):
     """On the wire the text is under "Message", next to CancellationReasons, as DynamoDB sends it."""
     body = json.dumps({"TransactItems": [{"ConditionCheck": {

@@ -40,7 +40,15 @@ from openddb.api.common import (
 )
 from openddb.api.context import RequestContext
 from openddb.errors import IdempotentParameterMismatchException, TransactionCanceledException, ValidationException
-from openddb.expressions import Condition, Projection, Update, compile_condition, compile_projection, compile_update
+from openddb.expressions import (
+    Condition,
+    ExpressionAttributes,
+    Projection,
+    Update,
+    compile_condition,
+    compile_projection,
+    compile_update,
+)
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
@@ -151,6 +159,14 @@ class _Action:
         return new, None
 
 
+def _member_attributes(body: dict[str, Any], members: tuple[str, ...]) -> ExpressionAttributes:
+    """A transaction member's expression attributes. Unlike its single-item twin, a member without any expression
+    may carry ExpressionAttributeNames/Values: DynamoDB ignores them (captured in 2026)."""
+    if not any(body.get(member) is not None for member in members):
+        body = {k: v for k, v in body.items() if k not in ("ExpressionAttributeNames", "ExpressionAttributeValues")}
+    return expression_attributes(body, members)
+
+
 _EMPTY_INDEX_KEY = "attempted to update a secondary index key to a value that is not supported"
 
 
@@ -185,7 +201,7 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         size = item_size(item)
         if exceeds_item_size(meta, item, size):
             raise ValidationException("Item size has exceeded the maximum allowed size")
-        attrs = expression_attributes(body, ("ConditionExpression",))
+        attrs = _member_attributes(body, ("ConditionExpression",))
         condition = _condition(body, attrs)
         attrs.check_all_used()
         if mismatch is not None:
@@ -210,7 +226,7 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         assert text is not None
         update = compile_update(text, attrs)
     else:
-        attrs = expression_attributes(body, ("ConditionExpression",))
+        attrs = _member_attributes(body, ("ConditionExpression",))
     condition = _condition(body, attrs)
     attrs.check_all_used()
     check_key_untouched(meta, update)
@@ -401,7 +417,7 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
             _, key = parse_key(meta, body["Key"])
         except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
             first_mismatch = first_mismatch or (position, error.message or "")
-        attrs = expression_attributes(body, ("ProjectionExpression",))
+        attrs = _member_attributes(body, ("ProjectionExpression",))
         text = expression_text(body, "ProjectionExpression")
         projections.append(None if text is None else compile_projection(text, attrs))
         attrs.check_all_used()
