@@ -306,6 +306,13 @@ def test_write_capacity_per_index(ddb):
     assert other["ConsumedCapacity"] == {"TableName": name, "CapacityUnits": 2.0}  # ALL projection: byA rewritten
     gone = ddb.delete_item(TableName=name, Key={"pk": {"S": "1"}}, ReturnConsumedCapacity="INDEXES")
     assert gone["ConsumedCapacity"]["GlobalSecondaryIndexes"] == {"byA": {"CapacityUnits": 1.0}}
+    # An entry changed in place costs the larger of its sizes (measured: a 3 KB attribute shrunk to 18 bytes
+    # costs the index 3 units, as it costs the table).
+    ddb.put_item(TableName=name, Item={"pk": {"S": "2"}, "a": {"S": "x"}, "d": {"S": "d" * 3000}})
+    shrunk = ddb.update_item(TableName=name, Key={"pk": {"S": "2"}}, UpdateExpression="SET d = :v",
+                             ExpressionAttributeValues={":v": {"S": "y" * 18}}, ReturnConsumedCapacity="INDEXES")
+    assert shrunk["ConsumedCapacity"]["Table"] == {"CapacityUnits": 3.0}
+    assert shrunk["ConsumedCapacity"]["GlobalSecondaryIndexes"] == {"byA": {"CapacityUnits": 3.0}}
 
 
 def test_multi_attribute_keys(ddb):
