@@ -243,13 +243,17 @@ _GIGABYTE = float(1 << 30)
 
 def empty_index_key(index: IndexMeta, attribute: KeyAttribute, *, updating: bool = False) -> ValidationException:
     """An empty S or B value for an index key attribute, in an item or in a Query of the index; an update
-    expression that produces one is worded apart (as DynamoDB does, per a 2026 capture)."""
+    expression that produces one is worded apart (as DynamoDB does, per 2026 captures)."""
     kind = "string" if attribute.type == "S" else "binary"
-    what = ("The update expression attempted to update a secondary index key to a value that is not supported."
-            if updating else "A value specified for a secondary index key is not supported.")
+    if updating:  # (probed against DynamoDB: this one names no index)
+        return ValidationException(
+            "One or more parameter values are not valid. The update expression attempted to update a secondary index "
+            f"key to a value that is not supported. The AttributeValue for a key attribute cannot contain an empty "
+            f"{kind} value.")
     return ValidationException(
-        f"One or more parameter values are not valid. {what} The AttributeValue for a key attribute cannot contain "
-        f"an empty {kind} value. IndexName: {index.name}, IndexKey: {attribute.name}")
+        "One or more parameter values are not valid. A value specified for a secondary index key is not supported. "
+        f"The AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index.name}, "
+        f"IndexKey: {attribute.name}")
 
 
 def check_index_keys(meta: TableMeta, item: Item, *, updating: bool = False) -> None:
