@@ -505,6 +505,12 @@ def test_account_throughput_quota(ddb):
                             r"account in us-east-1\. Current ReadCapacityUnits reserved by the account: \d+\. "
                             r"Limit: 80000\. Requested: 40101", message), message
         assert ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]["ReadCapacityUnits"] == 39900
+        # What does not raise the account's read units is not held to its quota: the index's writes go up, the
+        # table's reads come down, the index goes.
+        ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Update": {
+            "IndexName": "byg", "ProvisionedThroughput": {"ReadCapacityUnits": 200, "WriteCapacityUnits": 2}}}])
+        ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 39000, "WriteCapacityUnits": 1})
+        ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byg"}}])
     finally:
         ddb.delete_table(TableName=name)
 

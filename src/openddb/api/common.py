@@ -338,49 +338,63 @@ _UNITS = (("ReadCapacityUnits", "MaxReadRequestUnits", "ReadUnitsPerSecond", "Ta
           ("WriteCapacityUnits", "MaxWriteRequestUnits", "WriteUnitsPerSecond", "TableMaxWriteCapacityUnits"))
 
 
-def check_throughput_quota(engine: Engine, meta: TableMeta, region: str) -> None:
+def check_throughput_quota(engine: Engine, meta: TableMeta, region: str, before: TableMeta | None = None) -> None:
     """DynamoDB's default capacity quotas, in its recorded words and order: the account's 80,000 units over every
     provisioned table and global index; then 40,000 for the table and for each global index (apart: a table's
-    indexes are not added to its own); on-demand maximums and warm throughput of at most 40,000 too."""
+    indexes are not added to its own); on-demand maximums and warm throughput of at most 40,000 too.
+
+    `before`: the table as it was, for an UpdateTable. Only what the request raises is held to a quota, so a
+    table over one (made so by another version, or by creates racing in two workers) can always come down."""
     indexes = [index for index in meta.indexes if index.is_global]
+    old_indexes = {index.name: index for index in (before.indexes if before is not None else [])}
     provisioned = meta.billing_mode == "PROVISIONED"
     for position, (unit, on_demand, warm, quota) in enumerate(_UNITS):
-        def units(of: TableMeta | IndexMeta, position: int = position) -> int:
+        def units(of: TableMeta | IndexMeta | None, position: int = position) -> int:
+            if of is None or (isinstance(of, TableMeta) and of.billing_mode != "PROVISIONED"):
+                return 0
             return of.read_capacity if position == 0 else of.write_capacity
 
+        def raised(new: int, old: int) -> bool:
+            return new > MAX_THROUGHPUT and new > old
+
         if provisioned:
+            requested = units(meta) + sum(units(index) for index in indexes)
+            old_total = units(before) + sum(units(old_indexes.get(index.name)) for index in indexes
+                                            if before is not None and before.billing_mode == "PROVISIONED")
             # As recorded: raising a table at 40,000 to 40,001 read "reserved by the account: 40136 ... Requested:
             # 40001", so what the table holds now counts in both.
-            requested = units(meta) + sum(units(index) for index in indexes)
-            reserved = _reserved_units(engine, units)
-            if reserved + requested > ACCOUNT_MAX_THROUGHPUT:
-                raise LimitExceededException(
-                    f"This request would have caused the {unit} limit to be exceeded for the account in {region}. "
-                    f"Current {unit} reserved by the account: {reserved}. Limit: {ACCOUNT_MAX_THROUGHPUT}. "
-                    f"Requested: {requested}")
-            if units(meta) > MAX_THROUGHPUT:
+            if requested > old_total:
+                reserved = _reserved_units(engine, units)
+                if reserved + requested > ACCOUNT_MAX_THROUGHPUT:
+                    raise LimitExceededException(
+                        f"This request would have caused the {unit} limit to be exceeded for the account in "
+                        f"{region}. Current {unit} reserved by the account: {reserved}. Limit: "
+                        f"{ACCOUNT_MAX_THROUGHPUT}. Requested: {requested}")
+            if raised(units(meta), units(before)):
                 raise LimitExceededException(
                     f"The requested {unit}, {units(meta)}, is above the per table maximum for the account in "
                     f"{region}. Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
             for index in indexes:
-                if units(index) > MAX_THROUGHPUT:
+                if raised(units(index), units(old_indexes.get(index.name))):
                     raise LimitExceededException(
                         f"The requested {unit} for index {index.name}, {units(index)}, is above the per index "
                         f"maximum for the account in {region}. Per table maximum: {MAX_THROUGHPUT}. {_HIGHER_LIMITS}")
-        limits = [("table", meta.on_demand.get(on_demand, 0), meta.peak_read if position == 0 else meta.peak_write)]
-        limits += [(f"index {index.name}", index.on_demand.get(on_demand, 0),
-                    index.peak_read if position == 0 else index.peak_write) for index in indexes]
-        for of, maximum, _ in limits:
-            if maximum > MAX_THROUGHPUT:
-                of = of.replace("index ", "index : ")
+        limits: list[tuple[str, TableMeta | IndexMeta, TableMeta | IndexMeta | None]] = [("table", meta, before)]
+        limits += [(f"index {index.name}", index, old_indexes.get(index.name)) for index in indexes]
+        for of, now, then in limits:
+            if raised(now.on_demand.get(on_demand, 0), then.on_demand.get(on_demand, 0) if then else 0):
                 raise LimitExceededException(
-                    f"Subscriber limit exceeded: Requested {on_demand} for OnDemandThroughput for {of} exceeds "
-                    f"{quota} of the account in region {region}")
-        for of, _, warmed in limits:
-            if warmed > MAX_THROUGHPUT:
+                    f"Subscriber limit exceeded: Requested {on_demand} for OnDemandThroughput for "
+                    f"{of.replace('index ', 'index : ')} exceeds {quota} of the account in region {region}")
+        for of, now, then in limits:
+            if raised(_peak(now, position), _peak(then, position) if then else 0):
                 raise LimitExceededException(
                     f"Subscriber limit exceeded: Requested {warm} for WarmThroughput for {of} exceeds {quota} of the "
                     f"account in region {region}")
+
+
+def _peak(of: TableMeta | IndexMeta, position: int) -> int:
+    return of.peak_read if position == 0 else of.peak_write
 
 
 def _reserved_units(engine: Engine, units: Any) -> int:

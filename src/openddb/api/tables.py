@@ -458,7 +458,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         meta.sse = sse if sse.get("Enabled", True) else None
     if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates",
                                                  "OnDemandThroughput", "WarmThroughput")):
-        check_throughput_quota(context.engine, meta, context.region)
+        check_throughput_quota(context.engine, meta, context.region, before)
     context.engine.update_table(meta)
     deleting: list[dict[str, Any]] = []
     if dropped:  # the answer still lists a dropped index, as DELETING (described before its entries go)
