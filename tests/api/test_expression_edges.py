@@ -81,6 +81,9 @@ def test_names_start_with_a_letter(ddb, hash_table):
         assert error_of(excinfo) == ("ValidationException",
                                      f'Invalid {member}: Syntax error; token: "_", near: "{near}"')
     assert "Item" not in ddb.get_item(TableName=hash_table, Key=key)
+    with pytest.raises(ClientError) as excinfo:  # a number token ends after a leading 0 (captured in 2021)
+        ddb.get_item(TableName=hash_table, Key=key, ProjectionExpression="#d-03", ExpressionAttributeNames={"#d": "d"})
+    assert error_of(excinfo)[1] == 'Invalid ProjectionExpression: Syntax error; token: "-", near: "#d-0"'
     ddb.update_item(TableName=hash_table, Key=key, UpdateExpression="SET a_1 = :_v, #_n = :_v",
                     ExpressionAttributeNames={"#_n": "_n"}, ExpressionAttributeValues={":_v": {"N": "1"}})
     assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["_n"] == {"N": "1"}

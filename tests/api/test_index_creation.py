@@ -136,6 +136,11 @@ def test_create_needs_definitions_and_unique_name(ddb):
         ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[CREATE_G])
     code, message = error_of(excinfo)
     assert code == "ValidationException" and message.startswith(INVALID)
+    with pytest.raises(ClientError) as excinfo:  # a key left out of AttributeDefinitions (captured in 2019)
+        ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[{"Create": {
+            **CREATE_G["Create"], "KeySchema": schema("g", "pk")}}])
+    assert error_of(excinfo) == ("ValidationException",
+                                 "Invalid KeySchema: Some index key attribute have no definition")
     ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
     wait_active(ddb, name, "byG")
     with pytest.raises(ClientError) as excinfo:

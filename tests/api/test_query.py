@@ -95,6 +95,17 @@ def test_sort_key_conditions(ddb, table, condition, values, expected):
         assert sks(page) == (want if forward else want[::-1])
 
 
+def test_two_conditions_on_one_key(ddb, table):
+    """Refused with no "Invalid KeyConditionExpression: " prefix (DynamoDB's answers captured in 2023 and 2024)."""
+    for condition in ("pk = :p AND sk > :a AND sk < :b", "pk = :p AND pk = :p"):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.query(TableName=table, KeyConditionExpression=condition,
+                      ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "a"}, ":b": {"S": "b"}}
+                      if ":a" in condition else {":p": {"S": "p"}})
+        assert excinfo.value.response["Error"]["Message"] == \
+            "KeyConditionExpressions must only contain one condition per key"
+
+
 def test_names_in_key_condition(ddb, table):
     """Expression attribute names work in key conditions."""
     page = ddb.query(TableName=table, KeyConditionExpression="#h = :p AND #r > :a",

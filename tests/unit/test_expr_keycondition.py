@@ -53,7 +53,7 @@ def test_names_resolve() -> None:
         ("pk = :p AND contains(sk, :a)",
          "Invalid operator used in KeyConditionExpression: contains"),
         ("pk = :p AND sk = :a AND sk = :b",
-         "Invalid KeyConditionExpression: KeyConditionExpressions must only contain one condition per key"),
+         "KeyConditionExpressions must only contain one condition per key"),  # no prefix (captured)
         ("pk.x = :p", "Invalid KeyConditionExpression: KeyConditionExpressions cannot have conditions on "
                       "nested attributes"),
         ("sk = :a", "Query condition missed key schema element: pk"),

@@ -30,7 +30,7 @@ from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, compile_key_condition
 from openddb.expressions.ast import ExpressionError
 from openddb.expressions.compiler import invalid as invalid_expression
-from openddb.expressions.keycondition import key_clauses
+from openddb.expressions.keycondition import ONE_CONDITION_PER_KEY, key_clauses
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import component, encode_parts, projected_names
 from openddb.model.keys import encode_key, partition_hash
@@ -190,7 +190,7 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
         for name, op, clause_values in key_clauses(text, attrs):
             values = list(clause_values)
             if name in found:
-                raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
+                raise ExpressionError(ONE_CONDITION_PER_KEY, bare=True)
             if name not in index.key_names:
                 raise ValidationException(f"Query condition missed key schema element: {name}")
             found[name] = (op, values)

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 class ExpressionError(Exception):
     """An invalid expression; ``message`` lacks the ``Invalid <Kind>: `` prefix that compile_* adds.
-    ``counted``: DynamoDB reports it as a constraint violation ("1 validation error detected: " first)."""
+    ``counted``: DynamoDB reports it as a constraint violation ("1 validation error detected: " first).
+    ``bare``: DynamoDB sends the message with no prefix at all."""
 
-    def __init__(self, message: str, counted: bool = False) -> None:
+    def __init__(self, message: str, counted: bool = False, bare: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.counted = counted
+        self.bare = bare
 
 
 # A path element is an attribute name, a ``#placeholder`` (str starting with '#') or a list index (int).

@@ -48,6 +48,8 @@ def _compiled(kind: str, text: str, attrs: ExpressionAttributes, build: Callable
 
 def invalid(kind: str, error: ExpressionError) -> ValidationException:
     """The ValidationException DynamoDB sends for an invalid expression of ``kind``."""
+    if error.bare:
+        return ValidationException(error.message)
     counted = "1 validation error detected: " if error.counted else ""
     return ValidationException(f"{counted}Invalid {kind}: {error.message}")
 

@@ -16,6 +16,8 @@ from .evaluate import compile_predicate
 from .resolve import AttributeValue, ExpressionAttributes
 
 KIND = "KeyConditionExpression"
+# Sent with no "Invalid KeyConditionExpression: " prefix (captured in 2023 and 2024).
+ONE_CONDITION_PER_KEY = "KeyConditionExpressions must only contain one condition per key"
 # ``:v < sk`` means ``sk > :v``.
 _FLIPPED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -125,13 +127,13 @@ def compile_key_condition(
         for name, op, values in key_clauses(text, attrs):
             if name == hash_key:
                 if hash_value is not None:
-                    raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
+                    raise ExpressionError(ONE_CONDITION_PER_KEY, bare=True)
                 if op != "=":
                     raise ValidationException("Query key condition not supported")
                 hash_value = values[0]
             elif name == range_key:
                 if range_op is not None:
-                    raise ExpressionError("KeyConditionExpressions must only contain one condition per key")
+                    raise ExpressionError(ONE_CONDITION_PER_KEY, bare=True)
                 range_op, range_values = op, values
             else:
                 strangers = True

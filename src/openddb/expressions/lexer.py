@@ -68,7 +68,8 @@ def tokenize(text: str) -> list[Token]:
                 append(Token(NAME, word, start, i))
         elif c in _DIGITS:
             i += 1
-            while i < n and text[i] in _DIGITS:
+            # A number token ends after a leading 0 (DynamoDB's answer to "#x-03" is near: "#x-0").
+            while c != "0" and i < n and text[i] in _DIGITS:
                 i += 1
             append(Token(INTEGER, text[start:i], start, i))
         elif c == "#" or c == ":":
