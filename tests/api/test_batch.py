@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_query import fails, raw_error
-from tests.conftest import create_table
+from tests.conftest import create_table, unique_name
 
 
 def key(pk: str, sk: str = "a") -> dict[str, Any]:
@@ -186,6 +186,21 @@ def test_get_validation(ddb, tables):
         "ValidationException", "Value provided in ExpressionAttributeNames unused in expressions: keys: {#a}")
     assert fails(ddb.batch_get_item, RequestItems={"missing-table": {"Keys": [key("a")]}}) == (
         "ResourceNotFoundException", "Requested resource not found")
+
+
+def test_get_number_key_written_two_ways_is_read_twice(ddb):
+    """Keys are duplicates only as sent: "1" and "1.0" name one item, which DynamoDB reads twice (observed against
+    it, scylladb PR 29501); BatchWriteItem still counts them as one item."""
+    name = unique_name()
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     KeySchema=[{"AttributeName": "p", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "p", "AttributeType": "N"}])
+    ddb.put_item(TableName=name, Item={"p": {"N": "1"}, "v": {"S": "x"}})
+    got = ddb.batch_get_item(RequestItems={name: {"Keys": [{"p": {"N": "1"}}, {"p": {"N": "1.0"}}]}})
+    assert got["Responses"][name] == [{"p": {"N": "1"}, "v": {"S": "x"}}] * 2
+    assert fails(ddb.batch_write_item, RequestItems={name: [{"DeleteRequest": {"Key": {"p": {"N": "1"}}}},
+                                                            {"DeleteRequest": {"Key": {"p": {"N": "1.0"}}}}]}) == (
+        "ValidationException", "Provided list of item keys contains duplicates")
 
 
 def test_get_empty_request_items(server):

@@ -97,13 +97,10 @@ def _checked_spec(spec: dict[str, Any]) -> Projection | None:
 def _table_get(context: RequestContext, name: str, spec: dict[str, Any], projection: Projection | None) -> _TableGet:
     meta = context.table(name)
     part = _TableGet(name, meta, spec, projection, bool(spec.get("ConsistentRead")))
-    seen: set[StorageKey] = set()
+    # Keys are duplicates only as sent (`_checked_spec`): the same number written two ways ("1", "1.0") is read
+    # twice, as DynamoDB does (observed against it, scylladb PR 29501).
     for raw in spec["Keys"]:
-        key_item, key = parse_key(meta, raw)
-        if key in seen:
-            raise ValidationException(_DUPLICATES)
-        seen.add(key)
-        part.keys.append((key_item, key))
+        part.keys.append(parse_key(meta, raw))
     return part
 
 
