@@ -124,9 +124,15 @@ def test_limits(text: str, message: str) -> None:
     assert info.value.message == message
 
 
-def test_zero_with_huge_exponent_is_zero() -> None:
-    """Zero has no magnitude, so no exponent can overflow it."""
-    assert normalize_number("0e99999999999999999999999") == "0"
+def test_zero_exponent_is_held_to_the_range() -> None:
+    """DynamoDB no longer takes 0e1000 (scylladb issue 26079, a run against DynamoDB in 2025): a zero's exponent
+    is held to the range of any number's."""
+    assert normalize_number("0e125") == normalize_number("0E-130") == normalize_number("-0.000e5") == "0"
+    for text in ("0e126", "0e1000", "0e99999999999999999999999"):
+        with pytest.raises(ValidationException, match="Number overflow"):
+            normalize_number(text)
+    with pytest.raises(ValidationException, match="Number underflow"):
+        normalize_number("0E-131")
 
 
 def test_exponent_written_with_thousands_of_leading_zeros() -> None:
