@@ -270,8 +270,16 @@ def test_expression_size_limit(ddb, hash_table, stored):
         ddb.put_item(TableName=hash_table, Item=stored, ConditionExpression=ok + " ",
                      ExpressionAttributeValues=v(v=N("5")))
     assert error_of(excinfo) == ("ValidationException", "Invalid ConditionExpression: Expression size has exceeded "
-                                                        "the maximum allowed size; expression size: 4097")
-    with pytest.raises(ClientError) as excinfo:  # a projection's refusal gives no size (captured in 2021)
+                                                        "the maximum allowed size;")
+    with pytest.raises(ClientError) as excinfo:  # only a filter's refusal gives the size
+        ddb.scan(TableName=hash_table, FilterExpression=ok + " ", ExpressionAttributeValues=v(v=N("5")))
+    assert error_of(excinfo)[1] == ("Invalid FilterExpression: Expression size has exceeded the maximum allowed "
+                                    "size; expression size: 4097")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key={"pk": stored["pk"]}, UpdateExpression="SET n = :v" + " " * 4090,
+                        ExpressionAttributeValues=v(v=N("5")))
+    assert error_of(excinfo)[1] == "Invalid UpdateExpression: Expression size has exceeded the maximum allowed size;"
+    with pytest.raises(ClientError) as excinfo:  # (captured in 2021)
         ddb.get_item(TableName=hash_table, Key={"pk": stored["pk"]}, ProjectionExpression="n," * 2048 + "n")
     assert error_of(excinfo) == ("ValidationException", "Invalid ProjectionExpression: Expression size has exceeded "
                                                         "the maximum allowed size;")

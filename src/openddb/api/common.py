@@ -168,8 +168,9 @@ def expression_text(request: dict[str, Any], member: str) -> str | None:
     if not text:
         raise ValidationException(f"Invalid {member}: The expression can not be empty;")
     if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES and not generated(request, member):
-        # A projection's refusal does not give the size (captured in 2021; a filter's did).
-        size = "" if member == "ProjectionExpression" else f" expression size: {len(text.encode('utf-8'))}"
+        # Only a filter's refusal gives the size: captured without it for a projection (2021) and an update
+        # expression (2023), with it for a Query's filter (2021); a 2026 report says so of every other kind.
+        size = f" expression size: {len(text.encode('utf-8'))}" if member == "FilterExpression" else ""
         raise ValidationException(f"Invalid {member}: Expression size has exceeded the maximum allowed size;{size}")
     return text
 
