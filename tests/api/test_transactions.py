@@ -407,6 +407,15 @@ def test_replay_reports_read_capacity(ddb, hash_table):
                                      ReturnConsumedCapacity="TOTAL")
     assert again["ConsumedCapacity"] == [{"TableName": hash_table, "CapacityUnits": 2.0,
                                           "ReadCapacityUnits": 2.0}]
+    # A replayed Delete of a 9 KB item reports reads of the item the first call deleted: 6 units, not 2 (as
+    # reported of DynamoDB, dynoxide PR 188).
+    b, token = unique_name("k"), str(uuid.uuid4())
+    ddb.put_item(TableName=hash_table, Item={"pk": {"S": b}, "d": {"S": "x" * 9000}})
+    delete = [{"Delete": {"TableName": hash_table, "Key": key(b)}}]
+    ddb.transact_write_items(TransactItems=delete, ClientRequestToken=token)
+    again = ddb.transact_write_items(TransactItems=delete, ClientRequestToken=token, ReturnConsumedCapacity="TOTAL")
+    assert again["ConsumedCapacity"] == [{"TableName": hash_table, "CapacityUnits": 6.0,
+                                          "ReadCapacityUnits": 6.0}]
 
 
 def test_token_survives_across_processes(server, ddb, hash_table):
@@ -687,13 +696,18 @@ def test_engine_token_contract():
         pk = encode_key({"S": "a"})
         op = WriteOp(meta, StorageKey(partition_hash(pk), pk, b""), lambda old: {"pk": {"S": "a"}})
         now = time.time()
-        engine.write([op], token=RequestToken("t", b"first", now - TOKEN_LIFETIME - 1))
-        assert engine.get_token("t") == RequestToken("t", b"first", now - TOKEN_LIFETIME - 1)
-        engine.write([op], token=RequestToken("t", b"second", now))
-        assert engine.get_token("t") == RequestToken("t", b"second", now)
+
+        def stored(token: RequestToken | None) -> tuple[bytes, float] | None:
+            return None if token is None else (token.digest, token.created_at)
+
+        first, second, third = (name.ljust(32, b".") for name in (b"first", b"second", b"third"))
+        engine.write([op], token=RequestToken("t", first, now - TOKEN_LIFETIME - 1))
+        assert stored(engine.get_token("t")) == (first, now - TOKEN_LIFETIME - 1)
+        engine.write([op], token=RequestToken("t", second, now))
+        assert stored(engine.get_token("t")) == (second, now)
         with pytest.raises(TokenInUse) as excinfo:
-            engine.write([WriteOp(meta, op.key, lambda old: None)], token=RequestToken("t", b"third", now + 1))
-        assert excinfo.value.existing == RequestToken("t", b"second", now)
+            engine.write([WriteOp(meta, op.key, lambda old: None)], token=RequestToken("t", third, now + 1))
+        assert stored(excinfo.value.existing) == (second, now)
         assert engine.get(meta, op.key) is not None
         assert engine.get_token("missing") is None
     finally:

@@ -82,11 +82,31 @@ TOKEN_LIFETIME = 600.0
 @dataclass(slots=True, frozen=True)
 class RequestToken:
     """A ClientRequestToken as stored: the token, a digest of the request it came with, and when the request
-    that used it committed (epoch seconds)."""
+    that used it committed (epoch seconds). Once its writes are done, the stored digest is followed by the size
+    each write was charged on (`with_sizes`): a repeat of the request reports reads of those sizes."""
 
     token: str
     request_hash: bytes
     created_at: float
+
+    @property
+    def digest(self) -> bytes:
+        return self.request_hash[:DIGEST_BYTES]
+
+    @property
+    def sizes(self) -> list[int] | None:
+        """The sizes the request's writes were charged on (None for a token stored without them)."""
+        tail = self.request_hash[DIGEST_BYTES:]
+        if not tail:
+            return None
+        return [int.from_bytes(tail[i:i + 4], "big") for i in range(0, len(tail), 4)]
+
+    def with_sizes(self, results: Sequence[WriteResult]) -> bytes:
+        """The digest followed by the larger of each write's old and new item sizes."""
+        return self.digest + b"".join(max(r.old_size, r.new_size).to_bytes(4, "big") for r in results)
+
+
+DIGEST_BYTES = 32  # a request digest (SHA-256)
 
 
 class TokenInUse(Exception):

@@ -98,6 +98,7 @@ _DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
 _LOCK_TOKEN = "SELECT hash, created_at FROM openddb_tokens WHERE token=%s FOR UPDATE"
 _INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
 _UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s WHERE token=%s"
+_SIZE_TOKEN = "UPDATE openddb_tokens SET hash=%s WHERE token=%s"
 # Expired tokens are swept once every this many token writes (per node), so the table stays small.
 _TOKEN_SWEEP_EVERY = 256
 _VERSION = "SELECT value FROM openddb_catalog WHERE key='catalog_version'"
@@ -355,7 +356,10 @@ class PostgresEngine(PostgresIndexes, Engine):
         def body(cur: psycopg.Cursor[Any]) -> list[WriteResult]:
             if token is not None:
                 self._record_token(cur, token)
-            return self._write_once(cur, ops)
+            results = self._write_once(cur, ops)
+            if token is not None:  # the sizes a repeat of the request reports
+                cur.execute(_SIZE_TOKEN, (token.with_sizes(results), _token_text(token.token)))
+            return results
 
         return self._transact(body)
 

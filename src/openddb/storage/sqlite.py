@@ -240,6 +240,7 @@ _UPSERT = ("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?
 _DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _GET_TOKEN = "SELECT hash, created_at FROM tokens WHERE token=?"
 _PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?, ?, ?)"
+_SIZE_TOKEN = "UPDATE tokens SET hash=? WHERE token=?"
 # Expired tokens are swept once every this many token writes, so the table stays small without a timer.
 _TOKEN_SWEEP_EVERY = 256
 
@@ -586,6 +587,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 new_size = item_size(new)
                 db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                 results.append(WriteResult(old, new, old_size, new_size))
+            if token is not None:  # the sizes a repeat of the request reports
+                db.execute(_SIZE_TOKEN, (token.with_sizes(results), token.token))
             if savepoint:
                 db.execute("RELEASE request")
             elif not self.group_commit:
