@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from openddb.api.common import count_decrease, decreases_today
+from openddb.api.throughput import count_decrease, decreases_today
 from openddb.errors import LimitExceededException
 from openddb.model.schema import IndexMeta
 

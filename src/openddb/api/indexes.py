@@ -19,7 +19,8 @@ import time
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import ON_DEMAND_WARM, count_decrease, counted, provisioned_units, throughput_description
+from openddb.api.common import counted
+from openddb.api.throughput import ON_DEMAND_WARM, count_decrease, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.storage.base import CatalogChanged, Engine, StorageKey, lease_holder

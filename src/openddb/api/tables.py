@@ -11,17 +11,16 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import (
+from openddb.api.common import counted, epoch_millis
+from openddb.api.context import RequestContext, table_name_from
+from openddb.api.tags import TAGS, check_tags, with_tags
+from openddb.api.throughput import (
     MAX_THROUGHPUT,
     check_throughput_quota,
     count_decrease,
-    counted,
-    epoch_millis,
     provisioned_units,
     throughput_description,
 )
-from openddb.api.context import RequestContext, table_name_from
-from openddb.api.tags import TAGS, check_tags, with_tags
 from openddb.errors import (
     LimitExceededException,
     ResourceInUseException,
