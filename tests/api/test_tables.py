@@ -364,10 +364,12 @@ def test_update_table_recorded_refusals(ddb, server):
         ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 6, "WriteCapacityUnits": 6},
                          StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
     assert error_of(excinfo) == ("ValidationException", "You cannot modify stream status while updating table IOPS")
-    _, data = call(server, json.dumps({"TableName": "ab", "DeletionProtectionEnabled": True}),
-                   "DynamoDB_20120810.UpdateTable")  # a name, not an ARN: a table name's constraints
-    assert json.loads(data)["message"] == ("1 validation error detected: Value 'ab' at 'tableName' failed to "
-                                           "satisfy constraint: Member must have length greater than or equal to 3")
+    for members in ({"DeletionProtectionEnabled": True}, {"WarmThroughput": {}}):  # before any other rule
+        _, data = call(server, json.dumps({"TableName": "ab", **members}),
+                       "DynamoDB_20120810.UpdateTable")  # a name, not an ARN: a table name's constraints
+        assert json.loads(data)["message"] == ("1 validation error detected: Value 'ab' at 'tableName' failed to "
+                                               "satisfy constraint: Member must have length greater than or equal "
+                                               "to 3")
     for table in (name, "no-such-table"):  # an empty index WarmThroughput is refused before any look-up
         with pytest.raises(ClientError) as excinfo:
             ddb.update_table(TableName=table, GlobalSecondaryIndexUpdates=[{"Update": {

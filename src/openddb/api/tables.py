@@ -362,6 +362,8 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_TABLE, request)
+    if not str(request["TableName"]).startswith("arn:"):  # a name, not an ARN: a table name's constraints, first
+        v.validate(_TABLE_NAME, {"TableName": request["TableName"]})
     # An empty WarmThroughput or OnDemandThroughput counts as absent, an empty GlobalSecondaryIndexUpdates is
     # refused. These request-only rules come before the table is looked up.
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
@@ -379,8 +381,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         if isinstance(action, dict) and action.get("WarmThroughput") == {}:
             raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
                            f"specified for index: {action.get('IndexName')}")
-    if not str(request["TableName"]).startswith("arn:"):  # a name, not an ARN: a table name's constraints
-        v.validate(_TABLE_NAME, {"TableName": request["TableName"]})
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     _check_one_concern(changes, request)
