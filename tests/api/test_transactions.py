@@ -490,10 +490,11 @@ def test_item_collection_metrics_with_a_local_index(ddb):
 
 def test_get_items_in_order(ddb, hash_table, range_table):
     """Responses come in request order, {} for a missing item, projected when asked."""
-    a, missing, pk = unique_name("k"), unique_name("k"), unique_name("p")
+    a, b, missing, pk = unique_name("k"), unique_name("k"), unique_name("k"), unique_name("p")
+    item = {"n": {"N": "1"}, "m": {"M": {"x": {"S": "y"}, "z": {"S": "w"}}}}
     ddb.transact_write_items(TransactItems=[
-        {"Put": {"TableName": hash_table, "Item": {"pk": {"S": a}, "n": {"N": "1"},
-                                                   "m": {"M": {"x": {"S": "y"}, "z": {"S": "w"}}}}}},
+        {"Put": {"TableName": hash_table, "Item": {"pk": {"S": a}, **item}}},
+        {"Put": {"TableName": hash_table, "Item": {"pk": {"S": b}, **item}}},
         {"Put": {"TableName": range_table, "Item": {"pk": {"S": pk}, "sk": {"S": "1"}, "name": {"S": "n"}}}},
     ])
     response = ddb.transact_get_items(TransactItems=[
@@ -501,13 +502,13 @@ def test_get_items_in_order(ddb, hash_table, range_table):
                  "ProjectionExpression": "#n", "ExpressionAttributeNames": {"#n": "name"}}},
         {"Get": {"TableName": hash_table, "Key": key(missing)}},
         {"Get": {"TableName": hash_table, "Key": key(a), "ProjectionExpression": "m.x, n"}},
-        {"Get": {"TableName": hash_table, "Key": key(a)}},
+        {"Get": {"TableName": hash_table, "Key": key(b)}},
     ])
     assert response["Responses"] == [
         {"Item": {"name": {"S": "n"}}},
         {},
         {"Item": {"m": {"M": {"x": {"S": "y"}}}, "n": {"N": "1"}}},
-        {"Item": {"pk": {"S": a}, "n": {"N": "1"}, "m": {"M": {"x": {"S": "y"}, "z": {"S": "w"}}}}},
+        {"Item": {"pk": {"S": b}, **item}},
     ]
     assert "ConsumedCapacity" not in response
 
@@ -542,16 +543,19 @@ def test_get_validation(server, ddb, hash_table):
     assert validation_error(ddb, [{"Get": {"TableName": hash_table, "Key": key("a"), "ProjectionExpression": "a",
                                            "ExpressionAttributeNames": {"#x": "b"}}}], "transact_get_items") == (
         "ValidationException", "Value provided in ExpressionAttributeNames unused in expressions: keys: {#x}")
+    assert validation_error(ddb, [get, get], "transact_get_items") == (  # one item read twice
+        "ValidationException", "Transaction request cannot include multiple operations on one item")
 
 
 def test_get_projection_keeping_nothing_answers_an_empty_response(ddb, hash_table):
     """TransactGetItems answers {} for an item its projection keeps nothing of (GetItem answers Item {}), as
     captured against DynamoDB."""
-    a = unique_name("k")
+    a, b = unique_name("k"), unique_name("k")
     ddb.put_item(TableName=hash_table, Item={**key(a), "n": {"N": "1"}})
+    ddb.put_item(TableName=hash_table, Item={**key(b), "n": {"N": "1"}})
     response = ddb.transact_get_items(TransactItems=[
         {"Get": {"TableName": hash_table, "Key": key(a), "ProjectionExpression": "absent"}},
-        {"Get": {"TableName": hash_table, "Key": key(a), "ProjectionExpression": "n"}}])
+        {"Get": {"TableName": hash_table, "Key": key(b), "ProjectionExpression": "n"}}])
     assert response["Responses"] == [{}, {"Item": {"n": {"N": "1"}}}]
     assert ddb.get_item(TableName=hash_table, Key=key(a), ProjectionExpression="absent")["Item"] == {}
 

@@ -431,6 +431,9 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
             gets.append((meta, key))
     if first_mismatch is not None:
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
+    # One item read twice is refused as in TransactWriteItems (DynamoDB's answer, relayed by a service built on it).
+    if len({(meta.table_id, key) for meta, key in gets}) != len(gets):
+        raise ValidationException(MULTIPLE_OPERATIONS)
     rows = context.engine.get_many(gets)
     if sum(row.size for row in rows if row is not None) > MAX_TRANSACTION_BYTES:
         raise ValidationException(TOO_LARGE)
