@@ -107,6 +107,23 @@ def test_value_placeholder_keys_must_be_word_characters(ddb, hash_table, key):
                                  f'ExpressionAttributeValues contains invalid key: Syntax error; key: "{key}"')
 
 
+def test_placeholders_of_at_most_255_bytes(ddb, hash_table):
+    """The Developer Guide's limit on a placeholder, its # or : included; checked before its syntax."""
+    key = {"pk": {"S": "placeholders"}}
+    name, value = "#" + "n" * 254, ":" + "v" * 254
+    ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=f"SET {name} = {value}",
+                    ExpressionAttributeNames={name: "a"}, ExpressionAttributeValues={value: {"N": "1"}})
+    for names, values, member in (({name + "n": "a"}, {value: {"N": "1"}}, "ExpressionAttributeNames"),
+                                  ({name: "a"}, {value + "-": {"N": "1"}}, "ExpressionAttributeValues")):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.update_item(TableName=hash_table, Key=key, UpdateExpression=f"SET {name} = {value}",
+                            ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+        code, message = error_of(excinfo)
+        assert code == "ValidationException" and message.startswith(f"{member} contains invalid key: The key is "
+                                                                    "longer than 255 bytes")
+    assert ddb.get_item(TableName=hash_table, Key=key)["Item"]["a"] == {"N": "1"}
+
+
 def test_empty_attribute_name_is_refused_and_writes_nothing(ddb, hash_table):
     key = _item(ddb, hash_table, a={"N": "1"})
     with pytest.raises(ClientError) as excinfo:
