@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from openddb.errors import ValidationException
 from openddb.model.numbers import (
+    MAX_ADJUSTED_EXPONENT,
+    MIN_ADJUSTED_EXPONENT,
     MSG_OVERFLOW,
     MSG_PRECISION,
     MSG_UNDERFLOW,
@@ -133,6 +135,15 @@ def test_zero_exponent_is_held_to_the_range() -> None:
             normalize_number(text)
     with pytest.raises(ValidationException, match="Number underflow"):
         normalize_number("0E-131")
+    assert normalize_number("0." + "0" * 200) == "0"  # (no exponent written: as before)
+
+
+def test_an_exact_zero_result_is_zero() -> None:
+    """x - x of a small x is exactly 0, whatever exponent the exact arithmetic carries."""
+    tiny = normalize_number("1.5E-130")
+    assert subtract_numbers(tiny, tiny) == "0"
+    assert add_numbers(tiny, "-" + tiny) == "0"
+    assert format_number(Decimal("0E-200")) == "0"
 
 
 def test_exponent_written_with_thousands_of_leading_zeros() -> None:
@@ -213,9 +224,14 @@ def test_parse_format_round_trip(value: Decimal) -> None:
 
 @given(st.from_regex(r"[+-]?0{0,3}[0-9]{0,40}(\.[0-9]{0,40})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
 def test_fast_paths_agree_with_decimal(text: str) -> None:
-    """Whatever shortcut normalize_number takes, the result is Decimal's value in normalized form."""
+    """Whatever shortcut normalize_number takes, the result is Decimal's value in normalized form (a zero written
+    with an exponent out of range is refused, see test_zero_exponent_is_held_to_the_range)."""
     try:
-        expected = format_number(Decimal(text))
+        value = Decimal(text)
+        if value.is_zero() and "e" in text.lower() and not (
+                MIN_ADJUSTED_EXPONENT <= int(value.as_tuple().exponent) <= MAX_ADJUSTED_EXPONENT):
+            raise ValidationException("out of range")
+        expected = format_number(value)
     except (ValidationException, decimal.InvalidOperation):
         with pytest.raises(ValidationException):
             normalize_number(text)
