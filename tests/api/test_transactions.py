@@ -702,9 +702,9 @@ def test_engine_token_contract():
         now = time.time()
 
         def stored(token: RequestToken | None) -> tuple[bytes, float] | None:
-            return None if token is None else (token.digest, token.created_at)
+            return None if token is None else (token.request_hash, token.created_at)
 
-        first, second, third = (name.ljust(32, b".") for name in (b"first", b"second", b"third"))
+        first, second, third = b"first", b"second", b"third"
         engine.write([op], token=RequestToken("t", first, now - TOKEN_LIFETIME - 1))
         assert stored(engine.get_token("t")) == (first, now - TOKEN_LIFETIME - 1)
         engine.write([op], token=RequestToken("t", second, now))

@@ -14,7 +14,6 @@ from openddb.errors import ConditionalCheckFailedException, ResourceInUseExcepti
 from openddb.model import Item
 from openddb.model.schema import KeyAttribute, TableMeta
 from openddb.storage.base import (
-    DIGEST_BYTES,
     HASH_SPACE,
     TOKEN_LIFETIME,
     ApplyFn,
@@ -252,30 +251,24 @@ def test_table_stats_and_delete_table_removes_items(engine: Engine) -> None:
     assert list(engine.scan(again, 0, HASH_SPACE, None)) == []
 
 
-def digest(text: bytes) -> bytes:
-    """A stand-in request digest of the stored length."""
-    return text.ljust(DIGEST_BYTES, b".")
-
-
 def test_tokens(engine: Engine) -> None:
     """A live token refuses a second write (writing nothing); an expired one is replaced; tokens are stored with
     the size each write was charged on (the larger of the item's old and new size)."""
     meta = engine.create_table(new_meta())
     name, now = str(uuid.uuid4()), time.time()
-    engine.write([put(meta, key(b"a"), item(1))], RequestToken(name, digest(b"hash-1"), now))
+    engine.write([put(meta, key(b"a"), item(1))], RequestToken(name, b"hash-1", now))
     stored = engine.get_token(name)
-    assert stored is not None and stored.digest == digest(b"hash-1") and abs(stored.created_at - now) < 1e-3
-    assert stored.sizes == [engine.get(meta, key(b"a")).size]  # type: ignore[union-attr]
+    assert stored is not None and stored.request_hash == b"hash-1" and abs(stored.created_at - now) < 1e-3
+    assert stored.charged == [engine.get(meta, key(b"a")).size]  # type: ignore[union-attr]
     with pytest.raises(TokenInUse) as excinfo:
-        engine.write([put(meta, key(b"b"), item(2))], RequestToken(name, digest(b"hash-2"), now + 1))
-    assert excinfo.value.existing.digest == digest(b"hash-1")
+        engine.write([put(meta, key(b"b"), item(2))], RequestToken(name, b"hash-2", now + 1))
+    assert excinfo.value.existing.request_hash == b"hash-1"
     assert engine.get(meta, key(b"b")) is None
     later = now + TOKEN_LIFETIME + 1
-    engine.write([put(meta, key(b"b"), item(2)), delete(meta, key(b"a"))], RequestToken(name, digest(b"hash-3"),
-                                                                                        later))
+    engine.write([put(meta, key(b"b"), item(2)), delete(meta, key(b"a"))], RequestToken(name, b"hash-3", later))
     stored = engine.get_token(name)
-    assert stored is not None and stored.digest == digest(b"hash-3")
-    assert stored.sizes is not None and len(stored.sizes) == 2 and stored.sizes[1] > 0  # the deleted item's size
+    assert stored is not None and stored.request_hash == b"hash-3"
+    assert stored.charged is not None and len(stored.charged) == 2 and stored.charged[1] > 0  # the deleted item
     assert engine.get_token(str(uuid.uuid4())) is None
 
 
@@ -288,11 +281,10 @@ def test_tokens_and_names_with_nul_and_backslash(engine: Engine) -> None:
     # Distinct tokens that a careless escaping could confuse:
     tokens = [run + suffix for suffix in ("\x00", "\\0", "\\", "\\\x00", "")]
     for number, token in enumerate(tokens):
-        engine.write([put(meta, key(b"k%d" % number), item(number))],
-                     RequestToken(token, digest(b"h%d" % number), now))
+        engine.write([put(meta, key(b"k%d" % number), item(number))], RequestToken(token, b"h%d" % number, now))
     for number, token in enumerate(tokens):
         stored = engine.get_token(token)
-        assert stored is not None and stored.digest == digest(b"h%d" % number)
+        assert stored is not None and stored.request_hash == b"h%d" % number
         with pytest.raises(TokenInUse):
             engine.write([put(meta, key(b"again"), item(0))], RequestToken(token, b"other", now + 1))
     assert engine.get_table(meta.name + "\x00") is None

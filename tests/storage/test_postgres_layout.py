@@ -142,7 +142,8 @@ def test_index_scan_page_is_an_index_range_read(indexed: Any) -> None:
 
 
 def test_a_version_1_database_migrates_on_start() -> None:
-    """A database of schema version 1 gains the index-entries and leases tables when a node starts."""
+    """A database of schema version 1 gains the index-entries and leases tables, and the tokens' sizes, when a
+    node starts."""
     import psycopg
 
     from openddb.storage.postgres import _MIGRATIONS, SCHEMA_VERSION, PostgresEngine
@@ -164,10 +165,11 @@ def test_a_version_1_database_migrates_on_start() -> None:
             try:
                 version = engine._cursor().execute(
                     "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
-                assert version == SCHEMA_VERSION == 3
-                # version 2: index entries; version 3: leases
+                assert version == SCHEMA_VERSION == 4
+                # version 2: index entries; version 3: leases; version 4: the sizes a request token's writes cost
                 assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
                 assert engine.try_lease("duty", "node-a", 10, now=1.0)
+                assert engine._cursor().execute("SELECT sizes FROM openddb_tokens").fetchall() == []
             finally:
                 engine.close()
         finally:

@@ -36,3 +36,18 @@ def test_a_start_key_before_the_segment_starts_at_the_segment(database: sqlite3.
     sql, params = scan_sql(1, 1000, 2000, StorageKey(5, b"p", b"s"))
     assert params == (1, 1000, 2000)
     assert "(tid=? AND h>? AND h<?)" in plan(database, sql, params)
+
+
+def test_a_store_made_before_gains_the_token_sizes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A data directory whose tokens table predates the sizes column gets it when it is opened; its tokens stay."""
+    old = sqlite3.connect(tmp_path / "openddb.sqlite3")
+    old.execute("CREATE TABLE tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL)")
+    old.execute("INSERT INTO tokens VALUES ('t', x'01', 1.0)")
+    old.commit()
+    old.close()
+    engine = SQLiteEngine(str(tmp_path))
+    try:
+        stored = engine.get_token("t")
+        assert stored is not None and (stored.request_hash, stored.charged) == (b"\x01", None)
+    finally:
+        engine.close()

@@ -263,7 +263,7 @@ def _deep_digest(value: Any) -> bytes:
 
 
 def _same_request(existing: RequestToken, record: RequestToken) -> None:
-    if existing.digest != record.digest:
+    if existing.request_hash != record.request_hash:
         raise IdempotentParameterMismatchException(TOKEN_MISMATCH)
 
 
@@ -348,7 +348,7 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_A
     mode = request.get("ReturnConsumedCapacity")
     if mode not in ("TOTAL", "INDEXES"):
         return {}
-    sizes = existing.sizes
+    sizes = existing.charged
     if sizes is None or len(sizes) != len(actions):
         rows = context.engine.get_many([(action.meta, action.key) for action in actions])
         sizes = [row.size if row else 0 for row in rows]
@@ -394,7 +394,7 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     except TokenInUse as error:  # another process committed the same token since we looked
         assert record is not None
         _same_request(error.existing, record)
-        return _replayed(context, request, actions, context.engine.get_token(record.token) or error.existing)
+        return _replayed(context, request, actions, error.existing)
     response: dict[str, Any] = {}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):

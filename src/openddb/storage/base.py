@@ -82,31 +82,25 @@ TOKEN_LIFETIME = 600.0
 @dataclass(slots=True, frozen=True)
 class RequestToken:
     """A ClientRequestToken as stored: the token, a digest of the request it came with, and when the request
-    that used it committed (epoch seconds). Once its writes are done, the stored digest is followed by the size
-    each write was charged on (`with_sizes`): a repeat of the request reports reads of those sizes."""
+    that used it committed (epoch seconds); once its writes are done, also the size each write was charged on
+    (`charged_sizes`), which a repeat of the request reports reads of."""
 
     token: str
     request_hash: bytes
     created_at: float
+    sizes: bytes | None = None
 
     @property
-    def digest(self) -> bytes:
-        return self.request_hash[:DIGEST_BYTES]
-
-    @property
-    def sizes(self) -> list[int] | None:
+    def charged(self) -> list[int] | None:
         """The sizes the request's writes were charged on (None for a token stored without them)."""
-        tail = self.request_hash[DIGEST_BYTES:]
-        if not tail:
+        if not self.sizes:
             return None
-        return [int.from_bytes(tail[i:i + 4], "big") for i in range(0, len(tail), 4)]
-
-    def with_sizes(self, results: Sequence[WriteResult]) -> bytes:
-        """The digest followed by the larger of each write's old and new item sizes."""
-        return self.digest + b"".join(max(r.old_size, r.new_size).to_bytes(4, "big") for r in results)
+        return [int.from_bytes(self.sizes[i:i + 4], "big") for i in range(0, len(self.sizes), 4)]
 
 
-DIGEST_BYTES = 32  # a request digest (SHA-256)
+def charged_sizes(results: Sequence[WriteResult]) -> bytes:
+    """What a token stores of its request's writes: the larger of each item's old and new size, 4 bytes each."""
+    return b"".join(max(r.old_size, r.new_size).to_bytes(4, "big") for r in results)
 
 
 class TokenInUse(Exception):

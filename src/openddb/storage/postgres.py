@@ -55,13 +55,14 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
     add_sort_clauses,
+    charged_sizes,
     is_stored_version,
 )
 from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes, one_row
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
@@ -81,6 +82,7 @@ _MIGRATIONS: dict[int, list[str]] = {
     2: INDEX_MIGRATION,  # secondary index entries (postgres_indexes.py)
     3: ["CREATE TABLE IF NOT EXISTS openddb_leases (name VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, "
         "expires DOUBLE PRECISION NOT NULL)"],
+    4: ["ALTER TABLE openddb_tokens ADD COLUMN sizes BYTEA"],  # what each write of a request was charged on
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -95,10 +97,10 @@ _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES 
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
 _UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
 _DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
-_LOCK_TOKEN = "SELECT hash, created_at FROM openddb_tokens WHERE token=%s FOR UPDATE"
+_LOCK_TOKEN = "SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s FOR UPDATE"
 _INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
-_UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s WHERE token=%s"
-_SIZE_TOKEN = "UPDATE openddb_tokens SET hash=%s WHERE token=%s"
+_UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s, sizes=NULL WHERE token=%s"
+_SIZE_TOKEN = "UPDATE openddb_tokens SET sizes=%s WHERE token=%s"
 # Expired tokens are swept once every this many token writes (per node), so the table stays small.
 _TOKEN_SWEEP_EVERY = 256
 _VERSION = "SELECT value FROM openddb_catalog WHERE key='catalog_version'"
@@ -358,7 +360,7 @@ class PostgresEngine(PostgresIndexes, Engine):
                 self._record_token(cur, token)
             results = self._write_once(cur, ops)
             if token is not None:  # the sizes a repeat of the request reports
-                cur.execute(_SIZE_TOKEN, (token.with_sizes(results), _token_text(token.token)))
+                cur.execute(_SIZE_TOKEN, (charged_sizes(results), _token_text(token.token)))
             return results
 
         return self._transact(body)
@@ -393,7 +395,7 @@ class PostgresEngine(PostgresIndexes, Engine):
         if found is None:
             cur.execute(_INSERT_TOKEN, (stored, token.request_hash, token.created_at))
         elif found[1] > token.created_at - TOKEN_LIFETIME:
-            raise TokenInUse(RequestToken(token.token, found[0], found[1]))
+            raise TokenInUse(RequestToken(token.token, found[0], found[1], found[2]))
         else:
             cur.execute(_UPDATE_TOKEN, (token.request_hash, token.created_at, stored))
         self._token_writes += 1
@@ -405,9 +407,9 @@ class PostgresEngine(PostgresIndexes, Engine):
             return cur.execute(_LEASE, (name, holder, now + seconds, now)).fetchone() is not None
 
     def get_token(self, token: str) -> RequestToken | None:
-        found = self._cursor().execute("SELECT hash, created_at FROM openddb_tokens WHERE token=%s",
+        found = self._cursor().execute("SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s",
                                        (_token_text(token),)).fetchone()
-        return None if found is None else RequestToken(token, found[0], found[1])
+        return None if found is None else RequestToken(token, found[0], found[1], found[2])
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Lock, apply, write back, maintain the indexes; inside the caller's transaction."""

@@ -53,6 +53,7 @@ from openddb.storage.base import (
     WriteOp,
     WriteResult,
     add_sort_clauses,
+    charged_sizes,
     is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes
@@ -225,7 +226,7 @@ CREATE TABLE IF NOT EXISTS items (
     size INTEGER NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (tid, h, pk, sk)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL, sizes BLOB);
 CREATE INDEX IF NOT EXISTS tokens_by_age ON tokens (created_at);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires REAL NOT NULL);
 INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 0), ('next_tid', 1);
@@ -238,9 +239,9 @@ _GET_DATA = "SELECT data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _UPSERT = ("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?) "
            "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, data=excluded.data")
 _DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
-_GET_TOKEN = "SELECT hash, created_at FROM tokens WHERE token=?"
+_GET_TOKEN = "SELECT hash, created_at, sizes FROM tokens WHERE token=?"
 _PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?, ?, ?)"
-_SIZE_TOKEN = "UPDATE tokens SET hash=? WHERE token=?"
+_SIZE_TOKEN = "UPDATE tokens SET sizes=? WHERE token=?"
 # Expired tokens are swept once every this many token writes, so the table stays small without a timer.
 _TOKEN_SWEEP_EVERY = 256
 
@@ -346,6 +347,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
                 if statement.strip():
                     db.execute(statement)
+            if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
+                db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")
             # A process killed between a commit and its notice left the other processes' cached descriptions
             # (and read snapshots) stale: every engine opening the store (a worker replacing a dead one, too)
             # bumps both counters, so the others look again.
@@ -588,7 +591,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
                 results.append(WriteResult(old, new, old_size, new_size))
             if token is not None:  # the sizes a repeat of the request reports
-                db.execute(_SIZE_TOKEN, (token.with_sizes(results), token.token))
+                db.execute(_SIZE_TOKEN, (charged_sizes(results), token.token))
             if savepoint:
                 db.execute("RELEASE request")
             elif not self.group_commit:
@@ -757,7 +760,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         db = self._db
         found = db.execute(_GET_TOKEN, (token.token,)).fetchone()
         if found is not None and found[1] > token.created_at - TOKEN_LIFETIME:
-            raise TokenInUse(RequestToken(token.token, found[0], found[1]))
+            raise TokenInUse(RequestToken(token.token, found[0], found[1], found[2]))
         db.execute(_PUT_TOKEN, (token.token, token.request_hash, token.created_at))
         self._token_writes += 1
         if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
@@ -774,7 +777,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._read().execute(_GET_TOKEN, (token,)).fetchone()
-        return None if found is None else RequestToken(token, found[0], found[1])
+        return None if found is None else RequestToken(token, found[0], found[1], found[2])
 
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
               after: bytes | None) -> Iterator[Row]:
