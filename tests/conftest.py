@@ -14,6 +14,12 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from botocore.config import Config
+from hypothesis import settings
+
+# Property tests check values, not speed: no per-example deadline, which a machine busy with the parallel suite's
+# servers can overrun.
+settings.register_profile("openddb", deadline=None)
+settings.load_profile("openddb")
 
 
 def free_port() -> int:
