@@ -203,6 +203,17 @@ def test_get_number_key_written_two_ways_is_read_twice(ddb):
         "ValidationException", "Provided list of item keys contains duplicates")
 
 
+def test_get_key_nested_past_the_json_writer_is_refused_not_a_500(server, tables):
+    """A key value nested deeper than orjson writes (the duplicate check compares keys as sent) is refused as any
+    invalid key is, not answered with an internal error."""
+    one, _ = tables
+    deep: dict = {"S": "x"}
+    for _ in range(300):
+        deep = {"M": {"m": deep}}
+    code, _message = raw_error(server, "BatchGetItem", {"RequestItems": {one: {"Keys": [{"pk": deep, "sk": deep}]}}})
+    assert code == "ValidationException"
+
+
 def test_get_empty_request_items(server):
     """An empty RequestItems map is a constraint violation, worded as DynamoDB words it now."""
     assert raw_error(server, "BatchGetItem", {"RequestItems": {}}) == (

@@ -16,6 +16,7 @@ from openddb.api import validation as v
 from openddb.api.common import (
     SCHEMA_MISMATCH,
     KeySchemaMismatch,
+    canonical_digest,
     capacity_with_indexes,
     check_index_keys,
     consumed_capacity,
@@ -88,7 +89,7 @@ def _checked_spec(spec: dict[str, Any]) -> Projection | None:
     text = expression_text(spec, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
     attrs.check_all_used()
-    sent = [orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) for raw in spec["Keys"]]
+    sent = [canonical_digest(raw) for raw in spec["Keys"]]
     if len(set(sent)) != len(sent):
         raise ValidationException(_DUPLICATES)
     return projection

@@ -15,7 +15,6 @@ committed result.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import orjson
 from openddb.api import validation as v
 from openddb.api.common import (
     KeySchemaMismatch,
+    canonical_digest,
     capacity_with_indexes,
     check_index_keys,
     check_key_untouched,
@@ -235,33 +235,6 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     return _Action(kind, meta, key_item, key, condition, on_failure, update=update), item_size(key_item), None
 
 
-def _request_digest(items: list[Any]) -> bytes:
-    """A digest of the actions that ignores JSON member order (DynamoDB compares requests, not bytes)."""
-    try:
-        return hashlib.sha256(orjson.dumps(items, option=orjson.OPT_SORT_KEYS)).digest()
-    except TypeError:  # nested deeper than orjson writes (an ignored member may be): walk it without recursion
-        return _deep_digest(items)
-
-
-def _deep_digest(value: Any) -> bytes:
-    """The same kind of digest as `_request_digest`'s for a value of any depth (one token per node)."""
-    digest = hashlib.sha256()
-    pending: list[Any] = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            digest.update(b"{%d" % len(node))
-            for key in sorted(node, reverse=True):
-                pending.append(node[key])
-                pending.append(("key", key))
-        elif isinstance(node, list):
-            digest.update(b"[%d" % len(node))
-            pending.extend(reversed(node))
-        else:
-            digest.update(orjson.dumps(node[1] if isinstance(node, tuple) else node) + b",")
-    return digest.digest()
-
-
 def _same_request(existing: RequestToken, record: RequestToken) -> None:
     if existing.request_hash != record.request_hash:
         raise IdempotentParameterMismatchException(TOKEN_MISMATCH)
@@ -381,7 +354,7 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     token = request.get("ClientRequestToken")
     if token is not None:
         now = time.time()
-        record = RequestToken(token, _request_digest(request["TransactItems"]), now)
+        record = RequestToken(token, canonical_digest(request["TransactItems"]), now)
         existing = context.engine.get_token(token)
         if existing is not None and existing.created_at > now - TOKEN_LIFETIME:
             _same_request(existing, record)
