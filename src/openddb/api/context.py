@@ -27,7 +27,7 @@ class RequestContext:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
-            self.check_region(name_or_arn)
+            self.check_table_arn(name_or_arn)
             if self.arns is None:
                 self.arns = {}
             self.arns[name] = name_or_arn
@@ -40,13 +40,13 @@ class RequestContext:
         """The table named in a control-plane request, with the control plane's not-found wording."""
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
-            self.check_region(name_or_arn)
+            self.check_table_arn(name_or_arn)
         meta = self.engine.get_table(name)
         if meta is None:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")
         return meta
 
-    def check_region(self, arn: str) -> None:
+    def check_table_arn(self, arn: str) -> None:
         """A TableName ARN must name a table of this partition and region (another region's is not served from
         this one), in DynamoDB's recorded words; an index or stream ARN is no table's. (Another account's is
         served: accounts are not kept apart here.)"""

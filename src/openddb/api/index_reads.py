@@ -242,14 +242,12 @@ def start_key(meta: TableMeta, index: IndexMeta, raw: Any, mismatch: str = _STAR
     try:  # empty or oversized key values are refused as in a table's start key
         for position, attribute in enumerate((*index.hash_keys, *index.range_keys)):
             key_value_bytes(attribute.name, key[attribute.name], is_hash=position < len(index.hash_keys))
-        storage_key(meta, key)
+        table_key = storage_key(meta, key)
     except ValidationException as error:
         raise ValidationException(f"The provided starting key is invalid: {error.message}") from None
     pk = encode_parts([key[a.name] for a in index.hash_keys])
     sk = encode_parts([key[a.name] for a in index.range_keys]) if index.range_keys else b""
-    tpk = encode_key(key[meta.hash_key.name])
-    tsk = encode_key(key[meta.range_key.name]) if meta.range_key else b""
-    return IndexKey(partition_hash(pk), pk, sk, tpk, tsk)
+    return IndexKey(partition_hash(pk), pk, sk, table_key.pk, table_key.sk)
 
 
 def check_query_start(start: IndexKey, where: IndexKeyRange) -> None:

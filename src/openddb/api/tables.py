@@ -584,7 +584,7 @@ def describe_continuous_backups(context: RequestContext, request: dict[str, Any]
     v.validate(DESCRIBE_CONTINUOUS_BACKUPS, request)
     name = table_name_from(request["TableName"])
     if name != request["TableName"]:
-        context.check_region(request["TableName"])
+        context.check_table_arn(request["TableName"])
     if context.engine.get_table(name) is None:
         raise TableNotFoundException(f"Table not found: {name}")
     return {"ContinuousBackupsDescription": {
