@@ -133,6 +133,32 @@ def test_write_limits(server, ddb, tables):
     assert response["UnprocessedItems"] == {} and len(scan_keys(ddb, one)) == 25
 
 
+def test_write_more_than_25_tables_breaks_the_map_constraint(server, tables):
+    """RequestItems is a map of at most 25 tables: 26 of one request each break that before the count of requests."""
+    one, _ = tables
+    body = {"RequestItems": {f"{one}-{i:02d}": [{"DeleteRequest": {"Key": key("a")}}] for i in range(26)}}
+    code, message = raw_error(server, "BatchWriteItem", body)
+    assert code == "ValidationException"
+    assert message.startswith("1 validation error detected: Value '{")
+    assert message.endswith("' at 'requestItems' failed to satisfy constraint: Member must have length less than or "
+                            "equal to 25")
+
+
+@pytest.mark.parametrize("operation", ["BatchWriteItem", "BatchGetItem"])
+@pytest.mark.parametrize("name", ["", "t" * 1025], ids=["empty", "1025-chars"])
+def test_table_key_outside_its_length_is_a_constraint_error(server, tables, operation, name):
+    """A table name or ARN keying the batch map is 1-1024 characters, checked before any table is looked up."""
+    one, _ = tables
+    part = ([put("a")] if operation == "BatchWriteItem"
+            else {"Keys": [key("a")]})
+    code, message = raw_error(server, operation, {"RequestItems": {one: part, name: part}})
+    assert code == "ValidationException"
+    assert message.startswith("1 validation error detected: Value '{")
+    assert message.endswith("' at 'requestItems' failed to satisfy constraint: Map keys must satisfy constraint: "
+                            "[Member must have length less than or equal to 1024, Member must have length greater "
+                            "than or equal to 1]")
+
+
 def test_write_empty_request_items(server):
     """An empty RequestItems map gets DynamoDB's required-parameter message."""
     assert raw_error(server, "BatchWriteItem", {"RequestItems": {}}) == (

@@ -43,6 +43,7 @@ MAX_GET_KEYS = 100
 MAX_WRITE_REQUESTS = 25
 MAX_GET_RESPONSE_BYTES = 16 * 1024 * 1024
 _DUPLICATES = "Provided list of item keys contains duplicates"
+_TABLE_KEY = (1, 1024)  # a table name or ARN keys each batch map (the API's TableArn shape)
 
 KEYS_AND_ATTRIBUTES = v.Struct({
     "Keys": v.List(v.Any_(), required=True, min_len=1, max_len=MAX_GET_KEYS),
@@ -53,7 +54,7 @@ KEYS_AND_ATTRIBUTES = v.Struct({
 })
 _GET_OPTIONS = tuple(name for name in KEYS_AND_ATTRIBUTES.fields if name != "Keys")
 BATCH_GET_ITEM = v.Struct({
-    "RequestItems": v.Map(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS),
+    "RequestItems": v.Map(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS, key_len=_TABLE_KEY),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
 WRITE_REQUEST = v.Struct({
@@ -61,7 +62,7 @@ WRITE_REQUEST = v.Struct({
     "DeleteRequest": v.Struct({"Key": v.Any_(required=True)}),
 })
 BATCH_WRITE_ITEM = v.Struct({
-    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True),
+    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True, max_len=MAX_WRITE_REQUESTS, key_len=_TABLE_KEY),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
     "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
 })

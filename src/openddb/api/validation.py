@@ -188,6 +188,7 @@ class Map(Shape):
     required: bool = False
     min_len: int | None = None
     max_len: int | None = None
+    key_len: tuple[int, int] | None = None  # the shortest and longest key
 
     def check(self, value: Any, path: str, errors: list[str]) -> None:
         if not isinstance(value, dict):
@@ -201,6 +202,12 @@ class Map(Shape):
                 element = value[key] = {}  # (see List.check)
             self.value.check(element, f"{path}.{key}.member", errors)
         _check_length(value, path, len(value), self.min_len, self.max_len, errors, self)
+        if self.key_len is not None:
+            shortest, longest = self.key_len
+            if any(not shortest <= len(key) <= longest for key in value):
+                errors.append(_violation(value, path, "Map keys must satisfy constraint: [Member must have length "
+                                         f"less than or equal to {longest}, Member must have length greater than "
+                                         f"or equal to {shortest}]", self))
 
 
 @dataclass
