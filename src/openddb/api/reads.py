@@ -232,8 +232,9 @@ def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttribut
         limited = not generated(request, "FilterExpression")
         condition = compile_condition(text, attrs, "FilterExpression", limited)
         if query:
-            for name in _top_level_names(condition_tree(text, limited), attrs):
-                if name in meta.key_names:
+            names = _top_level_names(condition_tree(text, limited), attrs)
+            for name in meta.key_names:  # in key schema order: the partition key is named first
+                if name in names:
                     raise ValidationException(f"{_filter_member(request)} can only contain non-primary key "
                                               f"attributes: Primary key attribute: {name}")
     text = expression_text(request, "ProjectionExpression")
