@@ -109,6 +109,22 @@ def test_wrong_json_type(server):
 
 
 @pytest.mark.parametrize(("target", "body", "message"), [
+    ("Scan", '{"TableName": "any-table", "Limit": "10"}', "STRING_VALUE cannot be converted to Integer"),
+    ("Scan", '{"TableName": "any-table", "ConsistentRead": "true"}', "STRING_VALUE cannot be converted to Boolean"),
+    ("Scan", '{"TableName": "any-table", "ConsistentRead": 1}', "NUMBER_VALUE cannot be converted to Boolean"),
+    ("Scan", '{"TableName": "any-table", "Segment": true, "TotalSegments": 2}',
+     "TRUE_VALUE cannot be converted to Integer"),
+    ("ListTables", '{"Limit": "5"}', "STRING_VALUE cannot be converted to Integer"),
+])
+def test_scalar_of_the_wrong_json_type(server, target, body, message):
+    """A scalar member sent as another JSON type is named by its JSON token and the member's Java type, as
+    DynamoDB words it."""
+    response, data = call(server, body, target=f"DynamoDB_20120810.{target}")
+    assert response.status == 400
+    assert json.loads(data) == {"__type": "com.amazon.coral.service#SerializationException", "Message": message}
+
+
+@pytest.mark.parametrize(("target", "body", "message"), [
     ("CreateTable", '{"TableName": "huge-on-demand", "BillingMode": "PAY_PER_REQUEST", '
      '"AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}], '
      '"KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], '

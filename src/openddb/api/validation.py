@@ -29,11 +29,10 @@ def _type_error(expected: str, value: Any) -> SerializationException:
         return SerializationException("Start of structure or map found where not expected.")
     else:
         return SerializationException("Start of list found where not expected")
-    if expected == "String":
-        return SerializationException(f"{token} cannot be converted to String")
-    java = {"STRING_VALUE": "String", "NUMBER_VALUE": "BigDecimal", "TRUE_VALUE": "Boolean",
-            "FALSE_VALUE": "Boolean"}[token]
-    return SerializationException(f"class java.lang.{java} can not be converted to an {expected}")
+    # The JSON token and the member's Java type, for every scalar member: "STRING_VALUE cannot be converted to
+    # Integer" for a Limit sent as a string (quoted from DynamoDB in dynamodb-toolbox issue 502, 2023); before
+    # that DynamoDB said "class java.lang.String can not be converted to an Integer".
+    return SerializationException(f"{token} cannot be converted to {expected}")
 
 
 def render(value: Any, shape: Shape | None = None) -> str:
