@@ -344,6 +344,30 @@ def test_multi_attribute_keys(ddb):
     with pytest.raises(ClientError) as excinfo:
         query("tournament = :t AND #r = :r", t="w24", r="semi")
     assert error_of(excinfo) == ("ValidationException", "Query condition missed key schema element: rgn")
+    # As with one-attribute keys: a missing partition attribute is named before a value's wrong type, and a
+    # condition on a non-key attribute names the sort-key attribute it should have been.
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=name, IndexName="matches", KeyConditionExpression="tournament = :t",
+                  ExpressionAttributeValues={":t": {"N": "1"}})
+    assert error_of(excinfo) == ("ValidationException", "Query condition missed key schema element: rgn")
+    with pytest.raises(ClientError) as excinfo:
+        query("tournament = :t AND rgn = :g AND id = :r", t="w24", g="eu", r="m1")
+    assert error_of(excinfo) == ("ValidationException", "Query condition missed key schema element: round")
+    # Every partition attribute is held to the 2048-byte limit, not only the first.
+    with pytest.raises(ClientError) as excinfo:
+        query("tournament = :t AND rgn = :g", t="w24", g="g" * 2049)
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: Size of "
+                                 "hashkey has exceeded the maximum size limit of2048 bytes")
+    # The API sets no length for a GSI KeySchema: nine elements break the four-RANGE rule, not a list length.
+    with pytest.raises(ClientError) as excinfo:
+        ddb.create_table(
+            TableName=unique_name(), BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(
+                id="S", a="S", b="S", c="S", d="S", e="S", f="S", g="S", h="S", i="S"),
+            KeySchema=schema("id", ranges=0),
+            GlobalSecondaryIndexes=[{"IndexName": "wide", "Projection": {"ProjectionType": "ALL"},
+                                     "KeySchema": schema("a", "b", "c", "d", "e", "f", "g", "h", "i", ranges=5)}])
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: The KeySchema "
+                                 "exceeds the maximum allowed number of RANGE key attributes")
 
 
 def test_transaction_capacity_per_index(ddb):

@@ -167,7 +167,8 @@ def key_range(index: IndexMeta, text: str, attrs: ExpressionAttributes) -> Index
         for value in values:  # an empty sort-key operand, as for the table's (see reads.sort_range)
             if attribute.type != "N" and value[attribute.type] == "":
                 raise empty_index_key(index, attribute)
-    key_value_bytes(index.hash_keys[0].name, hash_values[0], is_hash=True)  # oversize checks
+    for attribute, value in zip(index.hash_keys, hash_values, strict=True):  # oversize checks, each attribute
+        key_value_bytes(attribute.name, value, is_hash=True)
     pk = encode_parts(hash_values)
     multi = len(index.range_keys) > 1
     prefix = b""
@@ -185,6 +186,7 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
     """Multi-attribute keys: every partition-key attribute with `=`; sort-key attributes constrained left to
     right without gaps, all with `=` but the last one."""
     kind = "KeyConditionExpression"
+    strangers = False  # a condition on an attribute outside the key schema
     try:
         found: dict[str, tuple[str, list[AttributeValue]]] = {}
         for name, op, clause_values in key_clauses(text, attrs):
@@ -192,14 +194,22 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
             if name in found:
                 raise ExpressionError(ONE_CONDITION_PER_KEY, bare=True)
             if name not in index.key_names:
-                raise ValidationException(f"Query condition missed key schema element: {name}")
+                strangers = True
+                continue
             found[name] = (op, values)
     except ExpressionError as error:
         raise invalid_expression(kind, error) from None
-    hash_values: list[AttributeValue] = []
+    # As with a single-attribute key: a missing partition-key attribute is named first, then (the partition key
+    # all there) a condition on another attribute names the sort key it should have been; values' types after.
     for attribute in index.hash_keys:
         if attribute.name not in found:
             raise ValidationException(f"Query condition missed key schema element: {attribute.name}")
+    if strangers:
+        named = next((a for a in index.range_keys if a.name not in found),
+                     index.range_keys[-1] if index.range_keys else index.hash_keys[-1])
+        raise ValidationException(f"Query condition missed key schema element: {named.name}")
+    hash_values: list[AttributeValue] = []
+    for attribute in index.hash_keys:
         op, values = found[attribute.name]
         if op != "=":
             raise ValidationException("Query key condition not supported")
