@@ -104,6 +104,12 @@ def test_update_creates_missing_item_with_its_key(ddb, range_table):
         "ExpressionAttributeNames": {"#v": "value"}, "ExpressionAttributeValues": {":v": {"S": "x"}}}}])
     item = ddb.get_item(TableName=range_table, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
     assert item == {"pk": {"S": pk}, "sk": {"S": sk}, "value": {"S": "x"}}
+    # As with UpdateItem, only REMOVE and DELETE actions create nothing.
+    other = {"pk": {"S": pk}, "sk": {"S": unique_name("s")}}
+    ddb.transact_write_items(TransactItems=[{"Update": {
+        "TableName": range_table, "Key": other, "UpdateExpression": "REMOVE a DELETE s :v",
+        "ExpressionAttributeValues": {":v": {"SS": ["x"]}}}}])
+    assert "Item" not in ddb.get_item(TableName=range_table, Key=other)
 
 
 def test_table_by_arn(ddb, hash_table):

@@ -148,6 +148,8 @@ class _Action:
             new = self.update.apply(old if old is not None else self.key_item)
         except ValidationException as error:
             return old, {"Code": "ValidationError", "Message": error.message}
+        if old is None and len(new) == len(self.key_item):
+            return None, None  # only REMOVE/DELETE actions on a missing item: not created, as by UpdateItem
         if exceeds_item_size(self.meta, new):
             return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
         try:
