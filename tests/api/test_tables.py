@@ -949,3 +949,55 @@ def test_describe_continuous_backups(ddb):
     with pytest.raises(ClientError) as excinfo:
         ddb.describe_continuous_backups(TableName=missing)
     assert error_of(excinfo) == ("TableNotFoundException", f"Table not found: {missing}")
+
+
+@pytest.mark.parametrize(("members", "status", "error"), [
+    ({"MultiRegionConsistency": "BAD"}, "ValidationException",
+     "1 validation error detected: Value 'BAD' at 'multiRegionConsistency' failed to satisfy constraint: Member "
+     "must satisfy enum value set: [EVENTUAL, STRONG]"),
+    ({"MultiRegionConsistency": 5}, "SerializationException", "NUMBER_VALUE cannot be converted to String"),
+    ({"ReplicaUpdates": []}, "ValidationException",
+     "1 validation error detected: Value '[]' at 'replicaUpdates' failed to satisfy constraint: Member must have "
+     "length greater than or equal to 1"),
+    ({"ReplicaUpdates": [{"Create": {}}], "DeletionProtectionEnabled": False}, "ValidationException",
+     "1 validation error detected: Value null at 'replicaUpdates.1.member.create.regionName' failed to satisfy "
+     "constraint: Member must not be null"),
+    ({"GlobalTableWitnessUpdates": [{"Create": {"RegionName": "a"}}, {"Delete": {"RegionName": "b"}}]},
+     "ValidationException", "length less than or equal to 1"),
+    ({"GlobalTableSettingsReplicationMode": "BAD"}, "ValidationException",
+     "Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_OVERRIDES]"),
+], ids=["consistency-enum", "consistency-type", "replicas-empty", "replica-region-null", "witnesses-two",
+        "mode-enum"])
+def test_update_table_global_table_members_are_checked_for_shape(server, ddb, members, status, error):
+    """The global-table members of UpdateTable are checked as the API defines them, before anything else; a
+    request refused for one of them changes nothing."""
+    name = create_table(ddb)
+    response, data = call(server, json.dumps({"TableName": name, **members}),
+                          target="DynamoDB_20120810.UpdateTable")
+    body = json.loads(data)
+    assert response.status == 400 and body["__type"].endswith("#" + status)
+    assert error in body.get("message", body.get("Message"))
+    _, data = call(server, json.dumps({"TableName": name}), target="DynamoDB_20120810.DescribeTable")
+    assert json.loads(data)["Table"]["DeletionProtectionEnabled"] is False
+
+
+@pytest.mark.parametrize(("members", "error"), [
+    ({"ResourcePolicy": 5}, "NUMBER_VALUE cannot be converted to String"),
+    ({"GlobalTableSourceArn": ""}, "Value '' at 'globalTableSourceArn' failed to satisfy constraint: Member must "
+                                   "have length greater than or equal to 1"),
+    ({"GlobalTableSettingsReplicationMode": "BAD"}, "Value 'BAD' at 'globalTableSettingsReplicationMode' failed "
+                                                    "to satisfy constraint: Member must satisfy enum value set"),
+], ids=["policy-type", "source-arn-empty", "mode-enum"])
+def test_create_table_global_members_are_checked_for_shape(server, members, error):
+    """CreateTable's ResourcePolicy, GlobalTableSourceArn and GlobalTableSettingsReplicationMode have the API's
+    types and constraints; a refused request creates nothing."""
+    name = unique_name()
+    request = {"TableName": name, "BillingMode": "PAY_PER_REQUEST",
+               "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+               "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], **members}
+    response, data = call(server, json.dumps(request), target="DynamoDB_20120810.CreateTable")
+    body = json.loads(data)
+    assert response.status == 400
+    assert error in body.get("message", body.get("Message"))
+    response, _ = call(server, json.dumps({"TableName": name}), target="DynamoDB_20120810.DescribeTable")
+    assert response.status == 400

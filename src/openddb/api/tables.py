@@ -89,6 +89,21 @@ def _kms_key_arn(meta: TableMeta, sse: dict[str, Any] | None = None) -> str:
     return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
 
 
+# Global-table members are checked for their shapes only (this server keeps no replicas), in the API's terms.
+_REPLICATION_MODE = v.Str(enum=("ENABLED", "DISABLED", "ENABLED_WITH_OVERRIDES"))
+_REGION = v.Struct({"RegionName": v.Str(required=True)})
+_REPLICA_CHANGE = v.Struct({
+    "RegionName": v.Str(required=True),
+    "KMSMasterKeyId": v.Str(),
+    "ProvisionedThroughputOverride": v.Any_(),
+    "OnDemandThroughputOverride": v.Any_(),
+    "GlobalSecondaryIndexes": v.List(v.Any_(), min_len=1),
+    "TableClassOverride": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+})
+_REPLICA_UPDATES = v.List(v.Struct({"Create": _REPLICA_CHANGE, "Update": _REPLICA_CHANGE, "Delete": _REGION}),
+                          min_len=1)
+_WITNESS_UPDATES = v.List(v.Struct({"Create": _REGION, "Delete": _REGION}), min_len=1, max_len=1)
+
 CREATE_TABLE = v.Struct({
     "AttributeDefinitions": _ATTRIBUTE_DEFINITIONS,
     "TableName": v.table_name(),
@@ -102,8 +117,11 @@ CREATE_TABLE = v.Struct({
     "Tags": TAGS,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
-    "OnDemandThroughput": ix.ON_DEMAND,
     "WarmThroughput": ix.WARM,
+    "ResourcePolicy": v.Str(),
+    "OnDemandThroughput": ix.ON_DEMAND,
+    "GlobalTableSourceArn": v.Str(min_len=1, max_len=1024),
+    "GlobalTableSettingsReplicationMode": _REPLICATION_MODE,
 })
 DESCRIBE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
 DELETE_TABLE = v.Struct({"TableName": v.table_name_or_arn()})
@@ -119,10 +137,14 @@ UPDATE_TABLE = v.Struct({
     "GlobalSecondaryIndexUpdates": ix.GSI_UPDATES,
     "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
     "SSESpecification": _SSE,
+    "ReplicaUpdates": _REPLICA_UPDATES,
     "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
     "DeletionProtectionEnabled": v.Bool(),
+    "MultiRegionConsistency": v.Str(enum=("EVENTUAL", "STRONG")),
+    "GlobalTableWitnessUpdates": _WITNESS_UPDATES,
     "OnDemandThroughput": ix.ON_DEMAND,
     "WarmThroughput": ix.WARM,
+    "GlobalTableSettingsReplicationMode": _REPLICATION_MODE,
 })
 
 
