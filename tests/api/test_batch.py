@@ -142,6 +142,13 @@ def test_write_more_than_25_tables_breaks_the_map_constraint(server, tables):
     assert message.startswith("1 validation error detected: Value '{")
     assert message.endswith("' at 'requestItems' failed to satisfy constraint: Member must have length less than or "
                             "equal to 25")
+    # Every violation comes in one message: a 27th table whose list is empty breaks the map's value rule too.
+    body["RequestItems"][f"{one}-26"] = []
+    code, message = raw_error(server, "BatchWriteItem", body)
+    assert message.startswith("2 validation errors detected: ")
+    assert "Member must have length less than or equal to 25; Value '{" in message
+    assert message.endswith("Map value must satisfy constraint: [Member must have length less than or equal to 25, "
+                            "Member must have length greater than or equal to 1]")
 
 
 @pytest.mark.parametrize("operation", ["BatchWriteItem", "BatchGetItem"])

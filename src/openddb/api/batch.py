@@ -62,7 +62,8 @@ WRITE_REQUEST = v.Struct({
     "DeleteRequest": v.Struct({"Key": v.Any_(required=True)}),
 })
 BATCH_WRITE_ITEM = v.Struct({
-    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True, max_len=MAX_WRITE_REQUESTS, key_len=_TABLE_KEY),
+    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True, max_len=MAX_WRITE_REQUESTS, key_len=_TABLE_KEY,
+                          value_len=(1, MAX_WRITE_REQUESTS)),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
     "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
 })
@@ -176,24 +177,15 @@ def _delete(old: Item | None) -> None:
     return None
 
 
-def _check_request_lists(request_items: dict[str, Any]) -> None:
-    """DynamoDB reports a table's empty or over-long request list against the whole map."""
-    for name, requests in request_items.items():
-        if requests is None:
-            raise ValidationException(f"The batch write request list for a table cannot be null or empty: {name}")
-    if any(not 1 <= len(requests) <= MAX_WRITE_REQUESTS for requests in request_items.values()):
-        raise ValidationException(v.validation_message([
-            f"Value '{v.render(request_items)}' at 'requestItems' failed to satisfy constraint: Map value must "
-            f"satisfy constraint: [Member must have length less than or equal to {MAX_WRITE_REQUESTS}, "
-            "Member must have length greater than or equal to 1]"]))
-
-
 def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if request.get("RequestItems") == {}:
         raise ValidationException("The requestItems parameter is required for BatchWriteItem")
+    # (an empty or over-long request list is reported against the whole map, among the constraint violations)
     v.validate(BATCH_WRITE_ITEM, request)
     request_items: dict[str, Any] = request["RequestItems"]
-    _check_request_lists(request_items)
+    for name, requests in request_items.items():
+        if requests is None:
+            raise ValidationException(f"The batch write request list for a table cannot be null or empty: {name}")
     if sum(len(requests) for requests in request_items.values()) > MAX_WRITE_REQUESTS:
         raise ValidationException("Too many items requested for the BatchWriteItem call")
 

@@ -199,8 +199,11 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
             found[name] = (op, values)
     except ExpressionError as error:
         raise invalid_expression(kind, error) from None
-    # As with a single-attribute key: a missing partition-key attribute is named first, then (the partition key
-    # all there) a condition on another attribute names the sort key it should have been; values' types after.
+    # As with a single-attribute key (`compile_key_condition`): a partition attribute compared other than by `=`
+    # first, then a missing partition attribute, then (the partition key all there) a condition on another
+    # attribute names the sort-key attribute it should have been; values' types last.
+    if any(found[a.name][0] != "=" for a in index.hash_keys if a.name in found):
+        raise ValidationException("Query key condition not supported")
     for attribute in index.hash_keys:
         if attribute.name not in found:
             raise ValidationException(f"Query condition missed key schema element: {attribute.name}")
@@ -208,12 +211,7 @@ def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttribute
         named = next((a for a in index.range_keys if a.name not in found),
                      index.range_keys[-1] if index.range_keys else index.hash_keys[-1])
         raise ValidationException(f"Query condition missed key schema element: {named.name}")
-    hash_values: list[AttributeValue] = []
-    for attribute in index.hash_keys:
-        op, values = found[attribute.name]
-        if op != "=":
-            raise ValidationException("Query key condition not supported")
-        hash_values.append(_typed(attribute, values[0]))
+    hash_values = [_typed(attribute, found[attribute.name][1][0]) for attribute in index.hash_keys]
     clauses: list[tuple[str, list[AttributeValue]]] = []
     for attribute in index.range_keys:
         if attribute.name not in found:

@@ -233,7 +233,7 @@ def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttribut
         condition = compile_condition(text, attrs, "FilterExpression", limited)
         if query:
             names = _top_level_names(condition_tree(text, limited), attrs)
-            for name in meta.key_names:  # in key schema order: the partition key is named first
+            for name in meta.key_names:  # key schema order (which key DynamoDB names when both are is not recorded)
                 if name in names:
                     raise ValidationException(f"{_filter_member(request)} can only contain non-primary key "
                                               f"attributes: Primary key attribute: {name}")

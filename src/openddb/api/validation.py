@@ -188,6 +188,7 @@ class Map(Shape):
     min_len: int | None = None
     max_len: int | None = None
     key_len: tuple[int, int] | None = None  # the shortest and longest key
+    value_len: tuple[int, int] | None = None  # the shortest and longest list a value may be
 
     def check(self, value: Any, path: str, errors: list[str]) -> None:
         if not isinstance(value, dict):
@@ -205,6 +206,12 @@ class Map(Shape):
             shortest, longest = self.key_len
             if any(not shortest <= len(key) <= longest for key in value):
                 errors.append(_violation(value, path, "Map keys must satisfy constraint: [Member must have length "
+                                         f"less than or equal to {longest}, Member must have length greater than "
+                                         f"or equal to {shortest}]", self))
+        if self.value_len is not None:
+            shortest, longest = self.value_len
+            if any(element is not None and not shortest <= len(element) <= longest for element in value.values()):
+                errors.append(_violation(value, path, "Map value must satisfy constraint: [Member must have length "
                                          f"less than or equal to {longest}, Member must have length greater than "
                                          f"or equal to {shortest}]", self))
 
