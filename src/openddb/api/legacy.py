@@ -82,6 +82,13 @@ def _invalid(detail: str) -> ValidationException:
     return ValidationException(_INVALID + detail)
 
 
+def _invalid_entry(detail: str) -> ValidationException:
+    """An Expected entry whose members do not go together: DynamoDB words these as a validation error of the request
+    ("1 validation error detected: One or more parameter values were invalid: Value must be provided when Exists is
+    true for Attribute: a", verified against DynamoDB in floci-io/floci PR 2125, 2026)."""
+    return ValidationException(v.validation_message([_INVALID + detail]))
+
+
 def legacy_origin(request: dict[str, Any], member: str) -> Any:
     """What ``member`` (QueryFilter, AttributeUpdates) contributed to a rewritten request, or None."""
     mark = request.get(LEGACY_MARK)
@@ -300,25 +307,27 @@ def _validate_expected(expected: dict[str, Any]) -> list[tuple[str, str, list[At
         operator = condition.get("ComparisonOperator")
         exists = condition.get("Exists")
         if value is not None and values is not None:
-            raise _invalid(f"Value and AttributeValueList cannot be used together for Attribute: {attribute}")
+            raise _invalid_entry(f"Value and AttributeValueList cannot be used together for Attribute: {attribute}")
         if operator is not None:
             if exists is not None:
-                raise _invalid(f"Exists and ComparisonOperator cannot be used together for Attribute: {attribute}")
+                raise _invalid_entry("Exists and ComparisonOperator cannot be used together for Attribute: "
+                                     f"{attribute}")
             if values is None and value is None and operator not in ("NULL", "NOT_NULL"):
-                raise _invalid(f"Value or AttributeValueList must be used with ComparisonOperator: {operator} "
+                raise _invalid_entry(f"Value or AttributeValueList must be used with ComparisonOperator: {operator} "
                                f"for Attribute: {attribute}")
             raw = values if values is not None else [value] if value is not None else []
             checked.append((attribute, operator, _operands(operator, raw)))
         elif values is not None:
-            raise _invalid(f"AttributeValueList can only be used with a ComparisonOperator for Attribute: {attribute}")
+            raise _invalid_entry("AttributeValueList can only be used with a ComparisonOperator for Attribute: "
+                                 f"{attribute}")
         elif exists is None or exists:
             if value is None:
-                raise _invalid(f"Value must be provided when Exists is {'null' if exists is None else 'true'} "
+                raise _invalid_entry(f"Value must be provided when Exists is {'null' if exists is None else 'true'} "
                                f"for Attribute: {attribute}")
             checked.append((attribute, "EQ", [validate_value(value)]))
         else:
             if value is not None:
-                raise _invalid(f"Value cannot be used when Exists is false for Attribute: {attribute}")
+                raise _invalid_entry(f"Value cannot be used when Exists is false for Attribute: {attribute}")
             checked.append((attribute, "NULL", []))
     return checked
 
