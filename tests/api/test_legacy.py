@@ -709,3 +709,25 @@ def test_malformed_legacy_members_are_client_errors(server, hash_table, operatio
     """Nulls and wrong JSON types inside legacy members give a 400, never a server error."""
     status, _ = raw(server, operation, {"TableName": hash_table, **body})
     assert status == 400
+
+
+@pytest.mark.parametrize(("operation", "member"), [
+    ("Scan", "ScanFilter"), ("Query", "QueryFilter"), ("Query", "KeyConditions"), ("PutItem", "Expected"),
+    ("UpdateItem", "AttributeUpdates")])
+def test_attribute_name_keys_past_65535_characters_are_refused(server, hash_table, operation, member):
+    """The legacy maps are keyed by attribute names of at most 65535 characters (the API's AttributeName)."""
+    long_name = "x" * 65536
+    entry = {"Action": "DELETE"} if member == "AttributeUpdates" else {"ComparisonOperator": "NULL"}
+    body: dict = {"TableName": hash_table, member: {long_name: entry}}
+    if operation == "Query" and member == "QueryFilter":
+        body["KeyConditions"] = {"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "p"}]}}
+    if operation == "PutItem":
+        body["Item"] = {"pk": {"S": "p"}}
+    if operation == "UpdateItem":
+        body["Key"] = {"pk": {"S": "p"}}
+    response, data = call(server, json.dumps(body), target=f"DynamoDB_20120810.{operation}")
+    error = json.loads(data)
+    assert response.status == 400 and error["__type"].endswith("#ValidationException")
+    assert error["message"].startswith("1 validation error detected: Value '{" + long_name[:100])
+    assert error["message"].endswith(f"at '{member[0].lower() + member[1:]}' failed to satisfy constraint: Map keys "
+                                     "must satisfy constraint: [Member must have length less than or equal to 65535]")

@@ -41,13 +41,14 @@ _EXPECTED_VALUE = v.Struct({
 _ATTRIBUTE_UPDATE = v.Struct({"Value": v.Any_(), "Action": v.Str(enum=("ADD", "PUT", "DELETE"))})
 ATTRIBUTES_TO_GET = v.List(v.Str(max_len=65535), min_len=1)
 # The request shapes of the legacy members; the rewriters validate them inside the operation's own shape.
+_NAME_KEY = (None, 65535)  # each map is keyed by attribute names of at most 65535 characters
 SHAPES: dict[str, v.Shape] = {
     "AttributesToGet": ATTRIBUTES_TO_GET,
-    "Expected": v.Map(_EXPECTED_VALUE),
-    "AttributeUpdates": v.Map(_ATTRIBUTE_UPDATE),
-    "KeyConditions": v.Map(_CONDITION),
-    "QueryFilter": v.Map(_CONDITION),
-    "ScanFilter": v.Map(_CONDITION),
+    "Expected": v.Map(_EXPECTED_VALUE, key_len=_NAME_KEY),
+    "AttributeUpdates": v.Map(_ATTRIBUTE_UPDATE, key_len=_NAME_KEY),
+    "KeyConditions": v.Map(_CONDITION, key_len=_NAME_KEY),
+    "QueryFilter": v.Map(_CONDITION, key_len=_NAME_KEY),
+    "ScanFilter": v.Map(_CONDITION, key_len=_NAME_KEY),
     "ConditionalOperator": v.Str(enum=("OR", "AND")),
 }
 

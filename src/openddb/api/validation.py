@@ -187,7 +187,7 @@ class Map(Shape):
     required: bool = False
     min_len: int | None = None
     max_len: int | None = None
-    key_len: tuple[int, int] | None = None  # the shortest and longest key
+    key_len: tuple[int | None, int] | None = None  # the shortest (if limited) and longest key
     value_len: tuple[int, int] | None = None  # the shortest and longest list a value may be
 
     def check(self, value: Any, path: str, errors: list[str]) -> None:
@@ -204,10 +204,11 @@ class Map(Shape):
         _check_length(value, path, len(value), self.min_len, self.max_len, errors, self)
         if self.key_len is not None:
             shortest, longest = self.key_len
-            if any(not shortest <= len(key) <= longest for key in value):
-                errors.append(_violation(value, path, "Map keys must satisfy constraint: [Member must have length "
-                                         f"less than or equal to {longest}, Member must have length greater than "
-                                         f"or equal to {shortest}]", self))
+            if any(not (shortest or 0) <= len(key) <= longest for key in value):
+                rules = [f"Member must have length less than or equal to {longest}"]
+                if shortest is not None:
+                    rules.append(f"Member must have length greater than or equal to {shortest}")
+                errors.append(_violation(value, path, f"Map keys must satisfy constraint: [{', '.join(rules)}]", self))
         if self.value_len is not None:
             shortest, longest = self.value_len
             if any(element is not None and not shortest <= len(element) <= longest for element in value.values()):
