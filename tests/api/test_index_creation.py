@@ -148,6 +148,20 @@ def test_create_needs_definitions_and_unique_name(ddb):
     assert error_of(excinfo) == ("ValidationException", "Attempting to create an index which already exists")
 
 
+def test_redeclared_attribute_keeps_its_type(ddb):
+    """An attribute the table defines, sent again with another type beside a new index, keeps its type: DynamoDB
+    ignores the conflicting type and creates the index (captured in paritysuite/dynamodb-conformance issue 78)."""
+    name = base_table(ddb)
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(pk="N", g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    wait_active(ddb, name, "byG")
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert sorted((d["AttributeName"], d["AttributeType"]) for d in table["AttributeDefinitions"]) == [
+        ("g", "S"), ("pk", "S")]
+    ddb.put_item(TableName=name, Item={"pk": {"S": "k"}, "g": {"S": "x"}})
+    assert ddb.query(TableName=name, IndexName="byG", KeyConditionExpression="g = :g",
+                     ExpressionAttributeValues={":g": {"S": "x"}})["Count"] == 1
+
+
 def test_delete_index(ddb):
     """Deleting an index removes it, its entries and its now unused attribute definition."""
     name = base_table(ddb, 30)
