@@ -144,8 +144,11 @@ def _deep_digest(value: Any) -> bytes:
     return digest.digest()
 
 
-def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...]) -> ExpressionAttributes:
-    """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`."""
+def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...], *,
+                          compared_only: bool = False) -> ExpressionAttributes:
+    """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`; with
+    `compared_only`, values may be nested deeper than an item (see `validate_value`): the caller refuses one
+    that is written."""
     names = request.get("ExpressionAttributeNames")
     value_members = [m for m in expression_members if m != "ProjectionExpression"]
     # Reads whose only expression is a projection have no ExpressionAttributeValues member: ignored, as any
@@ -182,7 +185,7 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
                 raise ValidationException(
                     f'ExpressionAttributeValues contains invalid key: Syntax error; key: "{name}"')
             try:
-                validated[name] = validate_value(raw)
+                validated[name] = validate_value(raw, compared_only=compared_only)
             except ValidationException as error:
                 if error.message == MSG_LONG_NAME:  # answered bare, as for an item (recorded against the service)
                     raise

@@ -33,7 +33,7 @@ from openddb.expressions import Condition, compile_condition, compile_projection
 from openddb.expressions.update import WRONG_TYPE
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
-from openddb.model.values import MSG_ITEM_SIZE, validate_item
+from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 # DynamoDB lists the enum members in this (hash-set) order in its validation message.
@@ -174,7 +174,14 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(UPDATE_ITEM, request)
-    attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
+    try:
+        attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
+    except ValidationException as error:
+        if MSG_NESTING in (error.message or ""):
+            # Worded as a request validation error, without the placeholder (captured in 31 of 33 regions,
+            # 2026-10, for a value written or only compared).
+            raise ValidationException(v.validation_message([MSG_NESTING])) from None
+        raise
     text = expression_text(request, "UpdateExpression")
     update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
     condition = condition_of(request, attrs)

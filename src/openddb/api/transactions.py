@@ -52,7 +52,7 @@ from openddb.expressions import (
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import MSG_NESTING, item_size, validate_item
+from openddb.model.values import MSG_NESTING, item_size, validate_item, validate_value
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
@@ -161,12 +161,24 @@ class _Action:
         return new, None
 
 
-def _member_attributes(body: dict[str, Any], members: tuple[str, ...]) -> ExpressionAttributes:
+def _member_attributes(body: dict[str, Any], members: tuple[str, ...], *,
+                       compared_only: bool = False) -> ExpressionAttributes:
     """A transaction member's expression attributes. Unlike its single-item twin, a member without any expression
     may carry ExpressionAttributeNames/Values: DynamoDB ignores them (captured in 2026)."""
     if not any(body.get(member) is not None for member in members):
         body = {k: v for k, v in body.items() if k not in ("ExpressionAttributeNames", "ExpressionAttributeValues")}
-    return expression_attributes(body, members)
+    return expression_attributes(body, members, compared_only=compared_only)
+
+
+def _written_too_deep(attrs: ExpressionAttributes) -> str | None:
+    """The refusal of a value an update expression writes that is nested deeper than an item may be, if any (the
+    values were checked only as compared values, which may be deeper)."""
+    for name in sorted(attrs.used_values):
+        try:
+            validate_value(attrs.values[name])
+        except ValidationException as error:
+            return f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}"
+    return None
 
 
 _EMPTY_INDEX_KEY = "attempted to update a secondary index key to a value that is not supported"
@@ -216,19 +228,24 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     else:
         mismatch = None
     update: Update | None = None
+    # A value nested deeper than an item may be is refused only where it would be written: an Update writing one
+    # cancels the transaction at this action; one only compared, by a ConditionCheck or an Update's condition, is
+    # evaluated (both captured against DynamoDB in most regions, paritysuite PR 178 and issues 228-229).
     if kind == "Update":
         try:
-            attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"))
+            attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"), compared_only=True)
         except ValidationException as error:
-            # A value nested too deep cancels the transaction at this action (captured against DynamoDB).
             if MSG_NESTING in (error.message or ""):
                 return None, 0, error.message
             raise
         text = expression_text(body, "UpdateExpression")
         assert text is not None
         update = compile_update(text, attrs)
+        too_deep = _written_too_deep(attrs)
+        if too_deep is not None:
+            return None, 0, too_deep
     else:
-        attrs = _member_attributes(body, ("ConditionExpression",))
+        attrs = _member_attributes(body, ("ConditionExpression",), compared_only=kind == "ConditionCheck")
     condition = _condition(body, attrs)
     attrs.check_all_used()
     check_key_untouched(meta, update)

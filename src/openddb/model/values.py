@@ -17,6 +17,7 @@ from openddb.model.numbers import compare_numbers, normalize_number, number_size
 
 MAX_ITEM_SIZE = 400 * 1024
 MAX_NESTING_DEPTH = 32
+MAX_COMPARED_DEPTH = 100  # see `validate_value`
 ATTRIBUTE_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"})
 
 _INVALID = "One or more parameter values were invalid: "
@@ -286,10 +287,14 @@ def validate_item(raw: Any, *, path: str = "Item") -> Item:
         raise
 
 
-def validate_value(raw: Any) -> AttributeValue:
-    """Validate one AttributeValue (an expression attribute value or key value); see ``validate_item``."""
+def validate_value(raw: Any, *, compared_only: bool = False) -> AttributeValue:
+    """Validate one AttributeValue (an expression attribute value or key value); see ``validate_item``.
+
+    A value that is only compared, never stored (`compared_only`), may be nested past the 32 levels an item may
+    hold, up to `MAX_COMPARED_DEPTH`: DynamoDB evaluates such a condition in a transaction instead of refusing
+    it. The bound keeps the value within what the evaluator and the JSON writer handle."""
     try:
-        return _value(raw, 1)
+        return _value(raw, 1 - (MAX_COMPARED_DEPTH - MAX_NESTING_DEPTH) if compared_only else 1)
     except ValidationException:
         raise_first_shape_error(raw)
         raise
