@@ -10,6 +10,7 @@ import pytest
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
+from tests.api.test_query import raw_error
 from tests.conftest import create_table, unique_name
 
 
@@ -158,10 +159,36 @@ def test_return_values_outside_the_enum(ddb, hash_table, operation):
     args = {"Item": {"pk": {"S": "a"}}} if operation == "put_item" else {"Key": {"pk": {"S": "a"}}}
     with pytest.raises(ClientError) as excinfo:
         getattr(ddb, operation)(TableName=hash_table, ReturnValues="EVERYTHING", **args)
+    if operation == "update_item":  # UpdateItem's own wording since 2026 (captured in 31 of 33 regions)
+        assert error_of(excinfo) == (
+            "ValidationException", "1 validation error detected: Failed to satisfy constraint: Member must satisfy "
+                                   "enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
+        return
     assert error_of(excinfo) == (
         "ValidationException",
         "1 validation error detected: Value 'EVERYTHING' at 'returnValues' failed to satisfy constraint: "
         "Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]")
+
+
+@pytest.mark.parametrize("target", ["PutItem", "GetItem", "UpdateItem", "DeleteItem"])
+def test_empty_table_name_is_reported_alone(server, target):
+    """An empty TableName is reported on its own, in the item operations' 2026 wording (captured for PutItem in
+    31 of 33 regions); an invalid ReturnValues beside it is not reported. UpdateItem's invalid ReturnValues
+    alone is reported alone too, beside an invalid ReturnConsumedCapacity."""
+    body = {"TableName": "", "Key": {"pk": {"S": "a"}}, "ReturnValues": "INVALID"}
+    if target == "PutItem":
+        body = {"TableName": "", "Item": {"pk": {"S": "a"}}, "ReturnValues": "INVALID"}
+    if target == "GetItem":
+        body = {"TableName": "", "Key": {"pk": {"S": "a"}}, "ReturnConsumedCapacity": "INVALID"}
+    assert raw_error(server, target, body) == (
+        "ValidationException", "1 validation error detected: Value at 'TableName' failed to satisfy constraint: "
+                               "Member must have length greater than or equal to 1")
+    if target == "UpdateItem":
+        body = {"TableName": "any-table", "Key": {"pk": {"S": "a"}}, "ReturnValues": "INVALID",
+                "ReturnConsumedCapacity": "INVALID"}
+        assert raw_error(server, target, body) == (
+            "ValidationException", "1 validation error detected: Failed to satisfy constraint: Member must satisfy "
+                                   "enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
 
 
 # --- ReturnValuesOnConditionCheckFailure --------------------------------------------------------------
