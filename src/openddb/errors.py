@@ -152,11 +152,11 @@ class TransactionConflictException(DynamoDBError):
 
 
 class TransactionInProgressException(DynamoDBError):
-    pass
+    message_key = "Message"  # (capitalised in DynamoDB's service model, as TransactionCanceledException's)
 
 
 class IdempotentParameterMismatchException(DynamoDBError):
-    pass
+    message_key = "Message"  # (capitalised in DynamoDB's service model, as TransactionCanceledException's)
 
 
 class TransactionCanceledException(DynamoDBError):

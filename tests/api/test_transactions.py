@@ -404,6 +404,9 @@ def test_same_token_other_request(ddb, hash_table):
         ddb.transact_write_items(TransactItems=[add(hash_table, a, 2)], ClientRequestToken=token)
     assert error_of(excinfo) == ("IdempotentParameterMismatchException",
                                  "The request uses the same client token as a previous, but non-identical request.")
+    # The text is under a capitalised "Message", the member DynamoDB's service model gives this error.
+    assert excinfo.value.response["Message"] == "The request uses the same client token as a previous, but " \
+                                                "non-identical request."
     assert get_item(ddb, hash_table, a) == {"pk": {"S": a}, "n": {"N": "1"}}
 
 
