@@ -50,6 +50,11 @@ class Update:
         self._trie = build_trie(self._targets)
         self.assigned_top_level_names: frozenset[str] = frozenset(str(p[0]) for p in self._targets)
 
+    def action_counts(self) -> tuple[int, int, int]:
+        """(actions that write a value, actions that remove one, SET actions through a list index)."""
+        through_index = sum(1 for path, _ in self._sets if any(isinstance(step, int) for step in path))
+        return len(self._sets) + len(self._adds) + len(self._deletes), len(self._removes), through_index
+
     def updated_top_level_names(self) -> frozenset[str]:
         """Top-level attributes this update writes or removes."""
         return self.assigned_top_level_names
