@@ -189,6 +189,19 @@ def test_empty_table_name_is_reported_alone(server, target):
         assert raw_error(server, target, body) == (
             "ValidationException", "1 validation error detected: Failed to satisfy constraint: Member must satisfy "
                                    "enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
+        # With legacy members too; but a member wrong beside it keeps every violation in the usual message.
+        legacy = {**body, "AttributeUpdates": {"a": {"Action": "PUT", "Value": {"S": "x"}}}}
+        assert raw_error(server, target, legacy)[1].startswith("1 validation error detected: Failed to satisfy")
+        code, message = raw_error(server, target, {**body, "TableName": "t" * 1025})
+        assert message.startswith("3 validation errors detected: Value 'ttt") and "at 'returnValues'" in message
+    # An empty TableName beside legacy members gets the same answer.
+    legacy_member = {"PutItem": {"Expected": {"a": {"Exists": False}}},
+                     "GetItem": {"AttributesToGet": ["a"]},
+                     "UpdateItem": {"AttributeUpdates": {"a": {"Action": "DELETE"}}},
+                     "DeleteItem": {"Expected": {"a": {"Exists": False}}}}[target]
+    assert raw_error(server, target, {**body, "TableName": "", **legacy_member}) == (
+        "ValidationException", "1 validation error detected: Value at 'TableName' failed to satisfy constraint: "
+                               "Member must have length greater than or equal to 1")
 
 
 # --- ReturnValuesOnConditionCheckFailure --------------------------------------------------------------

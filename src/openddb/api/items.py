@@ -38,33 +38,13 @@ from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 # DynamoDB lists the enum members in this (hash-set) order in its validation message.
-_RETURN_VALUES = v.Str(enum=("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW"))
+_RETURN_VALUES = v.Str(enum=v.RETURN_VALUES)
 _ON_CONDITION_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
 # PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB words the refusal differently for each (PutItem:
 # taoensso/faraday #64; DeleteItem, as of 2024: boto3 #4339).
 _INVALID_RETURN_VALUES = "Return values set to invalid value"
 _DELETE_RETURN_VALUES = "ReturnValues can only be ALL_OLD or NONE"
 _LEGACY = {"Expected": v.Any_(), "ConditionalOperator": v.Str(enum=("AND", "OR"))}
-# The request checks of the item operations DynamoDB moved to in 2026 (31 of 33 regions by 2026-10, as captured
-# in paritysuite's sweeps): an empty TableName is reported alone, without the value and with the member's own
-# name; an UpdateItem ReturnValues outside the enum is reported alone, in this wording (its typo and order too).
-_EMPTY_TABLE_NAME = ("1 validation error detected: Value at 'TableName' failed to satisfy constraint: Member must "
-                     "have length greater than or equal to 1")
-_UPDATE_RETURN_VALUES = ("1 validation error detected: Failed to satisfy constraint: Member must satisfy enum value "
-                         "set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
-
-
-def _validate(shape: v.Struct, request: dict[str, Any], *, update: bool = False) -> None:
-    """`v.validate`, with the constraint violations DynamoDB's item operations now report on their own."""
-    try:
-        v.validate(shape, request)
-    except ValidationException:
-        if request.get("TableName") == "":
-            raise ValidationException(_EMPTY_TABLE_NAME) from None
-        values = request.get("ReturnValues")
-        if update and isinstance(values, str) and values not in (_RETURN_VALUES.enum or ()):
-            raise ValidationException(_UPDATE_RETURN_VALUES) from None
-        raise
 
 PUT_ITEM = v.Struct({
     "TableName": v.table_name_or_arn(),
@@ -143,7 +123,7 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
 
 
 def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    _validate(PUT_ITEM, request)
+    v.validate_item_request(PUT_ITEM, request)
     # Expressions are checked before the table is looked up: they need nothing of it (DynamoDB's order too).
     attrs = expression_attributes(request, ("ConditionExpression",))
     condition = condition_of(request, attrs)
@@ -172,7 +152,7 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 
 def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    _validate(GET_ITEM, request)
+    v.validate_item_request(GET_ITEM, request)
     attrs = expression_attributes(request, ("ProjectionExpression",))
     text = expression_text(request, "ProjectionExpression")
     projection = None if text is None else compile_projection(text, attrs)
@@ -194,7 +174,7 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    _validate(UPDATE_ITEM, request, update=True)
+    v.validate_item_request(UPDATE_ITEM, request, update=True)
     try:
         attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
     except ValidationException as error:
@@ -247,7 +227,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
 
 
 def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    _validate(DELETE_ITEM, request)
+    v.validate_item_request(DELETE_ITEM, request)
     attrs = expression_attributes(request, ("ConditionExpression",))
     condition = condition_of(request, attrs)
     attrs.check_all_used()

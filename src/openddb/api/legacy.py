@@ -405,7 +405,7 @@ def _write_rewriter(operation: str, updates: bool) -> Rewriter:
             return request
         if not _present(request, legacy):
             return request
-        v.validate(_shape(operation), request)
+        v.validate_item_request(_shape(operation), request, update=updates)
         _check_not_mixed(request, legacy, expressions)
         _check_placeholders(request, expressions, expressions)
         expected = request.get("Expected")
@@ -441,7 +441,7 @@ def _attributes_to_get(entry: dict[str, Any]) -> dict[str, Any]:
 def _get_item(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("AttributesToGet") is None:
         return request
-    v.validate(_shape("GetItem"), request)
+    v.validate_item_request(_shape("GetItem"), request)
     return _attributes_to_get(request)
 
 
