@@ -396,24 +396,29 @@ def test_item_one_byte_over_the_limit_is_rejected(ddb, hash_table):
 
 
 def test_update_beyond_the_size_limit_is_rejected(ddb, hash_table):
-    """An update that would grow the item past 400 KB fails with UpdateItem's wording and changes nothing.
-    UpdateItem measures the finished item without its key, plus 3 bytes and 19 per action that writes a value
-    (2 per removal), so its ceiling depends on the key's length."""
-    pk = key()  # 32 characters: the key attribute is 2 + 32 bytes, one SET adds 22: the item may reach LIMIT + 12
-    ddb.put_item(TableName=hash_table, Item=sized_item(pk, LIMIT - 100))
-    ddb.update_item(TableName=hash_table, Key={"pk": {"S": pk}}, UpdateExpression="SET x = :v",
-                    ExpressionAttributeValues={":v": {"S": "v" * 111}})  # 1 + 111 bytes: exactly at the ceiling
+    """An update that would grow the item past 400 KB fails with UpdateItem's wording and changes nothing."""
+    pk = key()
+    item = sized_item(pk, LIMIT - 10)
+    ddb.put_item(TableName=hash_table, Item=item)
+    ok = ddb.update_item(TableName=hash_table, Key={"pk": {"S": pk}}, UpdateExpression="SET x = :v",
+                         ExpressionAttributeValues={":v": {"S": "123456789"}}, ReturnValues="UPDATED_NEW")
+    assert ok["Attributes"] == {"x": {"S": "123456789"}}  # 1 + 9 bytes: exactly at the limit
     with pytest.raises(ClientError) as excinfo:
         ddb.update_item(TableName=hash_table, Key={"pk": {"S": pk}}, UpdateExpression="SET y = :v",
                         ExpressionAttributeValues={":v": {"S": ""}})
     assert error_of(excinfo) == ("ValidationException", "Item size to update has exceeded the maximum allowed size")
     got = ddb.get_item(TableName=hash_table, Key={"pk": {"S": pk}})["Item"]
-    assert "y" not in got and got["x"] == {"S": "v" * 111}
+    assert "y" not in got and got["x"] == {"S": "123456789"}
+    # An update that does not grow the item is measured by what it names: a counter on it still moves.
+    ddb.update_item(TableName=hash_table, Key={"pk": {"S": pk}}, UpdateExpression="ADD n :one REMOVE x",
+                    ExpressionAttributeValues={":one": {"N": "1"}})
+    assert ddb.get_item(TableName=hash_table, Key={"pk": {"S": pk}})["Item"]["n"] == {"N": "1"}
 
 
 def test_update_item_ceiling_is_below_a_transactions_at_a_short_key(ddb):
     """At a one-character key, UpdateItem refuses the 409,600-byte item a transaction's Update writes (captured
-    in 31 of 33 regions, 2026-10), and takes one 19 bytes smaller (the eu-west-2 bisection)."""
+    in 31 of 33 regions, 2026-10), and takes one 19 bytes smaller (the eu-west-2 bisection): it is held to what
+    it names plus 3 bytes and 19 for its one SET."""
     table = create_table(ddb, range_type=None)
 
     def update(pk: str, length: int) -> None:
@@ -426,6 +431,9 @@ def test_update_item_ceiling_is_below_a_transactions_at_a_short_key(ddb):
     assert error_of(excinfo) == ("ValidationException", "Item size to update has exceeded the maximum allowed size")
     update("a", at_limit - 19)
     assert len(ddb.get_item(TableName=table, Key={"pk": {"S": "a"}})["Item"]["b"]["S"]) == at_limit - 19
+    # A counter added beside it is measured by what it names, not by the whole item.
+    ddb.update_item(TableName=table, Key={"pk": {"S": "a"}}, UpdateExpression="ADD ver :one",
+                    ExpressionAttributeValues={":one": {"N": "1"}})
     with pytest.raises(ClientError):
         update("c", at_limit - 18)
     ddb.transact_write_items(TransactItems=[{"Update": {

@@ -192,7 +192,7 @@ def test_empty_table_name_is_reported_alone(server, target):
         # With legacy members too; but a member wrong beside it keeps every violation in the usual message.
         legacy = {**body, "AttributeUpdates": {"a": {"Action": "PUT", "Value": {"S": "x"}}}}
         assert raw_error(server, target, legacy)[1].startswith("1 validation error detected: Failed to satisfy")
-        code, message = raw_error(server, target, {**body, "TableName": "t" * 1025})
+        _, message = raw_error(server, target, {**body, "TableName": "t" * 1025})
         assert message.startswith("3 validation errors detected: Value 'ttt") and "at 'returnValues'" in message
     # An empty TableName beside legacy members gets the same answer.
     legacy_member = {"PutItem": {"Expected": {"a": {"Exists": False}}},

@@ -261,21 +261,20 @@ def key_value_bytes(name: str, value: AttributeValue, *, is_hash: bool) -> bytes
 # --- item size -----------------------------------------------------------------------------------------
 
 
-def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None, *, extra: int = 0) -> bool:
+def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> bool:
     """True if a validated item is over DynamoDB's 400 KB limit, which on a table with local secondary indexes
     holds the item together with its entries in them (their key values and projected attributes). `size`: the
-    item's size, if the caller has counted it; `extra`: bytes the caller's operation adds to the measure (see
-    `update_size_charge`).
+    item's size, if the caller has counted it.
 
     An item's compact JSON is never shorter than its DynamoDB size (every name and value is written out in full,
     plus quotes and type keys that outweigh the 1-3 byte overheads) and an LSI entry is never larger than its
     item, so the exact count, slow in Python, is only needed for items whose JSON, once per copy, is over it."""
     local = [index for index in meta.indexes if not index.is_global] if meta.indexes else []
     if size is None:
-        if len(orjson.dumps(item)) * (1 + len(local)) + max(extra, 0) <= MAX_ITEM_SIZE:
+        if len(orjson.dumps(item)) * (1 + len(local)) <= MAX_ITEM_SIZE:
             return False
         size = item_size(item)
-    total = size + extra
+    total = size
     for index in local:
         entry = entry_of(meta, index, item, size)
         if entry is not None:
@@ -283,15 +282,29 @@ def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None, *, e
     return total > MAX_ITEM_SIZE
 
 
-def update_size_charge(update: Update, key_item: Item) -> int:
-    """What UpdateItem adds to its finished item when holding it to the 400 KB limit: DynamoDB leaves the key
-    attributes out and adds 3 bytes for the update, 19 for each action that writes a value (one more through a
-    list index) and 2 for each that removes one (measured by bisecting the limit in eu-west-2, dynoxide PR 187
-    and issue 210). So UpdateItem refuses the 409,600-byte item a transaction's Update writes at the same key,
-    as captured in 31 of 33 regions (2026-10). (That issue also reports attributes the update does not name left
-    out; with one measurement of a 10-byte attribute behind it, they are still counted here.)"""
+def update_measure(update: Update, new: Item) -> int:
+    """What DynamoDB holds an UpdateItem to besides its finished item's 400 KB: the attributes the update names,
+    as they end, plus 3 bytes for the update, 19 for each action that writes a value (one more through a list
+    index) and 2 for each that removes one. Key attributes and attributes it does not name are left out.
+    Measured by bisecting the limit in eu-west-2 (dynoxide PR 187, issue 210); so UpdateItem refuses the
+    409,600-byte item a transaction's Update writes at the same one-character key, as captured in 31 of 33
+    regions (2026-10). The finished item is still held to 400 KB as well: whether DynamoDB stores a larger one
+    whose untouched attributes buy it room is not recorded."""
     writes, removes, through_index = update.action_counts()
-    return 3 + 19 * writes + 2 * removes + through_index - item_size(key_item)
+    named = {name: new[name] for name in update.assigned_top_level_names if name in new}
+    return item_size(named) + 3 + 19 * writes + 2 * removes + through_index
+
+
+def update_too_large(meta: TableMeta, update: Update, new: Item) -> bool:
+    """True if UpdateItem's finished item, or its `update_measure`, is over 400 KB. (The JSON of what the update
+    names, never shorter than its size, spares counting it for all but large writes.)"""
+    if exceeds_item_size(meta, new):
+        return True
+    writes, removes, through_index = update.action_counts()
+    named = {name: new[name] for name in update.assigned_top_level_names if name in new}
+    if len(orjson.dumps(named)) + 3 + 19 * writes + 2 * removes + through_index <= MAX_ITEM_SIZE:
+        return False
+    return update_measure(update, new) > MAX_ITEM_SIZE
 
 
 # --- secondary indexes ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from openddb.api.common import (
     item_key,
     parse_key,
     read_units,
-    update_size_charge,
+    update_too_large,
     write_units,
 )
 from openddb.api.context import RequestContext
@@ -208,7 +208,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         if old is None and len(new) == len(key_item):
             # Only REMOVE/DELETE actions on a missing item: DynamoDB does not create it.
             return None
-        if exceeds_item_size(meta, new, extra=update_size_charge(update, key_item)):
+        if update_too_large(meta, update, new):
             raise ValidationException("Item size to update has exceeded the maximum allowed size")
         check_index_keys(meta, new, updating=True)
         return new
