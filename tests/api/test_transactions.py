@@ -198,6 +198,11 @@ def test_update_value_nested_too_deep_is_a_validation_reason(ddb, hash_table):
     assert message == CANCELLED + "[None, ValidationError]"
     assert reasons[1]["Code"] == "ValidationError" and "Nesting Levels have exceeded" in reasons[1]["Message"]
     assert get_item(ddb, hash_table, a) is None
+    # The deep value wins over the member's other mistakes: a syntax error, an undefined name, a bad value.
+    for mistake in ({"UpdateExpression": "SET e = :v,,"}, {"UpdateExpression": "SET e = :v, #bad = :v"},
+                    {"ExpressionAttributeValues": {":v": deep, ":w": {"N": "abc"}}}):
+        body = {**update["Update"], **mistake}
+        assert cancelled(ddb, [{"Update": body}])[0] == CANCELLED + "[ValidationError]"
 
 
 def test_value_nested_too_deep_but_only_compared_is_evaluated(ddb, hash_table):

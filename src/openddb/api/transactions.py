@@ -231,23 +231,35 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     # A value nested deeper than an item may be is refused only where it would be written: an Update writing one
     # cancels the transaction at this action; one only compared, by a ConditionCheck or an Update's condition, is
     # evaluated (both captured against DynamoDB in most regions, paritysuite PR 178 and issues 228-229).
+    deep: str | None = None  # an Update's first value too deep for an item, as refused: it wins over later errors
     if kind == "Update":
+        members = ("UpdateExpression", "ConditionExpression")
         try:
-            attrs = expression_attributes(body, ("UpdateExpression", "ConditionExpression"), compared_only=True)
+            attrs = expression_attributes(body, members)
         except ValidationException as error:
-            if MSG_NESTING in (error.message or ""):
-                return None, 0, error.message
-            raise
-        text = expression_text(body, "UpdateExpression")
-        assert text is not None
-        update = compile_update(text, attrs)
-        too_deep = _written_too_deep(attrs)
-        if too_deep is not None:
-            return None, 0, too_deep
+            if MSG_NESTING not in (error.message or ""):
+                raise
+            deep = error.message
+            try:
+                attrs = expression_attributes(body, members, compared_only=True)
+            except ValidationException:
+                return None, 0, deep
     else:
         attrs = _member_attributes(body, ("ConditionExpression",), compared_only=kind == "ConditionCheck")
-    condition = _condition(body, attrs)
-    attrs.check_all_used()
+    try:
+        if kind == "Update":
+            text = expression_text(body, "UpdateExpression")
+            assert text is not None
+            update = compile_update(text, attrs)
+            written = _written_too_deep(attrs) if deep is not None else None
+            if written is not None:
+                return None, 0, written
+        condition = _condition(body, attrs)
+        attrs.check_all_used()
+    except ValidationException:
+        if deep is not None:
+            return None, 0, deep
+        raise
     check_key_untouched(meta, update)
     if mismatch is not None:
         return None, 0, mismatch
