@@ -159,15 +159,40 @@ def test_return_values_outside_the_enum(ddb, hash_table, operation):
     args = {"Item": {"pk": {"S": "a"}}} if operation == "put_item" else {"Key": {"pk": {"S": "a"}}}
     with pytest.raises(ClientError) as excinfo:
         getattr(ddb, operation)(TableName=hash_table, ReturnValues="EVERYTHING", **args)
-    if operation == "update_item":  # UpdateItem's own wording since 2026 (captured in 31 of 33 regions)
-        assert error_of(excinfo) == (
-            "ValidationException", "1 validation error detected: Failed to satisfy constraint: Member must satisfy "
-                                   "enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
-        return
+    # DynamoDB's wording since 2026, without the value or the member (recorded in every region, 2026-09-20).
     assert error_of(excinfo) == (
+        "ValidationException", "1 validation error detected: Failed to satisfy constraint: Member must satisfy "
+                               "enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]")
+
+
+@pytest.mark.parametrize("target", ["PutItem", "DeleteItem"])
+def test_several_bad_enums_are_listed_in_dynamodbs_order(server, target):
+    """PutItem and DeleteItem list every bad enum, ReturnConsumedCapacity before ReturnValues (recorded in every
+    region, 2026-09-20); UpdateItem reports ReturnValues alone (see test_empty_table_name_is_reported_alone)."""
+    body: dict = {"TableName": "any-table", "ReturnValues": "INVALID", "ReturnConsumedCapacity": "INVALID",
+                  "ReturnItemCollectionMetrics": "INVALID"}
+    body.update({"Item": {"pk": {"S": "a"}}} if target == "PutItem" else {"Key": {"pk": {"S": "a"}}})
+    assert raw_error(server, target, body) == (
         "ValidationException",
-        "1 validation error detected: Value 'EVERYTHING' at 'returnValues' failed to satisfy constraint: "
-        "Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]")
+        "3 validation errors detected: Value 'INVALID' at 'returnConsumedCapacity' failed to satisfy constraint: "
+        "Member must satisfy enum value set: [INDEXES, TOTAL, NONE]; Failed to satisfy constraint: Member must "
+        "satisfy enum value set: [ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATE_NEW, NONE]; Value 'INVALID' at "
+        "'returnItemCollectionMetrics' failed to satisfy constraint: Member must satisfy enum value set: [SIZE, NONE]")
+
+
+@pytest.mark.parametrize(("name", "constraint"), [
+    ("a" * 256, "Member must have length less than or equal to 255"),
+    ("bad table!@#", "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+"),
+    ("ab", "Member must have length greater than or equal to 3"),
+])
+def test_item_operation_table_names_are_checked_as_names(server, name, constraint):
+    """A TableName that is not an ARN is held to a table name's constraints (recorded for PutItem in every
+    region, 2026-09-20), not looked up."""
+    for target, body in (("PutItem", {"Item": {"pk": {"S": "a"}}}), ("GetItem", {"Key": {"pk": {"S": "a"}}}),
+                         ("UpdateItem", {"Key": {"pk": {"S": "a"}}}), ("DeleteItem", {"Key": {"pk": {"S": "a"}}})):
+        assert raw_error(server, target, {"TableName": name, **body}) == (
+            "ValidationException",
+            f"1 validation error detected: Value '{name}' at 'tableName' failed to satisfy constraint: {constraint}")
 
 
 @pytest.mark.parametrize("target", ["PutItem", "GetItem", "UpdateItem", "DeleteItem"])
@@ -193,7 +218,7 @@ def test_empty_table_name_is_reported_alone(server, target):
         legacy = {**body, "AttributeUpdates": {"a": {"Action": "PUT", "Value": {"S": "x"}}}}
         assert raw_error(server, target, legacy)[1].startswith("1 validation error detected: Failed to satisfy")
         _, message = raw_error(server, target, {**body, "TableName": "t" * 1025})
-        assert message.startswith("3 validation errors detected: Value 'ttt") and "at 'returnValues'" in message
+        assert message.startswith("3 validation errors detected: Value 'ttt") and "[ALL_OLD, UPDATED_OLD" in message
     # An empty TableName beside legacy members gets the same answer.
     legacy_member = {"PutItem": {"Expected": {"a": {"Exists": False}}},
                      "GetItem": {"AttributesToGet": ["a"]},

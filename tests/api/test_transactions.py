@@ -390,15 +390,16 @@ def test_same_token_applies_once(ddb, hash_table):
 
 
 def test_token_and_table_name_with_nul(ddb, hash_table):
-    """A token may hold NUL (applied once, like any token); a table name with NUL names no table. Either once
-    ended in a server error on the PostgreSQL engine, whose text columns cannot hold NUL."""
+    """A token may hold NUL (applied once, like any token); a table name with NUL breaks a table name's pattern.
+    Either once ended in a server error on the PostgreSQL engine, whose text columns cannot hold NUL."""
     a, token = unique_name("k"), "nul\x00" + uuid.uuid4().hex[:20]
     for _ in range(2):
         ddb.transact_write_items(TransactItems=[add(hash_table, a, 1)], ClientRequestToken=token)
     assert get_item(ddb, hash_table, a) == {"pk": {"S": a}, "n": {"N": "1"}}
     with pytest.raises(ClientError) as excinfo:
         ddb.get_item(TableName=hash_table + "\x00", Key={"pk": {"S": a}})
-    assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    assert excinfo.value.response["Error"]["Code"] == "ValidationException"
+    assert "regular expression pattern" in excinfo.value.response["Error"]["Message"]
 
 
 def test_same_token_other_request(ddb, hash_table):

@@ -8,6 +8,8 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.counted import counted
+
 BASE = {
     "n": {"N": "5"}, "s": {"S": "str"}, "l": {"L": [{"S": "0"}, {"S": "1"}, {"S": "2"}]},
     "m": {"M": {"x": {"M": {"y": {"N": "1"}}}}}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]},
@@ -92,7 +94,8 @@ def test_set_arithmetic_range_overflow(item):
 def test_set_arithmetic_on_wrong_types(item):
     """A non-number constant is caught when the expression is compiled; a stored non-number when it runs."""
     assert item.error("SET n = n + :v", {":v": {"S": "1"}}) == \
-        ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
+        ("ValidationException", "1 validation error detected: Invalid UpdateExpression: Incorrect operand type for "
+                                "operator or function; "
                                 "operator or function: +, operand type: S")
     assert item.error("SET n = s + :v", {":v": n("1")}) == ("ValidationException", TYPE_ERROR)
 
@@ -129,7 +132,8 @@ def test_list_append(item, expression, expected):
 def test_list_append_type_errors(item):
     """list_append needs two lists."""
     assert item.error("SET l = list_append(l, :v)", {":v": {"S": "x"}}) == \
-        ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
+        ("ValidationException", "1 validation error detected: Invalid UpdateExpression: Incorrect operand type for "
+                                "operator or function; "
                                 "operator or function: list_append, operand type: S")
     assert item.error("SET l = list_append(s, :v)", {":v": {"L": []}}) == ("ValidationException", TYPE_ERROR)
 
@@ -271,10 +275,12 @@ def test_add_set_members(item):
 def test_add_type_errors(item):
     """ADD needs a number or set operand matching the stored attribute."""
     assert item.error("ADD n :v", {":v": {"S": "x"}}) == \
-        ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
+        ("ValidationException", "1 validation error detected: Invalid UpdateExpression: Incorrect operand type for "
+                                "operator or function; "
                                 "operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND")
     assert item.error("ADD n :v", {":v": {"L": []}}) == \
-        ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
+        ("ValidationException", "1 validation error detected: Invalid UpdateExpression: Incorrect operand type for "
+                                "operator or function; "
                                 "operator: ADD, operand type: LIST, typeSet: ALLOWED_FOR_ADD_OPERAND")
     assert item.error("ADD s :v", {":v": n("1")}) == ("ValidationException", TYPE_ERROR)
     assert item.error("ADD ss :v", {":v": {"NS": ["1"]}}) == ("ValidationException", TYPE_ERROR)
@@ -291,7 +297,8 @@ def test_delete_set_members(item):
 def test_delete_type_errors(item):
     """DELETE needs a set operand of the stored set's type."""
     assert item.error("DELETE ns :v", {":v": n("1")}) == \
-        ("ValidationException", "Invalid UpdateExpression: Incorrect operand type for operator or function; "
+        ("ValidationException", "1 validation error detected: Invalid UpdateExpression: Incorrect operand type for "
+                                "operator or function; "
                                 "operator: DELETE, operand type: NUMBER, typeSet: ALLOWED_FOR_DELETE_OPERAND")
     assert item.error("DELETE ss :v", {":v": {"NS": ["1"]}}) == ("ValidationException", TYPE_ERROR)
 
@@ -437,7 +444,7 @@ def test_condition_and_update_share_placeholders(item):
 ])
 def test_update_expression_errors(item, expression, values, names, message):
     """Malformed update expressions are rejected before anything is written."""
-    assert item.error(expression, values, names) == ("ValidationException", message)
+    assert item.error(expression, values, names) == ("ValidationException", counted(message))
 
 
 def test_values_without_expression(ddb, hash_table):
@@ -445,5 +452,5 @@ def test_values_without_expression(ddb, hash_table):
     with pytest.raises(ClientError) as excinfo:
         ddb.update_item(TableName=hash_table, Key={"pk": {"S": "a"}}, ExpressionAttributeValues={":v": n("1")})
     assert error_of(excinfo) == ("ValidationException",
-                                 "ExpressionAttributeValues can only be specified when using expressions: "
-                                 "UpdateExpression and ConditionExpression are null")
+                                 "1 validation error detected: ExpressionAttributeValues can only be specified when "
+                                 "using expressions: UpdateExpression and ConditionExpression are null")

@@ -7,6 +7,7 @@ which rolls it back, so a rejected request changes nothing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -34,11 +35,12 @@ from openddb.expressions import Condition, compile_condition, compile_projection
 from openddb.expressions.update import WRONG_TYPE
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
-from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, validate_item
+from openddb.model.values import MSG_ITEM_SIZE, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
-# DynamoDB lists the enum members in this (hash-set) order in its validation message.
-_RETURN_VALUES = v.Str(enum=v.RETURN_VALUES)
+# A ReturnValues outside the enum is reported without its value or member (see validation.RETURN_VALUES_VIOLATION).
+_RETURN_VALUES = v.Str(enum=v.RETURN_VALUES, enum_violation=v.RETURN_VALUES_VIOLATION)
+_TABLE_NAME = v.ItemTableName(required=True, min_len=1, max_len=1024)
 _ON_CONDITION_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
 # PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB words the refusal differently for each (PutItem:
 # taoensso/faraday #64; DeleteItem, as of 2024: boto3 #4339).
@@ -47,19 +49,20 @@ _DELETE_RETURN_VALUES = "ReturnValues can only be ALL_OLD or NONE"
 _LEGACY = {"Expected": v.Any_(), "ConditionalOperator": v.Str(enum=("AND", "OR"))}
 
 PUT_ITEM = v.Struct({
-    "TableName": v.table_name_or_arn(),
+    "TableName": _TABLE_NAME,
     "Item": v.Any_(required=True),
     "ConditionExpression": v.Str(),
     "ExpressionAttributeNames": v.EXPRESSION_NAMES,
     "ExpressionAttributeValues": v.EXPRESSION_VALUES,
-    "ReturnValues": _RETURN_VALUES,
+    # (in the order DynamoDB lists their violations)
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "ReturnValues": _RETURN_VALUES,
     "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
     "ReturnValuesOnConditionCheckFailure": _ON_CONDITION_FAILURE,
     **_LEGACY,
 })
 GET_ITEM = v.Struct({
-    "TableName": v.table_name_or_arn(),
+    "TableName": _TABLE_NAME,
     "Key": v.Any_(required=True),
     "AttributesToGet": v.List(v.Str(), min_len=1),
     "ConsistentRead": v.Bool(),
@@ -68,7 +71,7 @@ GET_ITEM = v.Struct({
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
 UPDATE_ITEM = v.Struct({
-    "TableName": v.table_name_or_arn(),
+    "TableName": _TABLE_NAME,
     "Key": v.Any_(required=True),
     "UpdateExpression": v.Str(),
     "ConditionExpression": v.Str(),
@@ -82,13 +85,13 @@ UPDATE_ITEM = v.Struct({
     **_LEGACY,
 })
 DELETE_ITEM = v.Struct({
-    "TableName": v.table_name_or_arn(),
+    "TableName": _TABLE_NAME,
     "Key": v.Any_(required=True),
     "ConditionExpression": v.Str(),
     "ExpressionAttributeNames": v.EXPRESSION_NAMES,
     "ExpressionAttributeValues": v.EXPRESSION_VALUES,
-    "ReturnValues": _RETURN_VALUES,
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "ReturnValues": _RETURN_VALUES,
     "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
     "ReturnValuesOnConditionCheckFailure": _ON_CONDITION_FAILURE,
     **_LEGACY,
@@ -124,19 +127,22 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
 
 def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_item_request(PUT_ITEM, request)
-    # Expressions are checked before the table is looked up: they need nothing of it (DynamoDB's order too).
-    attrs = expression_attributes(request, ("ConditionExpression",))
-    condition = condition_of(request, attrs)
-    attrs.check_all_used()
-    meta = context.table(request["TableName"])
-    return_values = request.get("ReturnValues") or "NONE"
-    if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException(_INVALID_RETURN_VALUES)
-    item = validate_item(request["Item"])
-    key_item, key = item_key(meta, item)
-    check_index_keys(meta, item)
-    if exceeds_item_size(meta, item):
-        raise ValidationException(MSG_ITEM_SIZE)
+    try:
+        # Expressions are checked before the table is looked up: they need nothing of it (DynamoDB's order too).
+        attrs = expression_attributes(request, ("ConditionExpression",))
+        condition = condition_of(request, attrs)
+        attrs.check_all_used()
+        meta = context.table(request["TableName"])
+        return_values = request.get("ReturnValues") or "NONE"
+        if return_values not in ("NONE", "ALL_OLD"):
+            raise ValidationException(_INVALID_RETURN_VALUES)
+        item = validate_item(request["Item"])
+        key_item, key = item_key(meta, item)
+        check_index_keys(meta, item)
+        if exceeds_item_size(meta, item):
+            raise ValidationException(MSG_ITEM_SIZE)
+    except ValidationException as error:
+        raise v.put_item_request_error(error) from None
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
@@ -173,24 +179,28 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     return response
 
 
+_INVALID_VALUE = re.compile(r"ExpressionAttributeValues contains invalid value: (.*) for key :[^ ]*", re.DOTALL)
+
+
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_item_request(UPDATE_ITEM, request, update=True)
     try:
         attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
+        text = expression_text(request, "UpdateExpression")
+        update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
+        condition = condition_of(request, attrs)
+        attrs.check_all_used()
+        meta = context.table(request["TableName"])
+        key_item, key = parse_key(meta, request["Key"])
+        check_key_untouched(meta, update)
     except ValidationException as error:
-        if MSG_NESTING in (error.message or ""):
-            # Worded as a request validation error, without the placeholder (captured in 31 of 33 regions,
-            # 2026-10, for a value written or only compared).
-            raise ValidationException(v.validation_message([MSG_NESTING])) from None
-        raise
-    text = expression_text(request, "UpdateExpression")
-    update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
-    condition = condition_of(request, attrs)
-    attrs.check_all_used()
-    meta = context.table(request["TableName"])
-    key_item, key = parse_key(meta, request["Key"])
+        invalid_value = _INVALID_VALUE.fullmatch(error.message or "")
+        if invalid_value is not None:
+            # An invalid expression value is worded as a request validation error, without the placeholder
+            # (a value nested too deep: 31 of 33 regions, 2026-10; an empty set: quoted from the AWS CLI, 2026-07).
+            raise ValidationException(v.validation_message([invalid_value.group(1)])) from None
+        raise v.counted_request_error(error) from None
     return_values = request.get("ReturnValues") or "NONE"
-    check_key_untouched(meta, update)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
     legacy_updates = legacy_origin(request, "AttributeUpdates") is not None
 

@@ -406,6 +406,16 @@ def _write_rewriter(operation: str, updates: bool) -> Rewriter:
         if not _present(request, legacy):
             return request
         v.validate_item_request(_shape(operation), request, update=updates)
+        try:
+            return _rewritten(request)
+        except ValidationException as error:
+            if operation == "PutItem":  # (their request checks are counted: see the handlers)
+                raise v.put_item_request_error(error) from None
+            if operation == "UpdateItem":
+                raise v.counted_request_error(error) from None
+            raise
+
+    def _rewritten(request: dict[str, Any]) -> dict[str, Any]:
         _check_not_mixed(request, legacy, expressions)
         _check_placeholders(request, expressions, expressions)
         expected = request.get("Expected")

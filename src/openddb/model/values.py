@@ -141,9 +141,17 @@ def binary_length(canonical: str) -> int:
 # --- validation -----------------------------------------------------------------------------------------
 
 
-def _duplicates(members: list[str]) -> ValidationException:
-    # DynamoDB lists the whole input collection, Java-style: "[a, b, a]".
-    return ValidationException(f"{_INVALID}Input collection [{', '.join(members)}] contains duplicates.")
+def _duplicates(kind: str, members: list[str]) -> ValidationException:
+    """DynamoDB lists the whole input collection: a string set's members quoted ('["a", "a"]'), a binary set's
+    base64 text quoted and closer, with its type ('["",""]of type BS'), both as recorded in every region of
+    paritysuite's 2026-09-20 run; a number set's as it has long been captured, Java-style ("[1, 1]")."""
+    if kind == "SS":
+        shown = "[" + ", ".join(f'"{m}"' for m in members) + "]"
+    elif kind == "BS":
+        shown = "[" + ",".join(f'"{m}"' for m in members) + "]of type BS"
+    else:
+        shown = "[" + ", ".join(members) + "]"
+    return ValidationException(f"{_INVALID}Input collection {shown} contains duplicates.")
 
 
 def _check_s(inner: Any, depth: int) -> Any:
@@ -180,7 +188,9 @@ def _check_null(inner: Any, depth: int) -> Any:
 
 
 def _set_checker(kind: str, canonical: Callable[[str], str] | None) -> Callable[[Any, int], Any]:
-    empty = f"{_INVALID}An {_EMPTY_SET[kind]} set  may not be empty"
+    # An empty binary set is worded apart (recorded in every region of paritysuite's 2026-09-20 run).
+    empty = f"{_INVALID}Binary sets should not be empty" if kind == "BS" else \
+        f"{_INVALID}An {_EMPTY_SET[kind]} set  may not be empty"
 
     def check(inner: Any, depth: int) -> Any:
         if type(inner) is not list:
@@ -192,7 +202,7 @@ def _set_checker(kind: str, canonical: Callable[[str], str] | None) -> Callable[
             raise ValidationException(empty)
         members = inner if canonical is None else [canonical(m) for m in inner]
         if len(set(members)) != len(members):
-            raise _duplicates(inner)
+            raise _duplicates(kind, inner)
         return inner if members == inner else members
 
     return check
