@@ -19,8 +19,10 @@ _FAMILIES = ("Can not use both expression and non-expression parameters", "Expre
 
 
 def counted(message: str) -> str:
-    """`message` as PutItem or UpdateItem gives it."""
+    """`message` as PutItem or UpdateItem gives it. (The recorded answers themselves, spelled out, are checked in
+    test_items.test_counted_refusals_as_recorded.)"""
     if message.startswith(_FAMILIES) or (
-            message.startswith("One or more parameter values were invalid: An ") and message.endswith(" be empty")):
+            message.startswith("One or more parameter values were invalid: An ")
+            and message.endswith(" set  may not be empty")):
         return COUNT + message
     return message

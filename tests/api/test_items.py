@@ -180,6 +180,58 @@ def test_several_bad_enums_are_listed_in_dynamodbs_order(server, target):
         "'returnItemCollectionMetrics' failed to satisfy constraint: Member must satisfy enum value set: [SIZE, NONE]")
 
 
+COUNT = "1 validation error detected: "
+
+
+def test_counted_refusals_as_recorded(server, hash_table):
+    """The refusals PutItem and UpdateItem count, spelled out as recorded in every region of paritysuite's
+    2026-09-20 cross-region run; and refusals that stay bare."""
+    def put(**extra: object) -> str:
+        return raw_error(server, "PutItem", {"TableName": hash_table, "Item": {"pk": {"S": "a"}}, **extra})[1]
+
+    def update(**extra: object) -> str:
+        return raw_error(server, "UpdateItem", {"TableName": hash_table, "Key": {"pk": {"S": "a"}}, **extra})[1]
+
+    invalid = "One or more parameter values were invalid: "
+    assert put(Item={"pk": {"S": "a"}, "s": {"SS": []}}) == COUNT + invalid + "An string set  may not be empty"
+    assert put(Item={"pk": {"S": "a"}, "s": {"BS": []}}) == COUNT + invalid + "Binary sets should not be empty"
+    assert put(Item={"pk": {"S": "a"}, "s": {"SS": ["a", "a"]}}) == \
+        COUNT + invalid + 'Input collection ["a", "a"] contains duplicates.'
+    assert put(Item={"pk": {"S": "a"}, "s": {"NS": [""]}}) == \
+        COUNT + "The parameter cannot be converted to a numeric value: "
+    assert put(Item={"pk": {"S": "a"}, "n": {"NULL": False}}) == \
+        COUNT + invalid + "Null attribute value types must have the value of true"
+    assert put(ConditionExpression="((attribute_not_exists(pk)))") == \
+        COUNT + "Invalid ConditionExpression: The expression has redundant parentheses;"
+    assert put(ConditionExpression="contains(#d, #d)", ExpressionAttributeNames={"#d": "data"}) == \
+        COUNT + ("Invalid ConditionExpression: The first operand must be distinct from the remaining operands for "
+                 "this operator or function; operator: contains, first operand: [data]")
+    assert put(ExpressionAttributeValues={":v": {"S": "x"}}) == \
+        COUNT + "ExpressionAttributeValues can only be specified when using expressions"
+    assert put(Expected={"a": {"Exists": False}}, ConditionExpression="attribute_exists(a)") == \
+        COUNT + ("Can not use both expression and non-expression parameters in the same request: Non-expression "
+                 "parameters: {Expected} Expression parameters: {ConditionExpression}")
+    assert update(UpdateExpression="INVALID SYNTAX") == \
+        COUNT + 'Invalid UpdateExpression: Syntax error; token: "INVALID", near: "INVALID SYNTAX"'
+    assert update(UpdateExpression="SET a = :v", ExpressionAttributeValues={":v": {"S": "x"}},
+                  ExpressionAttributeNames={"#unused": "u"}) == \
+        COUNT + "Value provided in ExpressionAttributeNames unused in expressions: keys: {#unused}"
+    assert update(UpdateExpression="SET a = :v") == COUNT + (
+        "Invalid UpdateExpression: An expression attribute value used in expression is not defined; attribute "
+        "value: :v")
+    assert update(UpdateExpression="") == COUNT + "Invalid UpdateExpression: The expression can not be empty;"
+    # Bare: an empty attribute name, a number out of range, a key, another operation's expression.
+    assert put(Item={"pk": {"S": "a"}, "": {"S": "x"}}) == invalid + "An attribute name cannot be empty"
+    assert update(UpdateExpression="SET a = :v", ExpressionAttributeValues={":v": {"N": "1E200"}}) == (
+        "ExpressionAttributeValues contains invalid value: Number overflow. Attempting to store a number with "
+        "magnitude larger than supported range for key :v")
+    assert raw_error(server, "UpdateItem", {"TableName": hash_table, "Key": {"pk": {"N": "x"}},
+                                            "UpdateExpression": "REMOVE a"})[1] == \
+        "The parameter cannot be converted to a numeric value: x"
+    assert raw_error(server, "DeleteItem", {"TableName": hash_table, "Key": {"pk": {"S": "a"}},
+                                            "ConditionExpression": "a ="})[1].startswith("Invalid ConditionExpression")
+
+
 @pytest.mark.parametrize(("name", "constraint"), [
     ("a" * 256, "Member must have length less than or equal to 255"),
     ("bad table!@#", "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+"),

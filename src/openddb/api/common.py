@@ -14,6 +14,7 @@ import orjson
 from openddb.api.legacy import generated
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, Update
+from openddb.expressions.resolve import get_path
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
@@ -283,16 +284,20 @@ def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> b
 
 
 def update_measure(update: Update, new: Item) -> int:
-    """What DynamoDB holds an UpdateItem to besides its finished item's 400 KB: the attributes the update names,
-    as they end, plus 3 bytes for the update, 19 for each action that writes a value (one more through a list
-    index) and 2 for each that removes one. Key attributes and attributes it does not name are left out.
-    Measured by bisecting the limit in eu-west-2 (dynoxide PR 187, issue 210); so UpdateItem refuses the
-    409,600-byte item a transaction's Update writes at the same one-character key, as captured in 31 of 33
-    regions (2026-10). The finished item is still held to 400 KB as well: whether DynamoDB stores a larger one
-    whose untouched attributes buy it room is not recorded."""
+    """What DynamoDB holds an UpdateItem to besides its finished item's 400 KB: what the update writes (each
+    written value, under its attribute's name), plus 3 bytes for the update, 19 for each action that writes a
+    value (one more through a list index) and 2 for each that removes one. Key attributes and attributes it
+    does not write are left out. Measured by bisecting the limit in eu-west-2 (dynoxide PR 187, issue 210); so
+    UpdateItem refuses the 409,600-byte item a transaction's Update writes at the same one-character key, as
+    captured in 31 of 33 regions (2026-10). The finished item is still held to 400 KB as well: whether DynamoDB
+    stores a larger one whose untouched attributes buy it room is not recorded."""
     writes, removes, through_index = update.action_counts()
-    named = {name: new[name] for name in update.assigned_top_level_names if name in new}
-    return item_size(named) + 3 + 19 * writes + 2 * removes + through_index
+    written = 0
+    for path in update.written_paths():
+        value = get_path(new, path)
+        if value is not None:
+            written += item_size({str(path[0]): value})
+    return written + 3 + 19 * writes + 2 * removes + through_index
 
 
 def update_too_large(meta: TableMeta, update: Update, new: Item) -> bool:
@@ -301,7 +306,7 @@ def update_too_large(meta: TableMeta, update: Update, new: Item) -> bool:
     if exceeds_item_size(meta, new):
         return True
     writes, removes, through_index = update.action_counts()
-    named = {name: new[name] for name in update.assigned_top_level_names if name in new}
+    named = {name: new[name] for name in update.assigned_top_level_names if name in new}  # (holds all written)
     if len(orjson.dumps(named)) + 3 + 19 * writes + 2 * removes + through_index <= MAX_ITEM_SIZE:
         return False
     return update_measure(update, new) > MAX_ITEM_SIZE

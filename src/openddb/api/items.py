@@ -35,7 +35,7 @@ from openddb.expressions import Condition, compile_condition, compile_projection
 from openddb.expressions.update import WRONG_TYPE
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
-from openddb.model.values import MSG_ITEM_SIZE, validate_item
+from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 # A ReturnValues outside the enum is reported without its value or member (see validation.RETURN_VALUES_VIOLATION).
@@ -190,16 +190,17 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
         condition = condition_of(request, attrs)
         attrs.check_all_used()
-        meta = context.table(request["TableName"])
-        key_item, key = parse_key(meta, request["Key"])
-        check_key_untouched(meta, update)
     except ValidationException as error:
         invalid_value = _INVALID_VALUE.fullmatch(error.message or "")
-        if invalid_value is not None:
-            # An invalid expression value is worded as a request validation error, without the placeholder
-            # (a value nested too deep: 31 of 33 regions, 2026-10; an empty set: quoted from the AWS CLI, 2026-07).
-            raise ValidationException(v.validation_message([invalid_value.group(1)])) from None
+        inner = invalid_value.group(1) if invalid_value is not None else ""
+        if inner == MSG_NESTING or v.is_counted(inner):
+            # Such an expression value is worded as a counted request error, without the placeholder (a value
+            # nested too deep: 31 of 33 regions, 2026-10; an empty set: quoted from the AWS CLI, 2026-07).
+            raise ValidationException(v.validation_message([inner])) from None
         raise v.counted_request_error(error) from None
+    meta = context.table(request["TableName"])
+    key_item, key = parse_key(meta, request["Key"])
+    check_key_untouched(meta, update)
     return_values = request.get("ReturnValues") or "NONE"
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
     legacy_updates = legacy_origin(request, "AttributeUpdates") is not None

@@ -305,10 +305,13 @@ _COUNTED = "1 validation error detected: "
 def counted_request_error(error: ValidationException) -> ValidationException:
     """`error` as PutItem and UpdateItem word it, counted when it is one of the request checks they count."""
     message = error.message or ""
-    if message.startswith(_ENVELOPED) or (
-            message.startswith("One or more parameter values were invalid: An ") and message.endswith(" be empty")):
-        return ValidationException(_COUNTED + message)
-    return error
+    return ValidationException(_COUNTED + message) if is_counted(message) else error
+
+
+def is_counted(message: str) -> bool:
+    """Whether a refusal is one of PutItem's and UpdateItem's counted request checks (see `_ENVELOPED`)."""
+    return message.startswith(_ENVELOPED) or (message.startswith("One or more parameter values were invalid: An ")
+                                              and message.endswith(" set  may not be empty"))
 
 
 _NO_EXPRESSION = "ExpressionAttributeValues can only be specified when using expressions"

@@ -50,6 +50,10 @@ class Update:
         self._trie = build_trie(self._targets)
         self.assigned_top_level_names: frozenset[str] = frozenset(str(p[0]) for p in self._targets)
 
+    def written_paths(self) -> list[Resolved]:
+        """The path each SET, ADD and DELETE action writes."""
+        return [p for p, _ in self._sets] + [p for p, _ in self._adds] + [p for p, _ in self._deletes]
+
     def action_counts(self) -> tuple[int, int, int]:
         """(actions that write a value, actions that remove one, SET actions through a list index)."""
         through_index = sum(1 for path, _ in self._sets if any(isinstance(step, int) for step in path))
