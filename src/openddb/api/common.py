@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from openddb.api import validation as v
 from openddb.api.legacy import generated
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, Update
@@ -19,7 +20,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
-from openddb.model.values import MAX_ITEM_SIZE, MSG_LONG_NAME, item_size, validate_item, validate_value
+from openddb.model.values import MAX_ITEM_SIZE, MSG_LONG_NAME, MSG_NESTING, item_size, validate_item, validate_value
 from openddb.storage.base import Engine, StorageKey
 
 MAX_HASH_KEY_BYTES = 2048
@@ -146,10 +147,15 @@ def _deep_digest(value: Any) -> bytes:
 
 
 def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...], *,
-                          compared_only: bool = False) -> ExpressionAttributes:
-    """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`; with
-    `compared_only`, values may be nested deeper than an item (see `validate_value`): the caller refuses one
-    that is written."""
+                          compared_only: bool = False, name_missing: bool = True,
+                          counted_values: bool = False) -> ExpressionAttributes:
+    """Validate ExpressionAttributeNames/Values for a request whose expressions are `expression_members`.
+
+    With `compared_only`, values may be nested deeper than an item (see `validate_value`): the caller refuses one
+    that is written. `name_missing` false: values without an expression are refused without naming the missing
+    ones (see `values_without_expression`). `counted_values`: an invalid value of the kinds UpdateItem counts is
+    refused as "1 validation error detected: ..." without its placeholder (a value nested too deep: 31 of 33
+    regions, 2026-10; an empty set: quoted from the AWS CLI, 2026-07)."""
     names = request.get("ExpressionAttributeNames")
     value_members = [m for m in expression_members if m != "ProjectionExpression"]
     # Reads whose only expression is a projection have no ExpressionAttributeValues member: ignored, as any
@@ -173,10 +179,7 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
         if not isinstance(values, dict):
             validate_item(values)  # raises the deserializer's error for a non-map
         if not any(request.get(m) is not None for m in value_members):
-            nulls = [m for m in value_members]
-            verb = "is" if len(nulls) == 1 else "are"
-            raise ValidationException("ExpressionAttributeValues can only be specified when using expressions: "
-                                      f"{' and '.join(nulls)} {verb} null")
+            raise v.values_without_expression(value_members, named=name_missing)
         if not values:
             raise ValidationException("ExpressionAttributeValues must not be empty")
         validated = {}
@@ -190,9 +193,15 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
             except ValidationException as error:
                 if error.message == MSG_LONG_NAME:  # answered bare, as for an item (recorded against the service)
                     raise
-                raise ValidationException(
-                    f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}") from None
+                if counted_values and (error.message == MSG_NESTING or v.is_counted(error.message or "")):
+                    raise ValidationException(v.validation_message([error.message or ""])) from None
+                raise invalid_value(name, error) from None
     return ExpressionAttributes(names, validated)
+
+
+def invalid_value(name: str, error: ValidationException) -> ValidationException:
+    """The refusal of expression attribute value `name`, whose own refusal is `error`."""
+    return ValidationException(f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}")
 
 
 MAX_PLACEHOLDER_BYTES = 255  # "#name is five bytes" (the Developer Guide's constraints page)

@@ -7,7 +7,6 @@ which rolls it back, so a rejected request changes nothing.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
@@ -35,7 +34,7 @@ from openddb.expressions import Condition, compile_condition, compile_projection
 from openddb.expressions.update import WRONG_TYPE
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
-from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, validate_item
+from openddb.model.values import MSG_ITEM_SIZE, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 # A ReturnValues outside the enum is reported without its value or member (see validation.RETURN_VALUES_VIOLATION).
@@ -129,7 +128,7 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     v.validate_item_request(PUT_ITEM, request)
     try:
         # Expressions are checked before the table is looked up: they need nothing of it (DynamoDB's order too).
-        attrs = expression_attributes(request, ("ConditionExpression",))
+        attrs = expression_attributes(request, ("ConditionExpression",), name_missing=False)
         condition = condition_of(request, attrs)
         attrs.check_all_used()
         meta = context.table(request["TableName"])
@@ -142,7 +141,7 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         if exceeds_item_size(meta, item):
             raise ValidationException(MSG_ITEM_SIZE)
     except ValidationException as error:
-        raise v.put_item_request_error(error) from None
+        raise v.counted_request_error(error) from None
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
@@ -179,24 +178,15 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     return response
 
 
-_INVALID_VALUE = re.compile(r"ExpressionAttributeValues contains invalid value: (.*) for key :[^ ]*", re.DOTALL)
-
-
 def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_item_request(UPDATE_ITEM, request, update=True)
     try:
-        attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"))
+        attrs = expression_attributes(request, ("UpdateExpression", "ConditionExpression"), counted_values=True)
         text = expression_text(request, "UpdateExpression")
         update = None if text is None else compile_update(text, attrs, not generated(request, "UpdateExpression"))
         condition = condition_of(request, attrs)
         attrs.check_all_used()
     except ValidationException as error:
-        invalid_value = _INVALID_VALUE.fullmatch(error.message or "")
-        inner = invalid_value.group(1) if invalid_value is not None else ""
-        if inner == MSG_NESTING or v.is_counted(inner):
-            # Such an expression value is worded as a counted request error, without the placeholder (a value
-            # nested too deep: 31 of 33 regions, 2026-10; an empty set: quoted from the AWS CLI, 2026-07).
-            raise ValidationException(v.validation_message([inner])) from None
         raise v.counted_request_error(error) from None
     meta = context.table(request["TableName"])
     key_item, key = parse_key(meta, request["Key"])

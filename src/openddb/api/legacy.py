@@ -167,16 +167,14 @@ def _check_not_mixed(request: dict[str, Any], legacy: Iterable[str], expressions
 
 
 def _check_placeholders(request: dict[str, Any], expressions: tuple[str, ...],
-                        value_expressions: tuple[str, ...]) -> None:
+                        value_expressions: tuple[str, ...], *, name_missing: bool = True) -> None:
     """ExpressionAttributeNames/Values sent along with legacy members but no expression to use them."""
     if request.get("ExpressionAttributeNames") is not None and not _present(request, expressions):
         raise ValidationException("ExpressionAttributeNames can only be specified when using expressions")
     # (An operation with no value expression has no ExpressionAttributeValues member: ignored, as any unknown one.)
     if request.get("ExpressionAttributeValues") is not None and value_expressions and \
             not _present(request, value_expressions):
-        verb = "is" if len(value_expressions) == 1 else "are"
-        raise ValidationException("ExpressionAttributeValues can only be specified when using expressions: "
-                                  f"{' and '.join(value_expressions)} {verb} null")
+        raise v.values_without_expression(value_expressions, named=name_missing)
 
 
 def _check_conditional_operator(request: dict[str, Any], conditions: Any) -> None:
@@ -409,15 +407,13 @@ def _write_rewriter(operation: str, updates: bool) -> Rewriter:
         try:
             return _rewritten(request)
         except ValidationException as error:
-            if operation == "PutItem":  # (their request checks are counted: see the handlers)
-                raise v.put_item_request_error(error) from None
-            if operation == "UpdateItem":
+            if operation in ("PutItem", "UpdateItem"):  # (their request checks are counted: see the handlers)
                 raise v.counted_request_error(error) from None
             raise
 
     def _rewritten(request: dict[str, Any]) -> dict[str, Any]:
         _check_not_mixed(request, legacy, expressions)
-        _check_placeholders(request, expressions, expressions)
+        _check_placeholders(request, expressions, expressions, name_missing=operation != "PutItem")
         expected = request.get("Expected")
         _check_conditional_operator(request, expected)
         refs = _Placeholders(request)

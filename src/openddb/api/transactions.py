@@ -32,6 +32,7 @@ from openddb.api.common import (
     exceeds_item_size,
     expression_attributes,
     expression_text,
+    invalid_value,
     item_collection_metrics,
     item_key,
     parse_key,
@@ -177,7 +178,7 @@ def _written_too_deep(attrs: ExpressionAttributes) -> str | None:
         try:
             validate_value(attrs.values[name])
         except ValidationException as error:
-            return f"ExpressionAttributeValues contains invalid value: {error.message} for key {name}"
+            return invalid_value(name, error).message
     return None
 
 

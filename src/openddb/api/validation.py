@@ -299,13 +299,12 @@ _ENVELOPED = ("Can not use both expression and non-expression parameters", "Expr
               "One or more parameter values were invalid: Input collection",
               "One or more parameter values were invalid: Binary sets should not be empty",
               "One or more parameter values were invalid: Null attribute value types")
-_COUNTED = "1 validation error detected: "
 
 
 def counted_request_error(error: ValidationException) -> ValidationException:
     """`error` as PutItem and UpdateItem word it, counted when it is one of the request checks they count."""
     message = error.message or ""
-    return ValidationException(_COUNTED + message) if is_counted(message) else error
+    return ValidationException(validation_message([message])) if is_counted(message) else error
 
 
 def is_counted(message: str) -> bool:
@@ -314,15 +313,13 @@ def is_counted(message: str) -> bool:
                                               and message.endswith(" set  may not be empty"))
 
 
-_NO_EXPRESSION = "ExpressionAttributeValues can only be specified when using expressions"
-
-
-def put_item_request_error(error: ValidationException) -> ValidationException:
-    """`counted_request_error` for PutItem, which no longer names the missing expression when values come without
-    one (recorded in every region of paritysuite's 2026-09-20 run)."""
-    if (error.message or "").startswith(_NO_EXPRESSION):
-        error = ValidationException(_NO_EXPRESSION)
-    return counted_request_error(error)
+def values_without_expression(expressions: list[str] | tuple[str, ...], *, named: bool = True) -> ValidationException:
+    """ExpressionAttributeValues sent with none of `expressions` to use them, naming the missing ones; PutItem
+    (`named` false) no longer names them (recorded in every region of paritysuite's 2026-09-20 run)."""
+    message = "ExpressionAttributeValues can only be specified when using expressions"
+    if named:
+        message += f": {' and '.join(expressions)} {'is' if len(expressions) == 1 else 'are'} null"
+    return ValidationException(message)
 
 
 def validation_message(errors: list[str]) -> str:
@@ -358,7 +355,7 @@ class ItemTableName(Str):
             super().check(value, path, errors)
 
 
-_NAME = Str(min_len=3, max_len=255, pattern=TABLE_NAME_PATTERN)
+_NAME = table_name(required=False)
 
 
 RETURN_CONSUMED_CAPACITY = Str(enum=("INDEXES", "TOTAL", "NONE"))
