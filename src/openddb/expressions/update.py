@@ -33,7 +33,8 @@ WRONG_TYPE = "An operand in the update expression has an incorrect data type"
 class Update:
     """A compiled UpdateExpression."""
 
-    __slots__ = ("_adds", "_deletes", "_removes", "_sets", "_targets", "_trie", "assigned_top_level_names")
+    __slots__ = ("_adds", "_deletes", "_removes", "_sets", "_targets", "_trie", "action_counts",
+                 "assigned_top_level_names")
 
     def __init__(
         self,
@@ -49,15 +50,14 @@ class Update:
         self._targets = [p for p, _ in sets] + removes + [p for p, _ in adds] + [p for p, _ in deletes]
         self._trie = build_trie(self._targets)
         self.assigned_top_level_names: frozenset[str] = frozenset(str(p[0]) for p in self._targets)
+        # (actions that write a value, actions that remove one, SET actions through a list index), counted once:
+        # a compiled update is cached and reused.
+        self.action_counts = (len(sets) + len(adds) + len(deletes), len(removes),
+                              sum(1 for path, _ in sets if any(isinstance(step, int) for step in path)))
 
     def written_paths(self) -> list[Resolved]:
         """The path each SET, ADD and DELETE action writes."""
         return [p for p, _ in self._sets] + [p for p, _ in self._adds] + [p for p, _ in self._deletes]
-
-    def action_counts(self) -> tuple[int, int, int]:
-        """(actions that write a value, actions that remove one, SET actions through a list index)."""
-        through_index = sum(1 for path, _ in self._sets if any(isinstance(step, int) for step in path))
-        return len(self._sets) + len(self._adds) + len(self._deletes), len(self._removes), through_index
 
     def updated_top_level_names(self) -> frozenset[str]:
         """Top-level attributes this update writes or removes."""
