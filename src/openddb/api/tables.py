@@ -89,6 +89,8 @@ def _kms_key_arn(meta: TableMeta, sse: dict[str, Any] | None = None) -> str:
     return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
 
 
+_BILLING_MODE = v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST"))
+_TABLE_CLASS = v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS"))
 # Global-table members are checked for their shapes only (this server keeps no replicas), in the API's terms.
 _REPLICATION_MODE = v.Str(enum=("ENABLED", "DISABLED", "ENABLED_WITH_OVERRIDES"))
 _REGION = v.Struct({"RegionName": v.Str(required=True)})
@@ -98,7 +100,7 @@ _REPLICA_CHANGE = v.Struct({
     "ProvisionedThroughputOverride": v.Any_(),
     "OnDemandThroughputOverride": v.Any_(),
     "GlobalSecondaryIndexes": v.List(v.Any_(), min_len=1),
-    "TableClassOverride": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+    "TableClassOverride": _TABLE_CLASS,
 })
 _REPLICA_UPDATES = v.List(v.Struct({"Create": _REPLICA_CHANGE, "Update": _REPLICA_CHANGE, "Delete": _REGION}),
                           min_len=1)
@@ -110,12 +112,12 @@ CREATE_TABLE = v.Struct({
     "KeySchema": _KEY_SCHEMA,
     "LocalSecondaryIndexes": v.List(ix.LSI),
     "GlobalSecondaryIndexes": v.List(ix.GSI),
-    "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
+    "BillingMode": _BILLING_MODE,
     "ProvisionedThroughput": ix.THROUGHPUT,
     "StreamSpecification": _STREAM,
     "SSESpecification": _SSE,
     "Tags": TAGS,
-    "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+    "TableClass": _TABLE_CLASS,
     "DeletionProtectionEnabled": v.Bool(),
     "WarmThroughput": ix.WARM,
     "ResourcePolicy": v.Str(),
@@ -132,13 +134,13 @@ LIST_TABLES = v.Struct({
 UPDATE_TABLE = v.Struct({
     "AttributeDefinitions": v.List(_ATTRIBUTE_DEFINITIONS.member),
     "TableName": v.table_name_or_arn(),
-    "BillingMode": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
+    "BillingMode": _BILLING_MODE,
     "ProvisionedThroughput": ix.THROUGHPUT,
     "GlobalSecondaryIndexUpdates": ix.GSI_UPDATES,
     "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
     "SSESpecification": _SSE,
     "ReplicaUpdates": _REPLICA_UPDATES,
-    "TableClass": v.Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS")),
+    "TableClass": _TABLE_CLASS,
     "DeletionProtectionEnabled": v.Bool(),
     "MultiRegionConsistency": v.Str(enum=("EVENTUAL", "STRONG")),
     "GlobalTableWitnessUpdates": _WITNESS_UPDATES,
