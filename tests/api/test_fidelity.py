@@ -66,6 +66,31 @@ def test_warm_throughput_of_provisioned_table(ddb):
     assert "LastUpdateToPayPerRequestDateTime" in table["BillingModeSummary"]
 
 
+def test_switch_from_on_demand_answers_new_units(ddb):
+    """Switching an on-demand table to PROVISIONED answers the new units, stamped as an increase, and keeps the
+    time of the switch to on-demand (the AWS CLI's update-table Example 1, a real answer); DescribeTable agrees."""
+    name = _on_demand(ddb)
+    created = ddb.describe_table(TableName=name)["Table"]["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"]
+    switched = ddb.update_table(TableName=name, BillingMode="PROVISIONED",
+                                ProvisionedThroughput={"ReadCapacityUnits": 15, "WriteCapacityUnits": 10})
+    answer = switched["TableDescription"]
+    assert answer["TableStatus"] == "UPDATING"
+    throughput = answer["ProvisionedThroughput"]
+    assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"]) == (15, 10)
+    assert throughput["NumberOfDecreasesToday"] == 0 and "LastDecreaseDateTime" not in throughput
+    assert throughput["LastIncreaseDateTime"] >= created
+    assert answer["BillingModeSummary"] == {"BillingMode": "PROVISIONED",
+                                            "LastUpdateToPayPerRequestDateTime": created}
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["ProvisionedThroughput"] == throughput
+    assert table["BillingModeSummary"] == answer["BillingModeSummary"]
+    # Back to on-demand: that answer still lacks the new switch's time, and shows 0/0 stamped as a decrease.
+    back = ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")["TableDescription"]
+    assert back["BillingModeSummary"] == {"BillingMode": "PAY_PER_REQUEST"}
+    assert (back["ProvisionedThroughput"]["ReadCapacityUnits"], back["ProvisionedThroughput"]["WriteCapacityUnits"],
+            "LastDecreaseDateTime" in back["ProvisionedThroughput"]) == (0, 0, True)
+
+
 def test_no_stream_members_without_stream(ddb):
     """Without a stream, no StreamSpecification / LatestStreamArn is described."""
     table = ddb.describe_table(TableName=_on_demand(ddb))["Table"]

@@ -286,7 +286,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
              counts: bool = True, fresh: bool = False, warm: bool = True) -> dict[str, Any]:
     """DynamoDB's TableDescription of a table.
 
-    `fresh`: answering a CreateTable or a billing-mode switch, which lack LastUpdateToPayPerRequestDateTime until
+    `fresh`: answering a CreateTable or a switch to on-demand, which lack LastUpdateToPayPerRequestDateTime until
     the change settles. `warm`: include WarmThroughput, which a CreateTable response lacks."""
     item_count, size = counted(context.engine, meta) if counts else (0, 0)
     description: dict[str, Any] = {
@@ -467,6 +467,8 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                     meta.last_increase = now
                 if read < meta.read_capacity or write < meta.write_capacity:
                     count_decrease(meta, now)
+            else:  # from on-demand: the units provisioned count as an increase (AWS CLI update-table, Example 1)
+                meta.last_increase = now
             meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
             meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
     if request.get("DeletionProtectionEnabled") is not None:
@@ -495,14 +497,17 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     for index in created:
         ix.schedule_backfill(context.engine, meta, index)
     updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or created or dropped
-    description = describe(context, meta, status="UPDATING" if updating else None, fresh=switched)
+    to_on_demand = switched and billing_mode == "PAY_PER_REQUEST"
+    description = describe(context, meta, status="UPDATING" if updating else None, fresh=to_on_demand)
     if deleting:
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
     # DynamoDB answers while the change is still being applied: the throughput shown is the one before it (units
     # and decreases counted), for the table and for each index an Update action changes (shown UPDATING); the
     # times of the last increase and decrease are already the new ones.
-    description["ProvisionedThroughput"] = _throughput_before(before, meta)
-    if switched and billing_mode == "PAY_PER_REQUEST":  # the switch answers 0/0, stamped as a decrease (recorded)
+    # A switch from on-demand has no units before it: it answers the new ones (AWS CLI update-table, Example 1).
+    if not switched or to_on_demand:
+        description["ProvisionedThroughput"] = _throughput_before(before, meta)
+    if to_on_demand:  # the switch answers 0/0, stamped as a decrease (recorded)
         description["ProvisionedThroughput"].update(ReadCapacityUnits=0, WriteCapacityUnits=0,
                                                     LastDecreaseDateTime=epoch_millis(now))
     if "WarmThroughput" in changes:  # the warm throughput before the change, being raised
