@@ -289,6 +289,32 @@ def test_expression_size_limit(ddb, hash_table, stored):
                                                         "the maximum allowed size;")
 
 
+def test_substitution_variables_limit(ddb, hash_table, stored):
+    """All ExpressionAttributeNames and ExpressionAttributeValues of a request add up to at most 2 MB (the quotas
+    page: "the sum of the lengths of all ExpressionAttributeNames and ExpressionAttributeValues"); a request past
+    it is refused and changes nothing."""
+    limit = 2 * 1024 * 1024
+    filter_of = " or ".join(f"n = :v{i}" for i in range(4))
+    # Four values, each its placeholder's 3 bytes and its string: exactly 2 MB passes, one byte more does not.
+    sizes = [limit // 4 - 3] * 3 + [limit - 3 * (limit // 4) - 3]
+    values = {f":v{i}": S("x" * size) for i, size in enumerate(sizes)}
+    assert ddb.scan(TableName=hash_table, FilterExpression=filter_of, ExpressionAttributeValues=values,
+                    Select="COUNT")["Count"] == 0
+    values[":v3"] = S("x" * (sizes[3] + 1))
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=hash_table, FilterExpression=filter_of, ExpressionAttributeValues=values)
+    assert error_of(excinfo)[0] == "ValidationException"
+    assert "exceeded the maximum allowed size" in error_of(excinfo)[1]
+    # Names count too (placeholder and name), and an UpdateItem past the limit writes nothing.
+    names = {f"#n{i}": "a" * 60_000 for i in range(35)}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=hash_table, Key={"pk": stored["pk"]}, UpdateExpression="SET #n0 = :v",
+                        ConditionExpression=" and ".join(f"attribute_not_exists(#n{i})" for i in range(1, 35)),
+                        ExpressionAttributeNames=names, ExpressionAttributeValues=v(v=S("new")))
+    assert error_of(excinfo)[0] == "ValidationException"
+    assert "a" * 60_000 not in ddb.get_item(TableName=hash_table, Key={"pk": stored["pk"]}).get("Item", {})
+
+
 def test_size_of_strings_counts_utf16_code_units(ddb, hash_table):
     """size() counts a string as DynamoDB's Java strings do: a character outside the Basic Multilingual Plane
     counts twice (not UTF-8 bytes, not code points); a value's size is known without an item."""

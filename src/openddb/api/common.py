@@ -196,7 +196,25 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
                 if counted_values and (error.message == MSG_NESTING or v.is_counted(error.message or "")):
                     raise ValidationException(v.validation_message([error.message or ""])) from None
                 raise invalid_value(name, error) from None
+    if (names or validated) and _substitution_bytes(names, validated) > MAX_SUBSTITUTION_BYTES:
+        raise ValidationException(MSG_SUBSTITUTION_SIZE)
     return ExpressionAttributes(names, validated)
+
+
+# "The maximum length of all substitution variables in an expression is 2 MB. This is the sum of the lengths of all
+# ExpressionAttributeNames and ExpressionAttributeValues." (the Developer Guide's quotas page)
+MAX_SUBSTITUTION_BYTES = 2 * 1024 * 1024
+MSG_SUBSTITUTION_SIZE = ("Expression attribute names and values size has exceeded the maximum allowed size")  # a guess
+
+
+def _substitution_bytes(names: dict[str, str] | None, values: dict[str, AttributeValue] | None) -> int:
+    """The length of a request's substitution variables: each placeholder and what it stands for, in bytes (a
+    value as an attribute's size)."""
+    size = item_size(values) if values else 0
+    for placeholder, name in (names or {}).items():
+        text = placeholder + name
+        size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return size
 
 
 def invalid_value(name: str, error: ValidationException) -> ValidationException:
