@@ -370,6 +370,19 @@ def test_transaction_over_4_mb(ddb, hash_table):
     assert get_item(ddb, hash_table, f"{prefix}-0") is None
 
 
+def test_transaction_of_updates_over_4_mb(ddb, hash_table):
+    """Updates count what they carry (key and values) toward the 4 MB: eleven writing ~410 KB each are refused
+    as the same eleven Puts are, ten pass."""
+    prefix = unique_name("bigu")
+    items = [{"Update": {"TableName": hash_table, "Key": key(f"{prefix}-{i}"), "UpdateExpression": "SET d = :v",
+                         "ExpressionAttributeValues": {":v": {"S": "x" * 409_500}}}} for i in range(11)]
+    assert validation_error(ddb, items) == (
+        "ValidationException", "Transaction request size has exceeded the maximum allowed size of 4 MB")
+    assert get_item(ddb, hash_table, f"{prefix}-0") is None
+    ddb.transact_write_items(TransactItems=items[:10])
+    assert get_item(ddb, hash_table, f"{prefix}-9") is not None
+
+
 def test_client_request_token_length(ddb, hash_table):
     """ClientRequestToken is 1 to 36 characters."""
     token = "t" * 37
