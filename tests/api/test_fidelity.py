@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.test_protocol import call
 from tests.conftest import unique_name
 
 DEFS = [{"AttributeName": "pk", "AttributeType": "S"}]
@@ -89,6 +92,41 @@ def test_switch_from_on_demand_answers_new_units(ddb):
     assert back["BillingModeSummary"] == {"BillingMode": "PAY_PER_REQUEST"}
     assert (back["ProvisionedThroughput"]["ReadCapacityUnits"], back["ProvisionedThroughput"]["WriteCapacityUnits"],
             "LastDecreaseDateTime" in back["ProvisionedThroughput"]) == (0, 0, True)
+
+
+def test_table_throughput_mode(server, ddb):
+    """TableThroughputMode, outside the SDKs' models, is honoured as DynamoDB does (measured with raw requests in
+    2026): it stands for an absent BillingMode, its value is checked first, and TableThroughputModeSummary repeats
+    BillingModeSummary."""
+    def send(operation: str, **request) -> tuple[int, dict]:
+        response, data = call(server, json.dumps(request), f"DynamoDB_20120810.{operation}")
+        return response.status, json.loads(data)
+
+    name = unique_name()
+    status, body = send("CreateTable", TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                        TableThroughputMode="PAY_PER_REQUEST")
+    assert status == 200, body
+    assert body["TableDescription"]["TableThroughputModeSummary"] == {"TableThroughputMode": "PAY_PER_REQUEST"}
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    status, body = send("DescribeTable", TableName=name)
+    summary = body["Table"]["BillingModeSummary"]
+    assert body["Table"]["TableThroughputModeSummary"] == {
+        "TableThroughputMode": "PAY_PER_REQUEST",
+        "LastUpdateToPayPerRequestDateTime": summary["LastUpdateToPayPerRequestDateTime"]}
+    # BillingMode decides when both are sent; a value outside the enum is refused even then, before the lookup.
+    status, body = send("UpdateTable", TableName=name, BillingMode="PROVISIONED", TableThroughputMode="PAY_PER_REQUEST",
+                        ProvisionedThroughput=ONE)
+    assert status == 200 and body["TableDescription"]["BillingModeSummary"]["BillingMode"] == "PROVISIONED", body
+    for operation, table_name in (("CreateTable", unique_name()), ("UpdateTable", unique_name())):
+        status, body = send(operation, TableName=table_name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
+                            BillingMode="PAY_PER_REQUEST", TableThroughputMode="BOGUS")
+        assert (status, body["__type"].split("#")[-1]) == (400, "ValidationException"), body
+        assert body["message"] == ("1 validation error detected: Value 'BOGUS' at 'tableThroughputMode' failed to "
+                                   "satisfy constraint: Member must satisfy enum value set: [PROVISIONED, "
+                                   "PAY_PER_REQUEST]")
+    assert name in ddb.list_tables()["TableNames"]
+    assert "TableThroughputModeSummary" not in ddb.describe_table(TableName=_provisioned(ddb))["Table"]
 
 
 def test_no_stream_members_without_stream(ddb):
