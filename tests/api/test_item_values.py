@@ -440,6 +440,34 @@ def test_update_item_measures_a_nested_write_by_what_it_writes(ddb):
     assert error_of(excinfo) == ("ValidationException", "Item size to update has exceeded the maximum allowed size")
 
 
+def test_update_item_through_a_list_index_costs_a_byte_more(ddb):
+    """A SET through a list index is held to one byte less than the plain SET that writes the same one-element
+    list (bisected in eu-west-2, dynoxide issue 210)."""
+    table = create_table(ddb, range_type=None)
+
+    def accepted(expression: str, value: dict) -> bool:
+        ddb.put_item(TableName=table, Item={"pk": {"S": "k"}, "d": {"L": [{"S": "y"}]}})
+        try:
+            ddb.update_item(TableName=table, Key={"pk": {"S": "k"}}, UpdateExpression=expression,
+                            ExpressionAttributeValues={":v": value})
+        except ClientError as error:
+            assert (error.response["Error"]["Code"], error.response["Error"]["Message"]) == (
+                "ValidationException", "Item size to update has exceeded the maximum allowed size")
+            return False
+        return True
+
+    def threshold(expression: str, wrap) -> int:
+        low, high = LIMIT - 100, LIMIT  # accepted at low, refused at high
+        assert accepted(expression, wrap(low)) and not accepted(expression, wrap(high))
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if accepted(expression, wrap(middle)) else (low, middle)
+        return low
+
+    plain = threshold("SET d = :v", lambda n: {"L": [{"S": "x" * n}]})
+    assert threshold("SET d[0] = :v", lambda n: {"S": "x" * n}) == plain - 1
+
+
 def test_update_item_ceiling_is_below_a_transactions_at_a_short_key(ddb):
     """At a one-character key, UpdateItem refuses the 409,600-byte item a transaction's Update writes (captured
     in 31 of 33 regions, 2026-10), and takes one 19 bytes smaller (the eu-west-2 bisection): it is held to what
