@@ -207,11 +207,11 @@ def test_get_validation(ddb, tables):
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(60)]},
                                                    two: {"Keys": [{"pk": {"S": f"k{i}"}} for i in range(41)]}}) == (
         "ValidationException", "Too many items requested for the BatchGetItem call")
-    code, message = fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(101)]}})
-    assert code == "ValidationException"
-    assert message.startswith("1 validation error detected: Value '[")
-    assert message.endswith(f"' at 'requestItems.{one}.member.keys' failed to satisfy constraint: Member must have "
-                            "length less than or equal to 100")
+    # One table's 101 keys: DynamoDB's 2026 form, without the value, under the members' own names (dynoxide
+    # issue 18), as for an empty RequestItems.
+    assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(101)]}}) == (
+        "ValidationException", f"1 validation error detected: Value at 'RequestItems.{one}.member.Keys' failed to "
+                               "satisfy constraint: Member must have length less than or equal to 100")
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [{"pk": {"S": "a"}}]}}) == (
         "ValidationException", "The provided key element does not match the schema")
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key("a")], "ExpressionAttributeNames": {"#a": "a"},
