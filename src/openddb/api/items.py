@@ -41,10 +41,10 @@ from openddb.storage.base import StorageKey, WriteOp, WriteResult
 _RETURN_VALUES = v.Str(enum=v.RETURN_VALUES, enum_violation=v.RETURN_VALUES_VIOLATION)
 _TABLE_NAME = v.ItemTableName(required=True, min_len=1, max_len=1024)
 _ON_CONDITION_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
-# PutItem and DeleteItem accept only NONE and ALL_OLD; DynamoDB words the refusal differently for each (PutItem:
-# taoensso/faraday #64; DeleteItem, as of 2024: boto3 #4339).
-_INVALID_RETURN_VALUES = "Return values set to invalid value"
-_DELETE_RETURN_VALUES = "ReturnValues can only be ALL_OLD or NONE"
+# PutItem and DeleteItem accept only NONE and ALL_OLD, and word the refusal alike (DeleteItem, as of 2024: boto3
+# #4339; PutItem, verified in us-east-1 in 2026 as ExtendDB PR 211 reports, where it had been "Return values set
+# to invalid value").
+_WRITE_RETURN_VALUES = "ReturnValues can only be ALL_OLD or NONE"
 _LEGACY = {"Expected": v.Any_(), "ConditionalOperator": v.Str(enum=("AND", "OR"))}
 
 PUT_ITEM = v.Struct({
@@ -134,7 +134,7 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         meta = context.table(request["TableName"])
         return_values = request.get("ReturnValues") or "NONE"
         if return_values not in ("NONE", "ALL_OLD"):
-            raise ValidationException(_INVALID_RETURN_VALUES)
+            raise ValidationException(_WRITE_RETURN_VALUES)
         item = validate_item(request["Item"])
         key_item, key = item_key(meta, item)
         check_index_keys(meta, item)
@@ -236,7 +236,7 @@ def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     key_item, key = parse_key(meta, request["Key"])
     return_values = request.get("ReturnValues") or "NONE"
     if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException(_DELETE_RETURN_VALUES)
+        raise ValidationException(_WRITE_RETURN_VALUES)
     on_failure = request.get("ReturnValuesOnConditionCheckFailure")
 
     def apply(old: Item | None) -> Item | None:
