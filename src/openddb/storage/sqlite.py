@@ -619,11 +619,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 rows.append(((op.table.table_id, key.h, key.pk, key.sk), size, data))
                 results.append(WriteResult(None, new, 0, size))
             writing = True
-            for params, size, data in rows:
-                if data is None:
-                    db.execute(_DELETE, params)
-                else:
-                    db.execute(_UPSERT, (*params, size, data))
+            if all(data is not None for _, _, data in rows):  # puts alone (a batch's usual case): one call
+                db.executemany(_UPSERT, [(*params, size, data) for params, size, data in rows])
+            else:
+                for params, size, data in rows:
+                    if data is None:
+                        db.execute(_DELETE, params)
+                    else:
+                        db.execute(_UPSERT, (*params, size, data))
         except BaseException:
             if not self.group_commit:
                 self._rollback()
