@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from tests.api.test_protocol import call
 from tests.api.test_query import fails, raw_error
 from tests.conftest import create_table, unique_name
 
@@ -199,7 +201,7 @@ def test_get_across_tables(ddb, tables):
     assert response["Responses"] == {one: []}
 
 
-def test_get_validation(ddb, tables):
+def test_get_validation(server, ddb, tables):
     """Duplicates, too many keys, bad keys, unused names and missing tables are rejected."""
     one, two = tables
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key("a"), key("a")]}}) == (
@@ -207,6 +209,11 @@ def test_get_validation(ddb, tables):
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(60)]},
                                                    two: {"Keys": [{"pk": {"S": f"k{i}"}} for i in range(41)]}}) == (
         "ValidationException", "Too many items requested for the BatchGetItem call")
+    for request in ({}, {"RequestItems": None}, {"TableName": "t", "Item": {"p": {"S": "x"}}}):  # no map at all
+        response, data = call(server, json.dumps(request), "DynamoDB_20120810.BatchGetItem")
+        assert (response.status, json.loads(data)["message"]) == (
+            400, "1 validation error detected: Value null at 'requestItems' failed to satisfy constraint: Member "
+                 "must not be null"), data
     # One table's 101 keys: DynamoDB's 2026 form, without the value, under the members' own names (dynoxide
     # issue 18), as for an empty RequestItems.
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(101)]}}) == (

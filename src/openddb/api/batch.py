@@ -124,7 +124,8 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
         v.validate(BATCH_GET_ITEM, request)
     except ValidationException:
         # A table's Keys past 100 is reported alone in the same 2026 form (captured in dynoxide issue 18).
-        for name, spec in request["RequestItems"].items():
+        items = request.get("RequestItems")
+        for name, spec in (items.items() if isinstance(items, dict) else ()):
             if isinstance(spec, dict) and isinstance(spec.get("Keys"), list) and len(spec["Keys"]) > MAX_GET_KEYS:
                 raise ValidationException(f"1 validation error detected: Value at 'RequestItems.{name}.member.Keys' "
                                           f"failed to satisfy constraint: Member must have length less than or "
