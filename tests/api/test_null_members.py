@@ -58,9 +58,9 @@ def test_create_table_members_null(server, ddb):
         status, code, message = _error(server, "CreateTable", {**base, member: [None]})
         assert (status, code) == (400, "ValidationException"), member
         assert f"Value null at '{path}' failed to satisfy constraint: Member must not be null" in message
-    # Tags are checked by their own rules, worded by DynamoDB's tagging service.
+    # A null tag reads as an empty one, whose Key and Value are both missing.
     assert _error(server, "CreateTable", {**base, "Tags": [None]}) == (
-        400, "ValidationException", "The Tag Key provided is invalid, Key: null")
+        400, "ValidationException", NULL_TAG)
     assert name not in ddb.list_tables()["TableNames"]
 
 
@@ -70,10 +70,14 @@ def test_update_table_index_update_null(server, table):
     assert message.startswith("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate")
 
 
+NULL_TAG = ("2 validation errors detected: Value null at 'tags.1.member.key' failed to satisfy constraint: Member "
+            "must not be null; Value null at 'tags.1.member.value' failed to satisfy constraint: Member must not be null")
+
+
 def test_tag_resource_tag_null(server, table):
     arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}"
     assert _error(server, "TagResource", {"ResourceArn": arn, "Tags": [None]}) == (
-        400, "ValidationException", "The Tag Key provided is invalid, Key: null")
+        400, "ValidationException", NULL_TAG)
 
 
 def test_null_in_a_list_of_names(server, ddb, table):
