@@ -93,6 +93,19 @@ def test_gsi_refusals(ddb, shop):
     assert error_of(excinfo)[1] == "Consistent reads are not supported on global secondary indexes"
 
 
+def test_second_condition_beside_a_partition_only_index_key(ddb):
+    """A GSI keyed on its partition key alone, queried with a second condition on another attribute (the table's
+    sort key): 'Query key condition not supported', as DynamoDB answered (moto issue 8655, 2025)."""
+    name = unique_name("threads")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=defs(ForumName="S", Subject="S", Author="S"),
+                     KeySchema=schema("ForumName", "Subject"), GlobalSecondaryIndexes=[gsi("Author", "Author", ranges=0)])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.query(TableName=name, IndexName="Author", KeyConditionExpression="Author = :a AND Subject = :s",
+                  ExpressionAttributeValues=values(a="x", s="y"))
+    assert error_of(excinfo) == ("ValidationException", "Query key condition not supported")
+
+
 def test_gsi_query_filter_on_unprojected_attributes_refused(ddb, shop):
     """A GSI cannot fetch from the table, so its Query may filter only on what it projects (as recorded from
     DynamoDB's answers); projected attributes and the table's key filter as usual."""

@@ -138,7 +138,9 @@ def compile_key_condition(
             else:
                 strangers = True
         if strangers and hash_value is not None:  # the partition key is there: what is missed is the sort key
-            raise ValidationException(f"Query condition missed key schema element: {range_key or hash_key}")
+            if range_key is None:  # there is none to miss (DynamoDB's answer quoted in moto issue 8655, 2025)
+                raise ValidationException("Query key condition not supported")
+            raise ValidationException(f"Query condition missed key schema element: {range_key}")
         if hash_value is None:
             raise ValidationException(f"Query condition missed key schema element: {hash_key}")
         return KeyCondition(hash_value, range_op, range_values)
