@@ -363,7 +363,8 @@ def test_update_table_recorded_refusals(ddb, server):
     with pytest.raises(ClientError) as excinfo:  # stream and capacity together, whatever streams may do
         ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 6, "WriteCapacityUnits": 6},
                          StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
-    assert error_of(excinfo) == ("ValidationException", "You cannot modify stream status while updating table IOPS")
+    assert error_of(excinfo) == ("ValidationException", "One or more parameter values were invalid: You cannot modify "
+                                                        "stream status while updating table IOPS")
     for members in ({"DeletionProtectionEnabled": True}, {"WarmThroughput": {}}):  # before any other rule
         _, data = call(server, json.dumps({"TableName": "ab", **members}),
                        "DynamoDB_20120810.UpdateTable")  # a name, not an ARN: a table name's constraints

@@ -395,7 +395,8 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
         raise ValidationException("You cannot create or delete index while updating table IOPS")
     stream = request.get("StreamSpecification")
     if "ProvisionedThroughput" in changes and isinstance(stream, dict) and stream.get("StreamEnabled"):
-        raise ValidationException("You cannot modify stream status while updating table IOPS")
+        # (quoted from DynamoDB in terraform-provider-aws issue 35673, 2024)
+        raise _invalid("You cannot modify stream status while updating table IOPS")
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
