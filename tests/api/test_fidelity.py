@@ -294,6 +294,23 @@ def _on_demand_with_gsi(ddb) -> str:
     return name
 
 
+def test_switch_to_provisioned_names_every_gsi_without_throughput(ddb):
+    """Every index left without capacity is named, comma-joined (quoted from DynamoDB, 2023); one given its
+    capacity is not."""
+    name = unique_name()
+    ddb.create_table(TableName=name, AttributeDefinitions=GSI_DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
+                     GlobalSecondaryIndexes=[_gsi("index-A"), _gsi("index-B"), _gsi("index-C")])
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE)
+    assert error_of(excinfo) == ("ValidationException", INVALID + "ProvisionedThroughput must be specified for index: "
+                                 "index-A,index-B,index-C")
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_table(TableName=name, BillingMode="PROVISIONED", ProvisionedThroughput=ONE,
+                         GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "index-B",
+                                                                  "ProvisionedThroughput": ONE}}])
+    assert error_of(excinfo)[1] == INVALID + "ProvisionedThroughput must be specified for index: index-A,index-C"
+
+
 def test_switch_to_provisioned_needs_throughput_for_every_gsi(ddb):
     """On-demand to provisioned: each GSI must get its capacity in the same request (checked against the new
     mode, not the old one); without it the switch is refused and nothing changes."""

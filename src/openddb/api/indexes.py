@@ -488,9 +488,10 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
         index.on_demand = {}  # a switch to provisioned capacity keeps no index's OnDemandThroughput
     given = {u["Update"]["IndexName"] for u in request.get("GlobalSecondaryIndexUpdates") or []
              if u.get("Update") is not None and u["Update"].get("ProvisionedThroughput") is not None}
-    for index in meta.indexes:
-        if index.is_global and index not in created and index.name not in given:
-            raise _invalid(f"ProvisionedThroughput must be specified for index: {index.name}")
+    missing = [index.name for index in meta.indexes
+               if index.is_global and index not in created and index.name not in given]
+    if missing:  # every one named, comma-joined (quoted from DynamoDB, crossplane-contrib/provider-upjet-aws 1041)
+        raise _invalid(f"ProvisionedThroughput must be specified for index: {','.join(missing)}")
 
 
 # --- online creation -----------------------------------------------------------------------------------------
