@@ -109,6 +109,34 @@ def test_online_creation_under_concurrent_writes(slow_backfill):
     assert {i["pk"]["S"]: i["g"]["S"] for i in scan_index(ddb, name, "byG")} == table
 
 
+def test_an_index_may_be_deleted_while_it_backfills(slow_backfill):
+    """The index being built may be deleted while it backfills (CREATING, Backfilling true: the API Reference);
+    no other index may be created or deleted meanwhile. The deleted index is gone, its entries with it."""
+    server = slow_backfill
+    ddb = make_client(server.endpoint)
+    name = base_table(ddb, 3000)
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S", h="S"), GlobalSecondaryIndexUpdates=[
+        {"Create": gsi("byH", "h", ranges=0)}])
+    wait_active(ddb, name, "byH")
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    building = {i["IndexName"]: i for i in ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]}
+    assert (building["byG"]["IndexStatus"], building["byG"]["Backfilling"]) == ("CREATING", True)
+    with pytest.raises(ClientError) as excinfo:  # another index's deletion waits
+        ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byH"}}])
+    assert error_of(excinfo)[0] == "LimitExceededException"
+    answer = ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
+    statuses = {i["IndexName"]: i["IndexStatus"] for i in answer["TableDescription"]["GlobalSecondaryIndexes"]}
+    assert statuses == {"byH": "ACTIVE", "byG": "DELETING"}
+    time.sleep(0.3)  # a backfill chunk scheduled before the deletion finds its index gone
+    assert [i["IndexName"] for i in ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]] == ["byH"]
+    with pytest.raises(ClientError) as excinfo:
+        ddb.scan(TableName=name, IndexName="byG")
+    assert error_of(excinfo) == ("ValidationException", "The table does not have the specified index: byG")
+    ddb.update_table(TableName=name, AttributeDefinitions=defs(g="S"), GlobalSecondaryIndexUpdates=[CREATE_G])
+    wait_active(ddb, name, "byG")  # built again from scratch, complete
+    assert len(scan_index(ddb, name, "byG")) == len(scan_index_or_table(ddb, name))
+
+
 def scan_index_or_table(ddb, name: str) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
     items, start = [], None
     while True:

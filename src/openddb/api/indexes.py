@@ -387,7 +387,11 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
             raise _invalid(f"Only one global secondary index update per index is allowed simultaneously. Index: {name}")
         named.add(name)
     online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
-    if len(online) > 1 or (online and any(i.status == "CREATING" for i in meta.indexes)):
+    building = {i.name for i in meta.indexes if i.status == "CREATING"}
+    # "You can delete an index that is being created during the Backfilling phase" (the API Reference): only
+    # deleting the index being built may be asked while it is; any other online change waits for it.
+    waiting = [u for u in online if u.get("Delete") is None or u["Delete"].get("IndexName") not in building]
+    if len(online) > 1 or (building and waiting):
         raise LimitExceededException(ONE_ONLINE_INDEX)
     types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
     created: list[IndexMeta] = []
