@@ -41,10 +41,11 @@ _REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Request E
             500: b"Internal Server Error"}
 _HEALTH = b"healthy: openddb\n"
 _JSON_1_0 = b"application/x-amz-json-1.0"
+# Byte for byte as DynamoDB answered a request in JSON 1.1 (quoted in rusoto issue 215).
 _PAGE_NOT_FOUND = (b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
-                   b'"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd"><html '
-                   b'xmlns="http://www.w3.org/1999/xhtml"><head><title>Page Not Found</title></head>'
-                   b'<body>Page Not Found</body></html>')
+                   b'"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+                   b'<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en" lang="en">\n<head>\n'
+                   b' <title>Page Not Found</title>\n</head>\n<body>Page Not Found</body>\n</html>')
 
 
 class _DateCache:
