@@ -44,7 +44,11 @@ def test_other_content_types_find_no_page(server, content_type):
     """DynamoDB speaks AWS JSON 1.0 only: a request in 1.1 (or anything else) gets a 404 'Page Not Found' page, as
     reported against the service; 1.0 with parameters, or no Content-Type, is served."""
     response, data = call(server, "{}", content_type=content_type)
-    assert response.status == 404 and b"<title>Page Not Found</title>" in data
+    assert response.status == 404 and data == (  # byte for byte as quoted from DynamoDB (rusoto issue 215)
+        b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
+        b'"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml" '
+        b'xml:lang="en" lang="en">\n<head>\n <title>Page Not Found</title>\n</head>\n<body>Page Not Found</body>\n'
+        b'</html>')
     for accepted in ("application/x-amz-json-1.0; charset=utf-8", None):
         response, data = call(server, "{}", content_type=accepted)
         assert response.status == 200 and response.getheader("Content-Type") == "application/x-amz-json-1.0"
@@ -58,6 +62,37 @@ def test_credential_scoped_to_another_service(server, service):
     assert response.status == 400
     assert json.loads(data) == {"__type": "com.amazon.coral.service#InvalidSignatureException",
                                 "message": "Credential should be scoped to correct service: 'dynamodb'. "}
+
+
+@pytest.mark.parametrize("signed", ["content-type;x-amz-date", "hostname;x-amz-date"])
+def test_host_must_be_signed(server, signed):
+    """The host must be among the signed headers (quoted from DynamoDB in aws-sdk-php #2469); any case of the
+    name will do, as HTTP header names have none."""
+    signed_now = "SignedHeaders=content-type;host;x-amz-date;x-amz-target"
+    auth = AUTH.replace(signed_now, f"SignedHeaders={signed}")
+    assert signed_now in AUTH and auth != AUTH
+    for _ in range(2):  # refused alike once the credential scope is known
+        response, data = call(server, "{}", auth=auth)
+        assert response.status == 400
+        assert json.loads(data) == {"__type": "com.amazon.coral.service#InvalidSignatureException",
+                                    "message": "'Host' or ':authority' must be a 'SignedHeader' in the AWS "
+                                               "Authorization."}
+        assert call(server, "{}")[0].status == 200
+    response, _ = call(server, "{}", auth=AUTH.replace(signed_now, "SignedHeaders=content-type;Host"))
+    assert response.status == 200
+
+
+def test_authorization_parameter_without_equal_sign(server):
+    """A space inside a parameter's value leaves a piece that is no key=value pair (DynamoDB's words, quoted in
+    fhir-works-on-aws-deployment #379), also once the credential scope is known."""
+    for auth in (AUTH.replace("Credential=test/", "Credential=test /"), AUTH + " junk"):
+        call(server, "{}")
+        response, data = call(server, "{}", auth=auth)
+        piece = "/20260101/us-east-1/dynamodb/aws4_request" if "test /" in auth else "junk"
+        assert response.status == 400
+        assert json.loads(data) == {"__type": "com.amazon.coral.service#IncompleteSignatureException",
+                                    "message": f"'{piece}' not a valid key=value pair (missing equal-sign) in "
+                                               f"Authorization header: '{auth}'."}
 
 
 def test_unknown_operation(server):

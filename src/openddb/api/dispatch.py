@@ -42,6 +42,7 @@ _CATALOG_ATTEMPTS = 30
 # How often a server looks for index backfills nobody drives (one cut short by a crash, or by a worker's death).
 RESUME_SECONDS = 5.0
 _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
+_PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
 
 def _handlers() -> dict[bytes, Handler]:
@@ -63,17 +64,33 @@ _REGIONS: dict[bytes, str] = {}  # credential scope -> region: clients reuse one
 
 
 def _region_from(authorization: bytes) -> str:
-    """The region of the SigV4 credential scope; signatures themselves are not verified yet."""
+    """The region of the SigV4 credential scope; signatures themselves are not verified yet, but what needs no
+    secret is checked: the header's form, the service, and that the host is among the signed headers."""
     start = authorization.find(b"Credential=")
-    if start > 0 and b"Signature=" in authorization and b"SignedHeaders=" in authorization:
+    # The usual form (a space after the algorithm and after each comma, nowhere else) may use the cached scope.
+    if start > 0 and b"Signature=" in authorization and b"SignedHeaders=" in authorization and \
+            authorization.count(b" ") == authorization.count(b", ") + 1:
         end = authorization.find(b",", start)
         region = _REGIONS.get(authorization[start:end])
         if region is not None:
+            _check_signed_headers(authorization)
             return region
     region = _parse_region(authorization)
+    _check_signed_headers(authorization)
     if start > 0 and len(_REGIONS) < 1024:
         _REGIONS[authorization[start:authorization.find(b",", start)]] = region
     return region
+
+
+def _check_signed_headers(authorization: bytes) -> None:
+    """InvalidSignatureException unless the host is a signed header (DynamoDB's words, quoted in aws-sdk-php issue
+    2469 and laravel-dynamodb issue 18)."""
+    start = authorization.find(b"SignedHeaders=") + 14
+    end = authorization.find(b",", start)
+    signed = authorization[start:] if end < 0 else authorization[start:end]
+    names = signed.strip().lower().split(b";")
+    if b"host" not in names and b":authority" not in names:
+        raise InvalidSignatureException("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.")
 
 
 def _parse_region(authorization: bytes) -> str:
@@ -82,6 +99,11 @@ def _parse_region(authorization: bytes) -> str:
             "Authorization header requires 'Credential' parameter. Authorization header requires "
             "'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. "
             "Authorization=" + authorization.decode("latin-1"))
+    for token in _PARAMETER_SEPARATORS.split(authorization[16:]):  # after "AWS4-HMAC-SHA256"
+        if token and b"=" not in token:  # (DynamoDB's words, quoted in fhir-works-on-aws-deployment issue 379)
+            raise IncompleteSignatureException(
+                f"'{token.decode('latin-1')}' not a valid key=value pair (missing equal-sign) in Authorization "
+                f"header: '{authorization.decode('latin-1')}'.")
     match = _CREDENTIAL.search(authorization)
     missing = [name for name in (b"Credential=", b"Signature=", b"SignedHeaders=") if name not in authorization]
     if missing or match is None:
