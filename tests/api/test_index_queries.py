@@ -99,7 +99,8 @@ def test_second_condition_beside_a_partition_only_index_key(ddb):
     name = unique_name("threads")
     ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
                      AttributeDefinitions=defs(ForumName="S", Subject="S", Author="S"),
-                     KeySchema=schema("ForumName", "Subject"), GlobalSecondaryIndexes=[gsi("Author", "Author", ranges=0)])
+                     KeySchema=schema("ForumName", "Subject"),
+                     GlobalSecondaryIndexes=[gsi("Author", "Author", ranges=0)])
     with pytest.raises(ClientError) as excinfo:
         ddb.query(TableName=name, IndexName="Author", KeyConditionExpression="Author = :a AND Subject = :s",
                   ExpressionAttributeValues=values(a="x", s="y"))

@@ -71,7 +71,8 @@ def test_update_table_index_update_null(server, table):
 
 
 NULL_TAG = ("2 validation errors detected: Value null at 'tags.1.member.key' failed to satisfy constraint: Member "
-            "must not be null; Value null at 'tags.1.member.value' failed to satisfy constraint: Member must not be null")
+            "must not be null; Value null at 'tags.1.member.value' failed to satisfy constraint: Member must not be "
+            "null")
 
 
 def test_tag_resource_tag_null(server, table):
