@@ -10,6 +10,8 @@ import zlib
 
 import pytest
 
+from tests.conftest import create_table
+
 AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, "
         "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=00")
 
@@ -93,6 +95,19 @@ def test_authorization_parameter_without_equal_sign(server):
         assert json.loads(data) == {"__type": "com.amazon.coral.service#IncompleteSignatureException",
                                     "message": f"'{piece}' not a valid key=value pair (missing equal-sign) in "
                                                f"Authorization header: '{auth}'."}
+
+
+def test_member_named_type_is_not_deserialized(server, ddb):
+    """DynamoDB's deserializer reads a JSON member "__type" as a type name: an attribute so named, even in a
+    map, is a SerializationException (aws-sdk-js #1547); the text "__type" as a value is only text."""
+    name = create_table(ddb, range_type=None)
+    for item in ({"pk": {"S": "a"}, "m": {"M": {"__type": {"S": "Date"}}}}, {"pk": {"S": "b"}, "__type": {"S": "x"}}):
+        response, data = call(server, json.dumps({"TableName": name, "Item": item}), "DynamoDB_20120810.PutItem")
+        assert response.status == 400
+        assert json.loads(data) == {"__type": "com.amazon.coral.service#SerializationException",
+                                    "Message": "No assembly name on stack!"}
+    ddb.put_item(TableName=name, Item={"pk": {"S": "__type"}, "v": {"S": "__type"}})
+    assert [i["pk"]["S"] for i in ddb.scan(TableName=name)["Items"]] == ["__type"]
 
 
 def test_unknown_operation(server):

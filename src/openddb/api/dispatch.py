@@ -93,6 +93,16 @@ def _check_signed_headers(authorization: bytes) -> None:
         raise InvalidSignatureException("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.")
 
 
+def _names_a_type(value: Any) -> bool:
+    """Whether some JSON object in the request has a member "__type", which DynamoDB's deserializer reads as the
+    name of the type to build (an attribute so named is refused: aws-sdk-js issue 1547)."""
+    if isinstance(value, dict):
+        return "__type" in value or any(_names_a_type(member) for member in value.values())
+    if isinstance(value, list):
+        return any(_names_a_type(member) for member in value)
+    return False
+
+
 def _parse_region(authorization: bytes) -> str:
     if not authorization.startswith(b"AWS4-HMAC-SHA256"):
         raise IncompleteSignatureException(
@@ -145,6 +155,8 @@ class Dispatcher:
             if not isinstance(request, dict):
                 raise SerializationException("Start of list found where not expected"
                                              if isinstance(request, list) else None)
+            if b'"__type"' in body and _names_a_type(request):
+                raise SerializationException("No assembly name on stack!")
             rewrite = self.rewriters.get(target)
             given = request if rewrite is None else rewrite(request)
             for attempt in range(_CATALOG_ATTEMPTS):
