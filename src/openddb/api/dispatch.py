@@ -96,10 +96,15 @@ def _check_signed_headers(authorization: bytes) -> None:
 def _names_a_type(value: Any) -> bool:
     """Whether some JSON object in the request has a member "__type", which DynamoDB's deserializer reads as the
     name of the type to build (an attribute so named is refused: aws-sdk-js issue 1547)."""
-    if isinstance(value, dict):
-        return "__type" in value or any(_names_a_type(member) for member in value.values())
-    if isinstance(value, list):
-        return any(_names_a_type(member) for member in value)
+    pending = [value]  # (a loop, not recursion: the JSON may nest as deep as the parser allows)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, dict):
+            if "__type" in current:
+                return True
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
     return False
 
 
