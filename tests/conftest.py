@@ -115,6 +115,15 @@ def unique_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
+def table_exists(ddb, name: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether DescribeTable finds the table (ListTables' first page may not hold it in a shared store)."""
+    try:
+        ddb.describe_table(TableName=name)
+    except ddb.exceptions.ResourceNotFoundException:
+        return False
+    return True
+
+
 def create_table(ddb, name: str | None = None, *, hash_type: str = "S", range_type: str | None = "S",
                  hash_name: str = "pk", range_name: str = "sk") -> str:  # type: ignore[no-untyped-def]
     name = name or unique_name()

@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.api.test_protocol import call
-from tests.conftest import unique_name
+from tests.conftest import table_exists, unique_name
 
 DEFS = [{"AttributeName": "pk", "AttributeType": "S"}]
 SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}]
@@ -125,7 +125,7 @@ def test_table_throughput_mode(server, ddb):
         assert body["message"] == ("1 validation error detected: Value 'BOGUS' at 'tableThroughputMode' failed to "
                                    "satisfy constraint: Member must satisfy enum value set: [PROVISIONED, "
                                    "PAY_PER_REQUEST]")
-    assert name in ddb.list_tables()["TableNames"]
+    assert ddb.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE"
     assert "TableThroughputModeSummary" not in ddb.describe_table(TableName=_provisioned(ddb))["Table"]
 
 
@@ -339,7 +339,7 @@ def test_duplicate_tag_keys_are_refused(ddb):
                          Tags=[{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}])
     assert excinfo.value.response["Error"]["Message"] == (
         "Duplicate Tag Keys provided as input: Duplicate Tag Key found a")
-    assert name not in ddb.list_tables()["TableNames"]
+    assert not table_exists(ddb, name)
     arn = ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST",
                            Tags=[{"Key": "a", "Value": "1"}])["TableDescription"]["TableArn"]
     with pytest.raises(ClientError) as excinfo:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.api.test_protocol import call
-from tests.conftest import create_table, unique_name
+from tests.conftest import create_table, table_exists, unique_name
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_create_table_members_null(server, ddb):
     # A null tag reads as an empty one, whose Key and Value are both missing.
     assert _error(server, "CreateTable", {**base, "Tags": [None]}) == (
         400, "ValidationException", NULL_TAG)
-    assert name not in ddb.list_tables()["TableNames"]
+    assert not table_exists(ddb, name)
 
 
 def test_update_table_index_update_null(server, table):
@@ -93,7 +93,7 @@ def test_null_in_a_list_of_names(server, ddb, table):
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "GlobalSecondaryIndexes": [index]}) == (
         400, "ValidationException",
         _missing("globalSecondaryIndexes.1.member.projection.nonKeyAttributes.2.member"))
-    assert name not in ddb.list_tables()["TableNames"]
+    assert not table_exists(ddb, name)
     status, code, message = _error(server, "UpdateTable", {
         "TableName": table, "AttributeDefinitions": definitions,
         "GlobalSecondaryIndexUpdates": [{"Create": index}]})

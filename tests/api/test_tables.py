@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.api.test_protocol import call
-from tests.conftest import create_table, unique_name
+from tests.conftest import create_table, table_exists, unique_name
 
 DEFS = [{"AttributeName": "pk", "AttributeType": "S"}]
 SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}]
@@ -738,7 +738,7 @@ def test_on_demand_throughput_out_of_range_at_creation(ddb, throughput, member):
     name = unique_name()
     assert refused_creation(ddb, TableName=name, BillingMode="PAY_PER_REQUEST", OnDemandThroughput=throughput) == (
         "ValidationException", OUT_OF_RANGE.format(member))
-    assert name not in ddb.list_tables()["TableNames"]
+    assert not table_exists(ddb, name)
 
 
 def test_on_demand_throughput_needs_on_demand_billing(ddb):
