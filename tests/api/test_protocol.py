@@ -87,7 +87,7 @@ def test_host_must_be_signed(server, signed):
 def test_authorization_parameter_without_equal_sign(server):
     """A space inside a parameter's value leaves a piece that is no key=value pair (DynamoDB's words, quoted in
     fhir-works-on-aws-deployment #379), also once the credential scope is known."""
-    for auth in (AUTH.replace("Credential=test/", "Credential=test /"), AUTH + " junk"):
+    for auth in (AUTH.replace("Credential=test/", "Credential=test /"), AUTH + " junk", AUTH + ", junk"):
         call(server, "{}")
         response, data = call(server, "{}", auth=auth)
         piece = "/20260101/us-east-1/dynamodb/aws4_request" if "test /" in auth else "junk"

@@ -60,25 +60,27 @@ def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
     return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
 
 
-_REGIONS: dict[bytes, str] = {}  # credential scope -> region: clients reuse one scope for a day
+_CHECKED: dict[bytes, str] = {}  # an Authorization header's part before its signature, checked -> its region
 
 
 def _region_from(authorization: bytes) -> str:
     """The region of the SigV4 credential scope; signatures themselves are not verified yet, but what needs no
     secret is checked: the header's form, the service, and that the host is among the signed headers."""
-    start = authorization.find(b"Credential=")
-    # The usual form (a space after the algorithm and after each comma, nowhere else) may use the cached scope.
-    if start > 0 and b"Signature=" in authorization and b"SignedHeaders=" in authorization and \
-            authorization.count(b" ") == authorization.count(b", ") + 1:
-        end = authorization.find(b",", start)
-        region = _REGIONS.get(authorization[start:end])
+    # Clients send the same credential scope and signed headers request after request, the signature alone
+    # changing: a header whose part before ", Signature=" passed every check, and whose signature is one piece
+    # (no space or comma), is answered from the cache.
+    cut = authorization.rfind(b", Signature=")
+    if cut > 0:
+        head = authorization[:cut]
+        region = _CHECKED.get(head)
         if region is not None:
-            _check_signed_headers(authorization)
-            return region
+            signature = authorization[cut + 12:]
+            if b" " not in signature and b"," not in signature:
+                return region
     region = _parse_region(authorization)
     _check_signed_headers(authorization)
-    if start > 0 and len(_REGIONS) < 1024:
-        _REGIONS[authorization[start:authorization.find(b",", start)]] = region
+    if cut > 0 and len(_CHECKED) < 1024:
+        _CHECKED[authorization[:cut]] = region
     return region
 
 
@@ -114,13 +116,14 @@ def _parse_region(authorization: bytes) -> str:
             "Authorization header requires 'Credential' parameter. Authorization header requires "
             "'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. "
             "Authorization=" + authorization.decode("latin-1"))
-    for token in _PARAMETER_SEPARATORS.split(authorization[16:]):  # after "AWS4-HMAC-SHA256"
-        if token and b"=" not in token:  # (DynamoDB's words, quoted in fhir-works-on-aws-deployment issue 379)
-            raise IncompleteSignatureException(
-                f"'{token.decode('latin-1')}' not a valid key=value pair (missing equal-sign) in Authorization "
-                f"header: '{authorization.decode('latin-1')}'.")
     match = _CREDENTIAL.search(authorization)
     missing = [name for name in (b"Credential=", b"Signature=", b"SignedHeaders=") if name not in authorization]
+    if not missing:  # every parameter there: each piece must be a key=value pair (the order is an inference)
+        for token in _PARAMETER_SEPARATORS.split(authorization[16:]):  # after "AWS4-HMAC-SHA256"
+            if token and b"=" not in token:  # (DynamoDB's words, quoted in fhir-works-on-aws-deployment issue 379)
+                raise IncompleteSignatureException(
+                    f"'{token.decode('latin-1')}' not a valid key=value pair (missing equal-sign) in Authorization "
+                    f"header: '{authorization.decode('latin-1')}'.")
     if missing or match is None:
         parts = [f"Authorization header requires '{name[:-1].decode()}' parameter." for name in missing]
         if not parts:
