@@ -219,6 +219,10 @@ def test_get_validation(server, ddb, tables):
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key(f"k{i}") for i in range(101)]}}) == (
         "ValidationException", f"1 validation error detected: Value at 'RequestItems.{one}.member.Keys' failed to "
                                "satisfy constraint: Member must have length less than or equal to 100")
+    # Beside other violations, the usual message lists them all (the 2026 form is recorded for this one alone).
+    response, data = call(server, json.dumps({"RequestItems": {one: {"Keys": [key(f"k{i}") for i in range(101)]},
+                                                               two: {"Keys": []}}}), "DynamoDB_20120810.BatchGetItem")
+    assert response.status == 400 and json.loads(data)["message"].startswith("2 validation errors detected: ")
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [{"pk": {"S": "a"}}]}}) == (
         "ValidationException", "The provided key element does not match the schema")
     assert fails(ddb.batch_get_item, RequestItems={one: {"Keys": [key("a")], "ExpressionAttributeNames": {"#a": "a"},
