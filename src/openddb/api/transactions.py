@@ -264,9 +264,10 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     check_key_untouched(meta, update)
     if mismatch is not None:
         return None, 0, mismatch
-    # Without an item, an action carries its key and its values (an Update's written ones among them): a
-    # transaction writing 4.5 MB through Updates is as far past 4 MB as one of Puts.
-    size = item_size(key_item) + (item_size(attrs.values) if attrs.values else 0)
+    # An Update counts what it may write (its values) beside its key: 'the aggregate size of the items' grows by
+    # them, so eleven Updates writing 410 KB each are as far past 4 MB as eleven such Puts. (How DynamoDB sizes an
+    # Update is not recorded; a Delete or ConditionCheck writes nothing and counts its key, as before.)
+    size = item_size(key_item) + (item_size(attrs.values) if kind == "Update" and attrs.values else 0)
     return _Action(kind, meta, key_item, key, condition, on_failure, update=update), size, None
 
 
