@@ -106,6 +106,9 @@ def test_member_named_type_is_not_deserialized(server, ddb):
         assert response.status == 400
         assert json.loads(data) == {"__type": "com.amazon.coral.service#SerializationException",
                                     "Message": "No assembly name on stack!"}
+    escaped = '{"TableName": "' + name + '", "Item": {"pk": {"S": "c"}, "\\u005f_type": {"S": "x"}}}'
+    response, data = call(server, escaped, "DynamoDB_20120810.PutItem")  # the name once the JSON is read
+    assert (response.status, json.loads(data)["Message"]) == (400, "No assembly name on stack!")
     ddb.put_item(TableName=name, Item={"pk": {"S": "__type"}, "v": {"S": "__type"}})
     assert [i["pk"]["S"] for i in ddb.scan(TableName=name)["Items"]] == ["__type"]
 

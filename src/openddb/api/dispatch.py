@@ -163,7 +163,8 @@ class Dispatcher:
             if not isinstance(request, dict):
                 raise SerializationException("Start of list found where not expected"
                                              if isinstance(request, list) else None)
-            if b'"__type"' in body and _names_a_type(request):
+            # (the text may come escaped, \u005f_type: any escape sends the request through the search)
+            if (b'type"' in body or b"\\u" in body) and _names_a_type(request):
                 raise SerializationException("No assembly name on stack!")
             rewrite = self.rewriters.get(target)
             given = request if rewrite is None else rewrite(request)
