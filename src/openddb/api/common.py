@@ -7,6 +7,7 @@ import hashlib
 import math
 import re
 import time
+from contextvars import ContextVar
 from typing import Any
 
 import orjson
@@ -146,6 +147,14 @@ def _deep_digest(value: Any) -> bytes:
     return digest.digest()
 
 
+# "The maximum length of all substitution variables in an expression is 2 MB. This is the sum of the lengths of all
+# ExpressionAttributeNames and ExpressionAttributeValues." (the Developer Guide's quotas page)
+MAX_SUBSTITUTION_BYTES = 2 * 1024 * 1024
+MSG_SUBSTITUTION_SIZE = "Expression attribute names and values size has exceeded the maximum allowed size"  # a guess
+# The length of the request body being handled (set by the dispatcher; unknown, 0, outside a request).
+REQUEST_BYTES: ContextVar[int] = ContextVar("request_bytes", default=0)
+
+
 def expression_attributes(request: dict[str, Any], expression_members: tuple[str, ...], *,
                           compared_only: bool = False, name_missing: bool = True,
                           counted_values: bool = False) -> ExpressionAttributes:
@@ -196,15 +205,11 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
                 if counted_values and (error.message == MSG_NESTING or v.is_counted(error.message or "")):
                     raise ValidationException(v.validation_message([error.message or ""])) from None
                 raise invalid_value(name, error) from None
-    if (names or validated) and _substitution_bytes(names, validated) > MAX_SUBSTITUTION_BYTES:
+    # Their sum cannot pass the body's length: most requests are spared the count.
+    if REQUEST_BYTES.get() > MAX_SUBSTITUTION_BYTES and (names or validated) and \
+            _substitution_bytes(names, validated) > MAX_SUBSTITUTION_BYTES:
         raise ValidationException(MSG_SUBSTITUTION_SIZE)
     return ExpressionAttributes(names, validated)
-
-
-# "The maximum length of all substitution variables in an expression is 2 MB. This is the sum of the lengths of all
-# ExpressionAttributeNames and ExpressionAttributeValues." (the Developer Guide's quotas page)
-MAX_SUBSTITUTION_BYTES = 2 * 1024 * 1024
-MSG_SUBSTITUTION_SIZE = "Expression attribute names and values size has exceeded the maximum allowed size"  # a guess
 
 
 def _substitution_bytes(names: dict[str, str] | None, values: dict[str, AttributeValue] | None) -> int:

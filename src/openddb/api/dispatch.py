@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from openddb.api.common import REQUEST_BYTES
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
@@ -168,6 +169,7 @@ class Dispatcher:
                 raise SerializationException("No assembly name on stack!")
             rewrite = self.rewriters.get(target)
             given = request if rewrite is None else rewrite(request)
+            REQUEST_BYTES.set(len(body))
             for attempt in range(_CATALOG_ATTEMPTS):
                 context = RequestContext(self.engine, region, self.account, request_id.decode())
                 try:
