@@ -839,6 +839,8 @@ def test_tags(ddb):
     ("TagResource", {"Tags": [{"Key": "k"}]},
      "1 validation error detected: Value null at 'tags.1.member.value' failed to satisfy constraint: Member must "
      "not be null"),
+    ("UntagResource", {"TagKeys": [""]}, "1 validation error detected: Value '' at 'tagKeys.1.member' failed to "
+                                         "satisfy constraint: Member must have length greater than or equal to 1"),
     ("TagResource", {"Tags": []}, "Atleast one Tag needs to be provided as Input."),
     ("UntagResource", {"TagKeys": []}, "Atleast one Tag Key needs to be provided as Input."),
     ("UntagResource", {"TagKeys": [f"k{n}" for n in range(51)]},

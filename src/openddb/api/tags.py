@@ -2,7 +2,8 @@
 
 A tag's key (1-128 characters) and value (up to 256) are the API's constrained members, refused as constraint
 violations like any other (an empty key: "1 validation error detected: Value '' at 'tags.1.member.key' ...", quoted
-from DynamoDB in scylladb issue 16904, 2024). The rest DynamoDB checks by hand and words itself ('The Tag Key
+from DynamoDB in scylladb issue 16904, 2024; the other lengths, a missing member and UntagResource's keys are
+taken to be refused alike, inferred). The rest DynamoDB checks by hand and words itself ('The Tag Key
 provided is invalid, ...'): letters, digits and spaces of any script or _ . : / = + - @, no 'aws:' prefix, no key
 twice in one request, at most 50 per table."""
 
@@ -26,7 +27,7 @@ _TAG_PUNCTUATION = frozenset("_.:/=+-@")
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(TAGS.member, required=True)})
 UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                           "TagKeys": v.List(v.Str(), required=True)})
+                           "TagKeys": v.List(v.Str(min_len=1, max_len=128), required=True)})  # (as a Tag's Key)
 LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                       "NextToken": v.Str()})
 
