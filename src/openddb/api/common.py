@@ -319,11 +319,11 @@ def update_too_large(meta: TableMeta, update: Update, new: Item) -> bool:
     """True if UpdateItem's finished item is over 400 KB, or what it writes is. DynamoDB holds an UpdateItem to
     what it writes (each written value, under its attribute's name) plus 3 bytes for the update, 19 for each
     action that writes a value (one more through a list index, whose element counts as in a list) and 2 for each
-    that removes one; key attributes
-    and attributes it does not write are left out. Measured by bisecting the limit in eu-west-2 (dynoxide PR 187,
-    issue 210); so UpdateItem refuses the 409,600-byte item a transaction's Update writes at the same
-    one-character key, as captured in 31 of 33 regions (2026-10). The finished item is still held to 400 KB as
-    well: whether DynamoDB stores a larger one whose untouched attributes buy it room is not recorded."""
+    that removes one; key attributes and attributes it does not write are left out. Measured by bisecting the
+    limit in eu-west-2 (dynoxide PR 187, issue 210); so UpdateItem refuses the 409,600-byte item a transaction's
+    Update writes at the same one-character key, as captured in 31 of 33 regions (2026-10). The finished item is
+    still held to 400 KB as well: whether DynamoDB stores a larger one whose untouched attributes buy it room is
+    not recorded."""
     writes, removes, through_index = update.action_counts
     charge = 3 + 19 * writes + 2 * removes + through_index
     local = sum(1 for index in meta.indexes if not index.is_global) if meta.indexes else 0

@@ -320,7 +320,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
             summary["LastUpdateToPayPerRequestDateTime"] = epoch_millis(meta.billing_mode_updated_at
                                                                         or meta.created_at)
         description["BillingModeSummary"] = summary
-        # DynamoDB repeats it under the undocumented name of the mode (ExtendDB PR 320, measured 2026-08).
+        # DynamoDB repeats it under the undocumented name of the mode (ExtendDB PR 320, measured 2026-08); that it
+        # follows BillingModeSummary's presence exactly is inferred.
         description["TableThroughputModeSummary"] = {
             "TableThroughputMode" if member == "BillingMode" else member: value for member, value in summary.items()}
     if meta.sse is not None:

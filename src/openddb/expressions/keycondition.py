@@ -138,7 +138,9 @@ def compile_key_condition(
             else:
                 strangers = True
         if strangers and hash_value is not None:  # the partition key is there: what is missed is the sort key
-            if range_key is None:  # there is none to miss (DynamoDB's answer quoted in moto issue 8655, 2025)
+            # There is none to miss: DynamoDB's answer for an index keyed on its partition key alone (quoted in
+            # moto issue 8655, 2025); a table keyed so is taken to answer alike (inferred).
+            if range_key is None:
                 raise ValidationException("Query key condition not supported")
             raise ValidationException(f"Query condition missed key schema element: {range_key}")
         if hash_value is None:
