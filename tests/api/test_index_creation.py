@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -51,15 +52,20 @@ def scan_index(ddb, name: str, index: str) -> list[dict]:  # type: ignore[no-unt
             return items
 
 
-@pytest.fixture
-def slow_backfill(monkeypatch):  # type: ignore[no-untyped-def]
-    """A server whose backfill pauses 20 ms between chunks, so writes surely race it."""
-    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.02")
+def _paused_backfill_server(monkeypatch, pause: str) -> Iterator[ServerProcess]:  # type: ignore[no-untyped-def]
+    """A server whose backfill pauses `pause` seconds between chunks of BACKFILL_CHUNK items."""
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", pause)
     process = ServerProcess(None)
     try:
         yield process
     finally:
         process.finish()
+
+
+@pytest.fixture
+def slow_backfill(monkeypatch):  # type: ignore[no-untyped-def]
+    """Backfill paused 20 ms between chunks, so writes surely race it."""
+    yield from _paused_backfill_server(monkeypatch, "0.02")
 
 
 def test_online_creation_under_concurrent_writes(slow_backfill):
@@ -113,14 +119,9 @@ def test_online_creation_under_concurrent_writes(slow_backfill):
 
 @pytest.fixture
 def paced_backfill(monkeypatch):  # type: ignore[no-untyped-def]
-    """A server whose backfill pauses 300 ms between chunks: an index of a few chunks stays CREATING for a
-    second or so, however busy the machine is with other tests."""
-    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.3")
-    process = ServerProcess(None)
-    try:
-        yield process
-    finally:
-        process.finish()
+    """Backfill paused 300 ms between chunks: an index of a few chunks stays CREATING for a second or so, however
+    busy the machine is with other tests."""
+    yield from _paused_backfill_server(monkeypatch, "0.3")
 
 
 def test_an_index_may_be_deleted_while_it_backfills(paced_backfill):
