@@ -126,12 +126,9 @@ def _too_many_keys_alone(request: dict[str, Any]) -> None:
     if len(over) != 1:
         return
     trimmed = {**items, over[0]: {**items[over[0]], "Keys": items[over[0]]["Keys"][:MAX_GET_KEYS]}}
-    try:
-        v.validate(BATCH_GET_ITEM, {**request, "RequestItems": trimmed})
-    except ValidationException:
-        return
-    raise ValidationException(f"1 validation error detected: Value at 'RequestItems.{over[0]}.member.Keys' failed to "
-                              f"satisfy constraint: Member must have length less than or equal to {MAX_GET_KEYS}")
+    v.report_alone(BATCH_GET_ITEM, {**request, "RequestItems": trimmed},
+                   f"1 validation error detected: Value at 'RequestItems.{over[0]}.member.Keys' failed to satisfy "
+                   f"constraint: Member must have length less than or equal to {MAX_GET_KEYS}")
 
 
 def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

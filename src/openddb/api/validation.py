@@ -277,13 +277,19 @@ def validate_item_request(shape: Struct, request: dict[str, Any], *, update: boo
         values = request.get("ReturnValues")
         if update and isinstance(values, str) and values not in RETURN_VALUES:
             rest = {k: v for k, v in request.items() if k not in ("ReturnValues", "ReturnConsumedCapacity")}
-            try:
-                validate(shape, rest)
-            except ValidationException:
-                pass  # other members are wrong too: the usual message, every violation in it
-            else:
-                raise ValidationException(UPDATE_RETURN_VALUES) from None
+            report_alone(shape, rest, UPDATE_RETURN_VALUES)
         raise
+
+
+def report_alone(shape: Struct, mended: dict[str, Any], message: str) -> None:
+    """Raise `message` if `mended`, the request with one violation taken out, passes `shape`: some of DynamoDB's
+    2026 checks report a violation alone in their own words, but only when it is the request's one (with others,
+    the usual message lists them all)."""
+    try:
+        validate(shape, mended)
+    except ValidationException:
+        return
+    raise ValidationException(message) from None
 
 
 # PutItem's and UpdateItem's request checks whose refusals DynamoDB counts as "1 validation error detected: ..."
