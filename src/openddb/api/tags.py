@@ -76,15 +76,15 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     return {}
 
 
-def _tag_text(text: str, longest: int, shortest: int) -> bool:
-    """A tag key or value DynamoDB accepts: letters, digits and spaces of any script, and _ . : / = + - @."""
-    return shortest <= len(text) <= longest and all(
-        ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
+def _tag_text(text: str) -> bool:
+    """A tag key or value of the characters DynamoDB accepts: letters, digits and spaces of any script, and
+    _ . : / = + - @ (its presence and length are the request shape's constraints, checked before)."""
+    return all(ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
 
 
-def _check_tag_key(key: str | None) -> None:
-    if key is None or not _tag_text(key, 128, 1):
-        raise ValidationException(f"The Tag Key provided is invalid, Key: {'null' if key is None else key}")
+def _check_tag_key(key: str) -> None:
+    if not _tag_text(key):
+        raise ValidationException(f"The Tag Key provided is invalid, Key: {key}")
     if key[:4].lower() == "aws:":
         raise ValidationException(f"Tag Key cannot be prefixed with aws:, Key: {key}")
 
@@ -92,10 +92,9 @@ def _check_tag_key(key: str | None) -> None:
 def check_tags(tags: list[dict[str, str]]) -> None:
     """Each tag as DynamoDB checks it, and no key twice."""
     for tag in tags:
-        _check_tag_key(tag.get("Key"))
-        value = tag.get("Value")
-        if value is None or not _tag_text(value, 256, 0):
-            raise ValidationException(f"The Tag Value provided is invalid, Value: {'null' if value is None else value}")
+        _check_tag_key(tag["Key"])
+        if not _tag_text(tag["Value"]):
+            raise ValidationException(f"The Tag Value provided is invalid, Value: {tag['Value']}")
     seen: set[str] = set()
     for tag in tags:
         if tag["Key"] in seen:
