@@ -465,16 +465,27 @@ def test_index_decreases_have_their_own_budget(ddb):
     assert (index["NumberOfDecreasesToday"], index["ReadCapacityUnits"]) == (4, 6)
 
 
-@pytest.mark.xdist_group("capacity-quotas")
-@pytest.mark.parametrize(("read", "write", "gsi", "message"), [
+_PER_TABLE_QUOTAS = [
     (40001, 1, None, "The requested ReadCapacityUnits, 40001, is above the per table maximum for the account in "
                      "us-east-1. Per table maximum: 40000."),
     (1, 40001, None, "The requested WriteCapacityUnits, 40001, is above the per table maximum for the account in "
                      "us-east-1. Per table maximum: 40000."),
     (1, 1, (40001, 1), "The requested ReadCapacityUnits for index byg, 40001, is above the per index maximum for the "
                        "account in us-east-1. Per table maximum: 40000."),
-])
-def test_per_table_and_per_index_throughput_quotas(ddb, read, write, gsi, message):
+]
+
+
+def test_capacity_quotas(ddb):
+    """The capacity quotas, one after another in one test: with a shared engine every table counts toward the
+    account's 80,000 units, so tests of these quotas running side by side on two workers would meet each other's
+    tables (pytest-xdist's groups are not honoured under every pytest version)."""
+    for read, write, gsi, message in _PER_TABLE_QUOTAS:
+        _per_table_and_per_index_throughput_quota(ddb, read, write, gsi, message)
+    _account_throughput_quota(ddb)
+    _throughput_quota_on_update(ddb)
+
+
+def _per_table_and_per_index_throughput_quota(ddb, read, write, gsi, message):  # type: ignore[no-untyped-def]
     """40,000 units for a table and for each of its global indexes, worded as recorded against DynamoDB."""
     with pytest.raises(ClientError) as excinfo:
         _provisioned(ddb, read, write, **_with_gsi(gsi))
@@ -492,8 +503,7 @@ def _with_gsi(throughput: tuple[int, int] | None) -> dict:
                 "ProvisionedThroughput": {"ReadCapacityUnits": throughput[0], "WriteCapacityUnits": throughput[1]}}]}
 
 
-@pytest.mark.xdist_group("capacity-quotas")  # with a shared engine, other workers' tables count toward the quota
-def test_account_throughput_quota(ddb):
+def _account_throughput_quota(ddb):  # type: ignore[no-untyped-def]
     """A table's indexes are not added to its own 40,000 units (recorded: a table of 39,900 with an index of 200 is
     taken), but every provisioned table and index counts toward the account's 80,000, what a table holds now
     included when it asks for more."""
@@ -535,8 +545,7 @@ def test_on_demand_and_warm_throughput_quotas(ddb):
     assert ddb.describe_table(TableName=name)["Table"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 40000}
 
 
-@pytest.mark.xdist_group("capacity-quotas")
-def test_throughput_quota_on_update(ddb):
+def _throughput_quota_on_update(ddb):  # type: ignore[no-untyped-def]
     name = _provisioned(ddb, 1, 1)
     with pytest.raises(ClientError) as excinfo:
         ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 40001})
