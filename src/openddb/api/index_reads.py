@@ -282,6 +282,14 @@ class IndexReadPlan:
     fetch: bool
 
 
+def _still_indexed(index: IndexMeta, entry: Item, item: Item) -> bool:
+    """Whether the table item fetched for an index entry still has the entry's index key. The entries are read
+    before their items, and another worker's (or node's) write in between may have moved the item elsewhere in
+    the index or deleted it: such an entry no longer stands for an item where the read found it, and the item as
+    fetched may not match the key condition."""
+    return all(item.get(key.name) == entry.get(key.name) for key in (*index.hash_keys, *index.range_keys))
+
+
 def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> dict[str, Any]:
     """Evaluate entries until Limit or 1 MB (both before the filter) and build the response."""
     page: list[IndexRow] = []
@@ -326,8 +334,11 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
     for position, row in enumerate(page):
         entry = item = orjson.loads(row.data)
         last_item = entry
-        if plan.fetch and fetched[position] is not None:
-            item = fetched[position]
+        if plan.fetch:
+            fetched_item = fetched[position]
+            if fetched_item is None or not _still_indexed(index, entry, fetched_item):
+                continue
+            item = fetched_item
         if plan.filter is not None and not plan.filter.evaluate(item):
             continue
         count += 1
