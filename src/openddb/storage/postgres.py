@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import random
+import select
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from typing import Any, TypeVar
 import orjson
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg import pq
 
 from openddb.errors import ResourceInUseException, TransactionConflictException
 from openddb.model import Item
@@ -183,6 +185,8 @@ class PostgresEngine(PostgresIndexes, Engine):
                 if self._listen_wanted:
                     raise
         conn.add_notify_handler(self._on_notify)
+        conn.add_notice_handler(self._on_notice)
+        self._closing = False
         self._cur = conn.cursor(binary=True)
         self._tables.clear()
         self._stale = True
@@ -191,12 +195,37 @@ class PostgresEngine(PostgresIndexes, Engine):
     def _on_notify(self, _notify: psycopg.Notify) -> None:
         self._stale = True
 
+    def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        # The server's farewell before it closes an idle connection (shutdown, pg_terminate_backend) arrives as
+        # a FATAL notice; the end of the stream may follow a moment later.
+        if diagnostic.severity_nonlocalized == "FATAL":
+            self._closing = True
+
     def _cursor(self) -> psycopg.Cursor[Any]:
-        """The process's cursor; reconnects first if the connection was lost (a server restart, a failover)."""
-        if self._conn.closed or self._conn.broken:
+        """The process's cursor, at the start of an engine call; reconnects first if the connection was lost (a
+        server restart, a failover), also when the loss happened while the connection sat idle and nothing has
+        noticed it yet: then the socket holds only the server's farewell (a FATAL notice) and the end of the
+        stream, read here without a round trip, so the call goes out over a new connection instead of failing."""
+        conn = self._conn
+        if not (conn.closed or conn.broken) and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE:
+            try:
+                self._poll(conn.pgconn)
+            except psycopg.OperationalError:  # the server closed it: `broken` now says so
+                pass
+        if conn.closed or conn.broken or self._closing:
             log.warning("reconnecting to %s", self.location)
+            conn.close()
             self._conn = self._connect()
         return self._cur
+
+    def _poll(self, pgconn: Any) -> None:
+        """Read whatever arrived while the connection was idle: catalog notifications (the table cache is then
+        stale), or the end of a connection the server closed (OperationalError)."""
+        fd = pgconn.socket
+        while select.select((fd,), (), (), 0)[0]:
+            pgconn.consume_input()
+            while pgconn.notifies() is not None:
+                self._stale = True
 
     def _migrate(self) -> None:
         cur = self._cursor()
@@ -249,13 +278,8 @@ class PostgresEngine(PostgresIndexes, Engine):
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any node changed the catalog since we last looked."""
-        cur = self._cursor()
+        cur = self._cursor()  # (which reads the notifications that arrived while idle: no round trip)
         if self.listening:
-            # A poll of the socket, no round trip: notifications that arrived while idle are queued there.
-            pgconn = self._conn.pgconn
-            pgconn.consume_input()
-            while pgconn.notifies() is not None:
-                self._stale = True
             if not self._stale:
                 return
             self._stale = False
