@@ -8,6 +8,7 @@ import time
 import uuid
 
 import psycopg
+import pytest
 
 from openddb.model.keys import encode_key, partition_hash
 from openddb.storage.base import StorageKey, WriteOp
@@ -47,4 +48,29 @@ def test_an_idle_connection_closed_by_the_server_is_replaced_before_the_next_cal
         assert found is not None and b'"t"' in found.data
         engine.delete_table(meta.name)
     finally:
+        engine.close()
+
+
+def test_a_table_change_held_back_past_the_lock_timeout_is_limit_exceeded_not_a_failure() -> None:
+    """Table changes take turns on one row, which a DeleteTable of a large table holds while it deletes the rows:
+    another table change that waits past the lock timeout is answered LimitExceededException (which SDKs retry),
+    and the engine serves on."""
+    from openddb.errors import LimitExceededException
+    from openddb.storage.postgres import PostgresEngine
+
+    engine = PostgresEngine(str(POSTGRES_URL))
+    meta = engine.create_table(new_meta(f"turns-{uuid.uuid4().hex[:8]}"))
+    try:
+        with psycopg.connect(str(POSTGRES_URL), autocommit=True) as other:
+            other.execute("BEGIN")
+            other.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")  # a table change underway
+            for change in (lambda: engine.create_table(new_meta(f"turns-{uuid.uuid4().hex[:8]}")),
+                           lambda: engine.update_table(meta)):
+                with pytest.raises(LimitExceededException, match=r"^Subscriber limit exceeded: "):
+                    change()
+            other.execute("ROLLBACK")
+        assert engine.get_table(meta.name) is not None
+        engine.update_table(meta)
+    finally:
+        engine.delete_table(meta.name)
         engine.close()

@@ -41,7 +41,7 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg import pq
 
-from openddb.errors import ResourceInUseException, TransactionConflictException
+from openddb.errors import LimitExceededException, ResourceInUseException, TransactionConflictException
 from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
@@ -275,6 +275,19 @@ class PostgresEngine(PostgresIndexes, Engine):
             self._rollback()
             raise
 
+    @contextmanager
+    def _ddl_transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A table change's transaction. Table changes take turns on the `next_tid` row, which a DeleteTable holds
+        while it deletes the table's rows: a wait past lock_timeout is answered LimitExceededException, which
+        the SDKs retry after a pause, rather than blocking this node's event loop any longer."""
+        try:
+            with self._transaction() as cur:
+                yield cur
+        except pgerrors.LockNotAvailable:
+            # (DynamoDB's prefix for its limits on simultaneous table operations; the rest is ours)
+            raise LimitExceededException("Subscriber limit exceeded: another table operation still in progress "
+                                         "holds back this one; try again") from None
+
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any node changed the catalog since we last looked."""
@@ -297,7 +310,7 @@ class PostgresEngine(PostgresIndexes, Engine):
         self._stale = True
 
     def create_table(self, meta: TableMeta) -> TableMeta:
-        with self._transaction() as cur:
+        with self._ddl_transaction() as cur:
             # Locking the counter row serialises DDL across nodes.
             tid = one_row(cur, "UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' "
                                "RETURNING value - 1")[0]
@@ -320,7 +333,7 @@ class PostgresEngine(PostgresIndexes, Engine):
         return sorted(row[0] for row in self._cursor().execute("SELECT name FROM openddb_tables"))
 
     def update_table(self, meta: TableMeta) -> None:
-        with self._transaction() as cur:
+        with self._ddl_transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (meta.name,)).fetchone()
             self._expect(None if row is None else bytes(row[0]), meta)
@@ -338,7 +351,7 @@ class PostgresEngine(PostgresIndexes, Engine):
             raise CatalogChanged()
 
     def delete_table(self, name: str, expected: TableMeta | None = None) -> None:
-        with self._transaction() as cur:
+        with self._ddl_transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             if expected is not None:
                 row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (name,)).fetchone()
