@@ -463,3 +463,27 @@ def test_an_endless_request_head_is_refused(server):
             pass  # closed with our last bytes unread, which TCP reports as a reset: refused all the same
     response, _ = call(server, "{}")  # the server goes on serving
     assert response.status == 200
+
+
+def test_a_chunked_body_in_many_small_pieces(server, ddb):
+    """A body sent with Transfer-Encoding: chunked, in 3-byte chunks each sent on its own, is put back together
+    whole (one growing buffer on the server, not one object per piece)."""
+    import socket
+
+    from tests.conftest import unique_name
+
+    table = create_table(ddb, unique_name("chunk"), range_type=None)
+    payload = json.dumps({"TableName": table, "Item": {"pk": {"S": "c"}, "text": {"S": "é" * 2000}}}).encode()
+    head = (f"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            f"X-Amz-Target: DynamoDB_20120810.PutItem\r\nAuthorization: {AUTH}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(head)
+        for start in range(0, len(payload), 3):
+            piece = payload[start:start + 3]
+            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        sock.sendall(b"0\r\n\r\n")
+        assert _answers(sock, 1) == [{}]
+    item = ddb.get_item(TableName=table, Key={"pk": {"S": "c"}}, ConsistentRead=True)["Item"]
+    assert item["text"]["S"] == "é" * 2000

@@ -123,7 +123,8 @@ class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
     __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_head_bytes", "_headers", "_too_large",
-                 "_upgrade_body", "_url", "busy", "dispatcher", "held", "parser", "server", "transport")
+                 "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held", "parser", "server",
+                 "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -132,7 +133,7 @@ class HttpProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._url = b""
         self._headers: dict[bytes, bytes] = {}
-        self._body: list[bytes] = []
+        self._body: list[bytes | bytearray] = []
         self._body_size = 0
         self._too_large = False
         self.busy = False  # a request is being received or handled
@@ -145,6 +146,9 @@ class HttpProtocol(asyncio.Protocol):
         # many bytes still to come) is read here, then a fresh parser goes on with the connection.
         self._upgrade_body: int | None = None
         self._head_bytes: int | None = None  # bytes received since a request began, until its headers were read
+        # The client is not reading its answers (the transport's buffer is past its high-water mark): requests
+        # already received wait in `_deferred`, and nothing more is read, until it catches up.
+        self._write_paused = False
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -154,6 +158,18 @@ class HttpProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
         self.transport = None
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._deferred:
+            asyncio.get_running_loop().call_soon(self._retry)
+        elif self.transport is not None:
+            self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._head_bytes is not None:
@@ -232,7 +248,13 @@ class HttpProtocol(asyncio.Protocol):
             self._too_large = True
             self._body = []
         elif not self._too_large:
-            self._body.append(body)
+            parts = self._body
+            if not parts:  # (the usual body comes in one piece, and is used as it is)
+                parts.append(body)
+            else:  # a body in many pieces (chunked, or split by the network) grows one buffer, not a list
+                if type(parts[0]) is bytes:
+                    parts[0] = bytearray(parts[0])
+                parts[0] += body
 
     def on_message_complete(self) -> None:
         if self._upgrade_body is None and self.parser.should_upgrade():
@@ -268,7 +290,7 @@ class HttpProtocol(asyncio.Protocol):
             return
         request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"),
                            b"".join(self._body), self._too_large, request_id, _JSON_1_0, keep_alive)
-        if self._deferred:  # keep this connection's answers in request order
+        if self._deferred or self._write_paused:  # keep this connection's answers in request order
             self._deferred.append(request)
         elif not self._execute(request):
             self._defer(request)
@@ -313,6 +335,8 @@ class HttpProtocol(asyncio.Protocol):
     def _retry(self) -> None:
         engine = self.dispatcher.engine
         while self._deferred:
+            if self._write_paused:  # `resume_writing` calls again
+                return
             self._attempts += 1
             # After a while, wait for the lock outright so that a busy neighbour cannot starve us.
             patient = self._attempts > _MAX_ATTEMPTS
@@ -328,7 +352,7 @@ class HttpProtocol(asyncio.Protocol):
                 return
             self._deferred.popleft()
             self._attempts = 0
-        if self.transport is not None:
+        if self.transport is not None and not self._write_paused:
             self.transport.resume_reading()
             if self.server.closing:
                 self.close_if_idle()
