@@ -54,3 +54,35 @@ def test_errors_are_raised_every_time() -> None:
         with pytest.raises(ValidationException) as info:
             compile_update("SET c = :missing", attrs({":one": {"N": "1"}}))
         assert "An expression attribute value used in expression is not defined" in info.value.message
+
+
+def test_the_caches_hold_a_bounded_amount_of_expression_text() -> None:
+    """A stream of distinct long expressions (or of large placeholder tables) must not grow a worker without end:
+    each cache empties itself before it would hold more than CACHE_CHARS of text."""
+    from openddb.expressions import cache, compiler
+
+    names = {f"#n{i}": f"{i:02}" + "a" * 60 for i in range(64)}  # ~4.5 K characters: compiled anew, never kept
+    for i in range(400):
+        text = " OR ".join(f"a{i}_{j} = :v" for j in range(150))  # ~2.4 K characters each, 960 K in all
+        condition = compile_condition(text, attrs({":v": {"N": str(i)}}, {"#x": "x"}))
+        assert condition.evaluate({f"a{i}_0": {"N": str(i)}})
+        compile_projection("#n0, #n1", attrs(names=names))
+        assert cache._CONDITIONS._held <= cache.CACHE_CHARS
+        assert compiler._COMPILED._held <= cache.CACHE_CHARS
+    assert all(len(key[2][0]) < 64 for key in compiler._COMPILED._store)
+
+
+def test_a_bounded_cache_keeps_what_fits_and_starts_over_when_full() -> None:
+    from openddb.expressions.cache import BoundedCache
+
+    small: BoundedCache[str, int] = BoundedCache(entries=3, chars=10)
+    small.put("a", 1, 4)
+    small.put("b", 2, 4)
+    assert small.get("a") == 1 and small.get("b") == 2
+    small.put("c", 3, 4)  # 12 characters: starts over with this one
+    assert small.get("a") is None and small.get("c") == 3
+    small.put("huge", 4, 11)  # larger than the whole cache: not kept
+    assert small.get("huge") is None
+    for key in "defg":
+        small.put(key, 0, 1)
+    assert small.get("g") == 0 and small.get("c") is None  # entry count bounded too

@@ -62,6 +62,7 @@ def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
 
 
 _CHECKED: dict[bytes, str] = {}  # an Authorization header's part before its signature, checked -> its region
+_CHECKED_HEAD_MAX = 1024  # a real one is 150-300 bytes; longer ones are checked every time, not kept
 
 
 def _region_from(authorization: bytes) -> str:
@@ -80,7 +81,7 @@ def _region_from(authorization: bytes) -> str:
                 return region
     region = _parse_region(authorization)
     _check_signed_headers(authorization)
-    if cut > 0 and len(_CHECKED) < 1024:
+    if 0 < cut <= _CHECKED_HEAD_MAX and len(_CHECKED) < 1024:
         _CHECKED[authorization[:cut]] = region
     return region
 

@@ -1,40 +1,99 @@
 """Parsed and validated trees, cached per (kind, text): each distinct expression string is parsed once.
 
 Trees are immutable and hold placeholders unresolved, so one cached tree serves every request. Failed
-parses raise and are not cached.
+parses raise and are not cached. Each cache is bounded by the total length of the texts it holds as well as by
+their number: a parsed tree takes tens of times its text's size, and a client sending a stream of distinct
+4 KB expressions must not grow a worker by gigabytes.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from .ast import Cond, Path, UpdateAst
 from .parser import parse_condition, parse_projection, parse_update
 from .validate import check_condition, check_projection, check_update
 
 CACHE_SIZE = 4096
+CACHE_CHARS = 1024 * 1024  # of expression text per cache (their trees: tens of megabytes at most)
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 
 
-@lru_cache(maxsize=CACHE_SIZE)
-def condition_tree(text: str, limited: bool = True) -> Cond:
-    """The validated tree of a Condition/Filter/KeyCondition expression; raises ExpressionError. `limited`: held
-    to the operator limit (see `check_condition`)."""
+class BoundedCache(Generic[_K, _V]):
+    """A dict emptied whenever it would pass `entries` keys or `chars` of key text: a hit costs one lookup, and
+    the working set of a real application (tens to hundreds of expressions) fills it again at once."""
+
+    __slots__ = ("_chars", "_entries", "_held", "_limit", "_store")
+
+    def __init__(self, entries: int = CACHE_SIZE, chars: int = CACHE_CHARS) -> None:
+        self._store: dict[_K, _V] = {}
+        self._entries, self._limit, self._held = entries, chars, 0
+
+    def get(self, key: _K) -> _V | None:
+        return self._store.get(key)
+
+    def put(self, key: _K, value: _V, chars: int) -> None:
+        if len(self._store) >= self._entries or self._held + chars > self._limit:
+            self._store.clear()
+            self._held = 0
+        if chars <= self._limit:
+            self._store[key] = value
+            self._held += chars
+
+    def clear(self) -> None:
+        self._store.clear()
+        self._held = 0
+
+
+_T = TypeVar("_T")
+
+
+def _cached(cache: BoundedCache[tuple[str, bool], _T], build: Callable[[str, bool], _T],
+            text: str, limited: bool) -> _T:
+    hit = cache.get((text, limited))
+    if hit is None:
+        hit = build(text, limited)
+        cache.put((text, limited), hit, len(text))
+    return hit
+
+
+def _condition(text: str, limited: bool) -> Cond:
     node = parse_condition(text)
     check_condition(node, limited)
     return node
 
 
-@lru_cache(maxsize=CACHE_SIZE)
-def update_tree(text: str, limited: bool = True) -> UpdateAst:
-    """The validated tree of an UpdateExpression; raises ExpressionError."""
+def _update(text: str, limited: bool) -> UpdateAst:
     node = parse_update(text)
     check_update(node, limited)
     return node
 
 
-@lru_cache(maxsize=CACHE_SIZE)
-def projection_tree(text: str) -> tuple[Path, ...]:
-    """The validated paths of a ProjectionExpression; raises ExpressionError."""
+def _projection(text: str, _limited: bool) -> tuple[Path, ...]:
     paths = parse_projection(text)
     check_projection(paths)
     return paths
+
+
+_CONDITIONS: BoundedCache[tuple[str, bool], Cond] = BoundedCache()
+_UPDATES: BoundedCache[tuple[str, bool], UpdateAst] = BoundedCache()
+_PROJECTIONS: BoundedCache[tuple[str, bool], tuple[Path, ...]] = BoundedCache()
+
+
+def condition_tree(text: str, limited: bool = True) -> Cond:
+    """The validated tree of a Condition/Filter/KeyCondition expression; raises ExpressionError. `limited`: held
+    to the operator limit (see `check_condition`)."""
+    return _cached(_CONDITIONS, _condition, text, limited)
+
+
+def update_tree(text: str, limited: bool = True) -> UpdateAst:
+    """The validated tree of an UpdateExpression; raises ExpressionError."""
+    return _cached(_UPDATES, _update, text, limited)
+
+
+def projection_tree(text: str) -> tuple[Path, ...]:
+    """The validated paths of a ProjectionExpression; raises ExpressionError."""
+    return _cached(_PROJECTIONS, _projection, text, True)

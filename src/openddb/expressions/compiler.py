@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 
 from ..errors import ValidationException
 from .ast import ExpressionError
-from .cache import condition_tree, projection_tree, update_tree
+from .cache import BoundedCache, condition_tree, projection_tree, update_tree
 from .evaluate import Predicate, compile_predicate
 from .projection import Projection, compile_projection_ast
 from .resolve import ExpressionAttributes
@@ -20,10 +20,11 @@ EMPTY = "The expression can not be empty;"
 
 # Compiled expressions by (kind, text, placeholder tables): a request repeating an expression with the same
 # names and values (a counter's `SET n = n + :one`, a guard's `attribute_exists(pk)`) skips compiling it. Each
-# entry keeps the placeholders it used, for `check_all_used`. Entries whose values are large are not kept.
-_COMPILED: dict[tuple[str, str, Any], tuple[Any, frozenset[str], frozenset[str]]] = {}
-_COMPILED_MAX = 4096
+# entry keeps the placeholders it used, for `check_all_used`. Entries whose placeholder tables are large are not
+# kept, and the cache holds at most CACHE_CHARS of expression text and tables.
+_COMPILED: BoundedCache[tuple[str, str, Any], tuple[Any, frozenset[str], frozenset[str]]] = BoundedCache()
 _CACHED_VALUES_MAX = 1024  # bytes of the values' JSON
+_CACHED_NAMES_MAX = 4096  # characters of the names
 
 _T = TypeVar("_T")
 
@@ -37,10 +38,11 @@ def _compiled(kind: str, text: str, attrs: ExpressionAttributes, build: Callable
         scoped = ExpressionAttributes(attrs.names, attrs.values)  # records this expression's placeholders alone
         compiled = build(scoped)
         hit = (compiled, frozenset(scoped.used_names), frozenset(scoped.used_values))
-        if len(fingerprint[1]) <= _CACHED_VALUES_MAX:
-            if len(_COMPILED) >= _COMPILED_MAX:
-                _COMPILED.clear()
-            _COMPILED[key] = hit
+        values = len(fingerprint[1])
+        if values <= _CACHED_VALUES_MAX:
+            names = sum(len(ref) + len(name) for ref, name in fingerprint[0])
+            if names <= _CACHED_NAMES_MAX:
+                _COMPILED.put(key, hit, len(text) + values + names)
     attrs.used_names.update(hit[1])
     attrs.used_values.update(hit[2])
     return cast(_T, hit[0])
