@@ -187,6 +187,8 @@ class PostgresEngine(PostgresIndexes, Engine):
         conn.add_notify_handler(self._on_notify)
         conn.add_notice_handler(self._on_notice)
         self._closing = False
+        self._arrivals = select.poll()  # (not select(): a node with many clients has descriptors past 1024)
+        self._arrivals.register(conn.pgconn.socket, select.POLLIN)
         self._cur = conn.cursor(binary=True)
         self._tables.clear()
         self._stale = True
@@ -221,8 +223,7 @@ class PostgresEngine(PostgresIndexes, Engine):
     def _poll(self, pgconn: Any) -> None:
         """Read whatever arrived while the connection was idle: catalog notifications (the table cache is then
         stale), or the end of a connection the server closed (OperationalError)."""
-        fd = pgconn.socket
-        while select.select((fd,), (), (), 0)[0]:
+        while self._arrivals.poll(0):
             pgconn.consume_input()
             while pgconn.notifies() is not None:
                 self._stale = True
