@@ -4,10 +4,14 @@ sequential scan or a sort; the schema migrates on start."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import orjson
 import pytest
 
+from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute
 from openddb.storage.base import HASH_SPACE, IndexKey, SortRange, StorageKey, WriteOp
@@ -141,12 +145,10 @@ def test_index_scan_page_is_an_index_range_read(indexed: Any) -> None:
     assert "Index Scan" in text and "Seq Scan" not in text and "Sort" not in text, text
 
 
-def test_a_version_1_database_migrates_on_start() -> None:
-    """A database of schema version 1 gains the index-entries and leases tables, and the tokens' sizes, when a
-    node starts."""
+@contextmanager
+def scratch_database() -> Iterator[str]:
+    """The URL of a database of its own on the test server, dropped afterwards (skips if the role may not)."""
     import psycopg
-
-    from openddb.storage.postgres import _MIGRATIONS, SCHEMA_VERSION, PostgresEngine
 
     name = f"openddb_migrate_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
@@ -155,22 +157,90 @@ def test_a_version_1_database_migrates_on_start() -> None:
         except psycopg.errors.InsufficientPrivilege:
             pytest.skip("the test role may not create databases")
         try:
-            url = str(POSTGRES_URL).rsplit("/", 1)[0] + "/" + name
-            with psycopg.connect(url, autocommit=True) as old:
-                for statement in _MIGRATIONS[1]:
-                    old.execute(statement)
-                old.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 1), ('catalog_version', 0), "
-                            "('next_tid', 1)")
-            engine = PostgresEngine(url)
-            try:
-                version = engine._cursor().execute(
-                    "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
-                assert version == SCHEMA_VERSION == 4
-                # version 2: index entries; version 3: leases; version 4: the sizes a request token's writes cost
-                assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
-                assert engine.try_lease("duty", "node-a", 10, now=1.0)
-                assert engine._cursor().execute("SELECT sizes FROM openddb_tokens").fetchall() == []
-            finally:
-                engine.close()
+            yield str(POSTGRES_URL).rsplit("/", 1)[0] + "/" + name
         finally:
             admin.execute(f"DROP DATABASE {name}")
+
+
+def test_a_version_1_database_migrates_on_start() -> None:
+    """A database of schema version 1 gains the index-entries and leases tables, and the tokens' sizes, when a
+    node starts."""
+    import psycopg
+
+    from openddb.storage.postgres import _MIGRATIONS, SCHEMA_VERSION, PostgresEngine
+
+    with scratch_database() as url:
+        with psycopg.connect(url, autocommit=True) as old:
+            for statement in _MIGRATIONS[1]:
+                assert isinstance(statement, str)
+                old.execute(statement)
+            old.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 1), ('catalog_version', 0), "
+                        "('next_tid', 1)")
+        engine = PostgresEngine(url)
+        try:
+            version = engine._cursor().execute(
+                "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
+            assert version == SCHEMA_VERSION == 5
+            # version 2: index entries; version 3: leases; version 4: the sizes a request token's writes cost
+            assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
+            assert engine.try_lease("duty", "node-a", 10, now=1.0)
+            assert engine._cursor().execute("SELECT sizes FROM openddb_tokens").fetchall() == []
+        finally:
+            engine.close()
+
+
+def test_a_version_4_database_stores_its_long_keys_anew() -> None:
+    """Schema 5 keeps keys past `stored_key`'s limits as a prefix and a digest: rows a version-4 database holds
+    whole (short enough then for PostgreSQL's B-tree, long for the new form) are rewritten at start, and found."""
+    import os
+
+    import psycopg
+
+    from openddb.storage.postgres import _MIGRATIONS, PostgresEngine
+    from openddb.storage.postgres_indexes import ENTRY_KEY_LIMIT, ITEM_KEY_LIMIT
+
+    text = os.urandom(ITEM_KEY_LIMIT).hex()[:ITEM_KEY_LIMIT + 200]  # long, yet it fit before
+    pk, sk = encode_key({"S": text}), encode_key({"S": "s"})
+    h = partition_hash(pk)
+    meta = new_meta()
+    meta.indexes = [IndexMeta("by-l", "LOCAL", [KeyAttribute("pk", "S")], [KeyAttribute("l", "S")], index_id=1)]
+    meta.table_id = 1
+    item = {"pk": {"S": text}, "sk": {"S": "s"}, "l": {"S": "a"}}
+    entry = entry_of(meta, meta.indexes[0], item)
+    assert entry is not None
+    with scratch_database() as url:
+        with psycopg.connect(url, autocommit=True) as old:
+            for version in range(1, 5):
+                for statement in _MIGRATIONS[version]:
+                    assert isinstance(statement, str)
+                    old.execute(statement)
+            old.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 4), ('catalog_version', 0), "
+                        "('next_tid', 2)")
+            old.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, 1, 1, %s)",
+                        (meta.name, meta.to_json()))
+            old.execute("INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (1, %s, %s, %s, 9, %s)",
+                        (h, pk, sk, orjson.dumps(item)))
+            old.execute("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) "
+                        "VALUES (1, 1, %s, %s, %s, %s, %s, %s, %s)",
+                        (entry.h, entry.pk, entry.sk, pk, sk, entry.size, orjson.dumps(entry.item)))
+        engine = PostgresEngine(url)
+        try:
+            assert len(pk) > ITEM_KEY_LIMIT > ENTRY_KEY_LIMIT
+            table = engine.get_table(meta.name)
+            assert table is not None
+            key = StorageKey(h, pk, sk)
+            found = engine.get(table, key)
+            assert found is not None and b'"l"' in found.data
+            assert [row.key for row in engine.scan(table, 0, HASH_SPACE, None)] == [key]
+            local = table.indexes[0]
+            assert [(row.key.tpk, row.key.tsk) for row in engine.index_query(
+                table, local, h, pk, SortRange(), True, None)] == [(pk, sk)]
+            engine.write([WriteOp(table, key, lambda old: None)])  # the item and its entry both go
+            assert engine.get(table, key) is None
+            assert list(engine.index_query(table, local, h, pk, SortRange(), True, None)) == []
+        finally:
+            engine.close()
+        # A node of the old version, still running, would write the key whole: refused.
+        with psycopg.connect(url, autocommit=True) as old_node, pytest.raises(psycopg.errors.CheckViolation):
+            old_node.execute("INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (1, %s, %s, %s, 9, '{}')",
+                             (h, pk, sk))

@@ -3,7 +3,9 @@
 Layout (see docs/SCALE-OUT.md): `openddb_items (tid, h, pk, sk, size, data)` with primary key
 `(tid, h, pk, sk)`: `h` is the 32-bit partition hash (the distribution column on Citus), `pk`/`sk` the
 order-preserving key encodings as `bytea`, `data` the item's JSON bytes, returned unchanged. A Query is a
-B-tree range read on one `(tid, h, pk)` prefix. `openddb_tables` is the catalog, `openddb_catalog` holds the
+B-tree range read on one `(tid, h, pk)` prefix. A partition key longer than 512 bytes is held in `pk` as its first
+bytes and its SHA-256, and whole in `pkx` (PostgreSQL holds a B-tree row to 2,704 bytes; see
+`postgres_indexes.stored_key`). `openddb_tables` is the catalog, `openddb_catalog` holds the
 schema version, the catalog version (bumped by every DDL) and the table-id counter.
 Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
 `postgres_indexes.py`.
@@ -60,19 +62,30 @@ from openddb.storage.base import (
     charged_sizes,
     is_stored_version,
 )
-from openddb.storage.postgres_indexes import INDEX_MIGRATION, PostgresIndexes, one_row
+from openddb.storage.postgres_indexes import (
+    ENTRY_KEY_LIMIT,
+    INDEX_MIGRATION,
+    ITEM_KEY_LIMIT,
+    Migration,
+    PostgresIndexes,
+    entry_key,
+    one_row,
+    stored_key,
+    whole_key,
+)
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
 
 # Migrations: target version -> statements. Only portable DDL (no extensions, no PostgreSQL-only types).
-_MIGRATIONS: dict[int, list[str]] = {
+_CATALOG_TABLE = "CREATE TABLE IF NOT EXISTS openddb_catalog (key VARCHAR(64) PRIMARY KEY, value BIGINT NOT NULL)"
+_MIGRATIONS: dict[int, list[Migration]] = {
     1: [
-        "CREATE TABLE IF NOT EXISTS openddb_catalog (key VARCHAR(64) PRIMARY KEY, value BIGINT NOT NULL)",
+        _CATALOG_TABLE,
         "CREATE TABLE IF NOT EXISTS openddb_tables (name VARCHAR(1024) PRIMARY KEY, tid BIGINT NOT NULL UNIQUE, "
         "version BIGINT NOT NULL, meta BYTEA NOT NULL)",
         "CREATE TABLE IF NOT EXISTS openddb_items (tid BIGINT NOT NULL, h BIGINT NOT NULL, pk BYTEA NOT NULL, "
@@ -85,6 +98,16 @@ _MIGRATIONS: dict[int, list[str]] = {
     3: ["CREATE TABLE IF NOT EXISTS openddb_leases (name VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, "
         "expires DOUBLE PRECISION NOT NULL)"],
     4: ["ALTER TABLE openddb_tokens ADD COLUMN sizes BYTEA"],  # what each write of a request was charged on
+    # Long keys held as a prefix and a digest, whole beside (see postgres_indexes.stored_key); the keys stored
+    # whole before, which were short enough for PostgreSQL's B-tree, are rewritten when past the new limits.
+    5: ["ALTER TABLE openddb_items ADD COLUMN pkx BYTEA",
+        "ALTER TABLE openddb_index_entries ADD COLUMN tpkx BYTEA",
+        "ALTER TABLE openddb_index_entries ADD COLUMN tskx BYTEA",
+        lambda cur: _store_long_keys(cur),
+        # A node of an older version still running would write a long key whole, beside its stored form: refused.
+        f"ALTER TABLE openddb_items ADD CONSTRAINT openddb_items_stored_pk CHECK (length(pk) <= {ITEM_KEY_LIMIT})",
+        f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK "
+        f"(length(pk) <= {ENTRY_KEY_LIMIT} AND length(tpk) <= {ENTRY_KEY_LIMIT} AND length(tsk) <= {ENTRY_KEY_LIMIT})"],
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -94,8 +117,8 @@ _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s
 _KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
 _GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
 _LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
-_INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (%s, %s, %s, %s, %s, %s)"
-_LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data) VALUES (%s, %s, %s, %s, -1, '') "
+_INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+_LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
 _UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
 _DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
@@ -116,7 +139,7 @@ def query_statement(tid: int, h: int, pk: bytes, sort: SortRange, forward: bool,
                     limit: int) -> tuple[str, list[Any]]:
     """The SQL and parameters of one page of a Query: a range read on the primary key's (tid, h, pk) prefix."""
     clauses = ["tid=%s", "h=%s", "pk=%s"]
-    params: list[Any] = [tid, h, pk]
+    params: list[Any] = [tid, h, stored_key(pk, ITEM_KEY_LIMIT)]
     add_sort_clauses(sort, "%s", clauses, params)
     if after is not None:
         clauses.append("sk>%s" if forward else "sk<%s")
@@ -130,11 +153,11 @@ def scan_statement(tid: int, h_low: int, h_high: int, after: StorageKey | None,
                    limit: int) -> tuple[str, list[Any]]:
     """The SQL and parameters of one page of a Scan segment, in (h, pk, sk) order."""
     if after is None:
-        return ("SELECT h, pk, sk, size, data FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
+        return ("SELECT h, pk, sk, size, data, pkx FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
                 "ORDER BY h, pk, sk LIMIT %s"), [tid, h_low, h_high, limit]
-    return ("SELECT h, pk, sk, size, data FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
+    return ("SELECT h, pk, sk, size, data, pkx FROM openddb_items WHERE tid=%s AND h>=%s AND h<%s "
             "AND (h, pk, sk) > (%s, %s, %s) ORDER BY h, pk, sk LIMIT %s"), \
-        [tid, h_low, h_high, after.h, after.pk, after.sk, limit]
+        [tid, h_low, h_high, after.h, stored_key(after.pk, ITEM_KEY_LIMIT), after.sk, limit]
 
 
 def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
@@ -233,7 +256,7 @@ class PostgresEngine(PostgresIndexes, Engine):
         for attempt in range(MAX_ATTEMPTS):
             try:
                 cur.execute("BEGIN")
-                cur.execute(_MIGRATIONS[1][0])
+                cur.execute(_CATALOG_TABLE)
                 # Serialises concurrent starts: the second node waits here, then finds the schema current.
                 cur.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 0) ON CONFLICT (key) DO NOTHING")
                 row = one_row(cur, "SELECT value FROM openddb_catalog WHERE key='schema_version' FOR UPDATE")
@@ -243,7 +266,10 @@ class PostgresEngine(PostgresIndexes, Engine):
                                        f"up to {SCHEMA_VERSION}: upgrade OpenDDB")
                 for version in range(current + 1, SCHEMA_VERSION + 1):
                     for statement in _MIGRATIONS[version]:
-                        cur.execute(statement)
+                        if callable(statement):
+                            statement(cur)
+                        else:
+                            cur.execute(statement)
                 cur.execute("INSERT INTO openddb_catalog VALUES ('catalog_version', 0), ('next_tid', 1) "
                             "ON CONFLICT (key) DO NOTHING")
                 cur.execute("UPDATE openddb_catalog SET value=%s WHERE key='schema_version'", (SCHEMA_VERSION,))
@@ -373,7 +399,7 @@ class PostgresEngine(PostgresIndexes, Engine):
 
     # --- items --------------------------------------------------------------------------------
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._cursor().execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+        found = self._cursor().execute(_GET, _item_key(meta.table_id, key)).fetchone()
         if found is None:
             return None
         return Row(key, found[0], found[1])
@@ -383,7 +409,7 @@ class PostgresEngine(PostgresIndexes, Engine):
             return [self.get(meta, key) for meta, key in requests]
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as cur:
-            params = [(meta.table_id, key.h, key.pk, key.sk) for meta, key in requests]
+            params = [_item_key(meta.table_id, key) for meta, key in requests]
             cur.executemany(_GET, params, returning=True)
             rows: list[Row | None] = []
             for _meta, key in requests:
@@ -452,7 +478,8 @@ class PostgresEngine(PostgresIndexes, Engine):
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Lock, apply, write back, maintain the indexes; inside the caller's transaction."""
         placeholders: set[tuple[int, int, bytes, bytes]] = set()
-        keys = [(op.table.table_id, op.key.h, op.key.pk, op.key.sk) for op in ops]
+        keys = [_item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
+        whole = {key: op.key.pk for key, op in zip(keys, ops) if key[2] is not op.key.pk}
         distinct = sorted(set(keys))
         # First the catalog rows (DDL waits for this write; see postgres_indexes.py), then the items, in key order.
         stored: dict[tuple[int, int, bytes, bytes], tuple[int, bytes] | None] = {}
@@ -466,7 +493,7 @@ class PostgresEngine(PostgresIndexes, Engine):
             # A present row is locked by a no-op update; an absent key by inserting a placeholder (size -1),
             # never committed, which a concurrent writer of that key must wait for: a condition on an absent item
             # cannot be skewed.
-            cur.executemany(_LOCK_OR_HOLD, distinct, returning=True)
+            cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
             for key in distinct:
                 found = cur.fetchone()
                 stored[key] = None if found is None or found[0] < 0 else found
@@ -498,14 +525,15 @@ class PostgresEngine(PostgresIndexes, Engine):
             existed = stored[key] is not None or key in placeholders
             old, old_size = loaded[key]
             if new is not old:  # the index entries change from the item as read to its final state
-                changes.append((key, old, new, old_size, new_size))
+                changes.append((key if key not in whole else (key[0], key[1], whole[key], key[3]), old, new,
+                                old_size, new_size))
             if new is None:
                 if existed:
                     deletes.append(key)
             elif existed:
                 updates.append((new_size, orjson.dumps(new), *key))
             else:
-                inserts.append((*key, new_size, orjson.dumps(new)))
+                inserts.append((*key, new_size, orjson.dumps(new), whole.get(key)))
         # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
         # unique violation makes the whole write run again rather than overwrite what it did not see.
         for sql, params in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
@@ -545,11 +573,33 @@ class PostgresEngine(PostgresIndexes, Engine):
             start = after if last is None else StorageKey(last[0], last[1], last[2])
             return scan_statement(tid, h_low, h_high, start, limit)
 
-        for h, pk, sk, size, data in self._read_pages(build):
-            yield Row(StorageKey(h, pk, sk), size, data)
+        for h, pk, sk, size, data, whole_pk in self._read_pages(build):
+            yield Row(StorageKey(h, pk if whole_pk is None else whole_pk, sk), size, data)
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:
+    """An item's primary key as its columns hold it (see `postgres_indexes.stored_key`)."""
+    return tid, key.h, stored_key(key.pk, ITEM_KEY_LIMIT), key.sk
+
+
+def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
+    """Schema 5: rows whose keys were stored whole but are past the limits of `stored_key` take the new form."""
+    rows = cur.execute("SELECT tid, h, pk, sk FROM openddb_items WHERE length(pk) > %s", (ITEM_KEY_LIMIT,)).fetchall()
+    for tid, h, pk, sk in rows:
+        cur.execute("UPDATE openddb_items SET pk=%s, pkx=%s WHERE tid=%s AND h=%s AND pk=%s AND sk=%s",
+                    (stored_key(pk, ITEM_KEY_LIMIT), pk, tid, h, pk, sk))
+    rows = cur.execute("SELECT tid, iid, h, pk, sk, tpk, tsk FROM openddb_index_entries "
+                       "WHERE length(pk) > %s OR length(tpk) > %s OR length(tsk) > %s",
+                       (ENTRY_KEY_LIMIT,) * 3).fetchall()
+    for tid, iid, h, pk, sk, tpk, tsk in rows:
+        stored = entry_key(tid, iid, h, pk, sk, tpk, tsk)
+        cur.execute("UPDATE openddb_index_entries SET pk=%s, tpk=%s, tsk=%s, tpkx=%s, tskx=%s WHERE tid=%s "
+                    "AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s",
+                    (stored[3], stored[5], stored[6], whole_key(tpk, ENTRY_KEY_LIMIT), whole_key(tsk, ENTRY_KEY_LIMIT),
+                     tid, iid, h, pk, sk, tpk, tsk))
 
 
 def _token_text(token: str) -> str:

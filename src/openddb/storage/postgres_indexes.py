@@ -17,6 +17,7 @@ a write cannot replace an item between the chunk reading it and storing its entr
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,15 +32,43 @@ from openddb.storage.base import CatalogChanged, IndexKey, IndexRow, SortRange, 
 
 T = TypeVar("T")
 
-INDEX_MIGRATION = [
+# PostgreSQL holds a B-tree row to 2,704 bytes, less than DynamoDB's keys may take (a 2,048-byte partition key with a
+# 1,024-byte sort key; an index entry holds its index key and its item's key). So a key column holds a long key as
+# its first bytes and its SHA-256 (`stored_key`), and the whole key, where the engine must give it back, in a column
+# of its own (`pkx`, `tpkx`, `tskx`; NULL when the key is short). Only equality and paging see the stored form: no
+# partition key is ever read in order, and the table key in an entry only orders entries of equal index keys. The
+# sort key of an item or of an index entry (up to 1,024 bytes) is kept whole: queries read it in order.
+# The limits leave room beside the stored partition keys for a whole sort key: 1,024 bytes, more once encoded
+# (zero bytes are escaped), or a GSI sort key of several attributes up to about 2 KB in all.
+ITEM_KEY_LIMIT = 512  # bytes of an item's partition key kept as they are
+ENTRY_KEY_LIMIT = 128  # bytes of an entry's index partition key and of its item's partition and sort keys
+
+
+def stored_key(key: bytes, limit: int) -> bytes:
+    """A key as its column holds it: as it is up to `limit` bytes, else its first bytes and its SHA-256, `limit` in
+    all (so a stored key is its own stored form)."""
+    if len(key) <= limit:
+        return key
+    return key[:limit - 32] + hashlib.sha256(key).digest()
+
+
+def whole_key(key: bytes, limit: int) -> bytes | None:
+    """What the key's whole-key column holds: the key, if its stored form is not the key itself."""
+    return key if len(key) > limit else None
+
+
+# A schema migration's step: a statement, or a function of the migrating transaction's cursor.
+Migration = str | Callable[[psycopg.Cursor[Any]], None]
+
+INDEX_MIGRATION: list[Migration] = [
     "CREATE TABLE IF NOT EXISTS openddb_index_entries (tid BIGINT NOT NULL, iid BIGINT NOT NULL, h BIGINT NOT NULL, "
     "pk BYTEA NOT NULL, sk BYTEA NOT NULL, tpk BYTEA NOT NULL, tsk BYTEA NOT NULL, size INTEGER NOT NULL, "
     "data BYTEA NOT NULL, PRIMARY KEY (tid, iid, h, pk, sk, tpk, tsk))",
 ]
 
 _ENTRY_KEY = "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s"
-_PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
+_PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data, tpkx, tskx) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
         "DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data")
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 _TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
@@ -48,6 +77,12 @@ _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AN
 _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording, as SQLite's
 
 ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
+
+
+def entry_key(tid: int, iid: int, h: int, pk: bytes, sk: bytes, tpk: bytes, tsk: bytes) -> tuple[Any, ...]:
+    """An index entry's primary key as its columns hold it (see `stored_key`)."""
+    return (tid, iid, h, stored_key(pk, ENTRY_KEY_LIMIT), sk, stored_key(tpk, ENTRY_KEY_LIMIT),
+            stored_key(tsk, ENTRY_KEY_LIMIT))
 
 
 def one_row(cur: psycopg.Cursor[Any], sql: str, params: Sequence[Any] = ()) -> Any:
@@ -68,25 +103,26 @@ def index_query_statement(tid: int, iid: int, h: int, pk: bytes, sort: SortRange
                           after: IndexKey | None, limit: int) -> tuple[str, list[Any]]:
     """One page of an index Query: a range read on the (tid, iid, h, pk) prefix in (sk, tpk, tsk) order."""
     clauses = ["tid=%s", "iid=%s", "h=%s", "pk=%s"]
-    params: list[Any] = [tid, iid, h, pk]
+    params: list[Any] = [tid, iid, h, stored_key(pk, ENTRY_KEY_LIMIT)]
     add_sort_clauses(sort, "%s", clauses, params)
     if after is not None:
         clauses.append("(sk, tpk, tsk) > (%s, %s, %s)" if forward else "(sk, tpk, tsk) < (%s, %s, %s)")
-        params.extend((after.sk, after.tpk, after.tsk))
+        params.extend((after.sk, stored_key(after.tpk, ENTRY_KEY_LIMIT), stored_key(after.tsk, ENTRY_KEY_LIMIT)))
     params.append(limit)
     order = "ASC" if forward else "DESC"
-    return (f"SELECT sk, tpk, tsk, size, data FROM openddb_index_entries WHERE {' AND '.join(clauses)} "
+    return (f"SELECT sk, tpk, tsk, size, data, tpkx, tskx FROM openddb_index_entries WHERE {' AND '.join(clauses)} "
             f"ORDER BY sk {order}, tpk {order}, tsk {order} LIMIT %s"), params
 
 
 def index_scan_statement(tid: int, iid: int, h_low: int, h_high: int, after: IndexKey | None,
                          limit: int) -> tuple[str, list[Any]]:
     """One page of an index Scan segment, in (h, pk, sk, tpk, tsk) order."""
-    sql = "SELECT h, pk, sk, tpk, tsk, size, data FROM openddb_index_entries WHERE tid=%s AND iid=%s AND h>=%s AND h<%s"
+    sql = ("SELECT h, pk, sk, tpk, tsk, size, data, tpkx, tskx FROM openddb_index_entries "
+           "WHERE tid=%s AND iid=%s AND h>=%s AND h<%s")
     params: list[Any] = [tid, iid, h_low, h_high]
     if after is not None:
         sql += " AND (h, pk, sk, tpk, tsk) > (%s, %s, %s, %s, %s)"
-        params.extend((after.h, after.pk, after.sk, after.tpk, after.tsk))
+        params.extend(entry_key(0, 0, after.h, after.pk, after.sk, after.tpk, after.tsk)[2:])
     params.append(limit)
     return sql + " ORDER BY h, pk, sk, tpk, tsk LIMIT %s", params
 
@@ -147,11 +183,12 @@ class PostgresIndexes:
                 has_local = has_local or not index.is_global
                 before, after = entry_of(table, index, old, old_size), entry_of(table, index, new, new_size)
                 if before is not None and (after is None or (before.pk, before.sk) != (after.pk, after.sk)):
-                    deletes.append((tid, index.index_id, before.h, before.pk, before.sk, tpk, tsk))
+                    deletes.append(entry_key(tid, index.index_id, before.h, before.pk, before.sk, tpk, tsk))
                     before = None
                 if after is not None and (before is None or before.item != after.item):
-                    puts.append((tid, index.index_id, after.h, after.pk, after.sk, tpk, tsk, after.size,
-                                 orjson.dumps(after.item)))
+                    puts.append((*entry_key(tid, index.index_id, after.h, after.pk, after.sk, tpk, tsk), after.size,
+                                 orjson.dumps(after.item), whole_key(tpk, ENTRY_KEY_LIMIT),
+                                 whole_key(tsk, ENTRY_KEY_LIMIT)))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
         for sql, params in ((_DELETE, deletes), (_PUT, puts)):
@@ -172,8 +209,9 @@ class PostgresIndexes:
             start = after if last is None else IndexKey(h, pk, last[0], last[1], last[2])
             return index_query_statement(tid, iid, h, pk, sort, forward, start, limit)
 
-        for sk, tpk, tsk, size, data in self._read_pages(build):
-            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+        for sk, tpk, tsk, size, data, whole_tpk, whole_tsk in self._read_pages(build):
+            yield IndexRow(IndexKey(h, pk, sk, tpk if whole_tpk is None else whole_tpk,
+                                    tsk if whole_tsk is None else whole_tsk), size, data)
 
     def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
                    after: IndexKey | None) -> Iterator[IndexRow]:
@@ -183,8 +221,9 @@ class PostgresIndexes:
             start = after if last is None else IndexKey(*last[:5])
             return index_scan_statement(tid, iid, h_low, h_high, start, limit)
 
-        for h, pk, sk, tpk, tsk, size, data in self._read_pages(build):
-            yield IndexRow(IndexKey(h, pk, sk, tpk, tsk), size, data)
+        for h, pk, sk, tpk, tsk, size, data, whole_tpk, whole_tsk in self._read_pages(build):
+            yield IndexRow(IndexKey(h, pk, sk, tpk if whole_tpk is None else whole_tpk,
+                                    tsk if whole_tsk is None else whole_tsk), size, data)
 
     def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
         count, size = one_row(self._cursor(), "SELECT count(*), coalesce(sum(size), 0) FROM openddb_index_entries "
@@ -194,11 +233,12 @@ class PostgresIndexes:
     def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
         cur = self._cursor()
         size = one_row(cur, "SELECT coalesce(sum(size), 0) FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s",
-                       (meta.table_id, h, pk))[0]
+                       (meta.table_id, h, stored_key(pk, ITEM_KEY_LIMIT)))[0]
         local = [index.index_id for index in meta.indexes if not index.is_global]
         if local:
             size += one_row(cur, "SELECT coalesce(sum(size), 0) FROM openddb_index_entries "
-                            "WHERE tid=%s AND h=%s AND pk=%s AND iid = ANY(%s)", (meta.table_id, h, pk, local))[0]
+                            "WHERE tid=%s AND h=%s AND pk=%s AND iid = ANY(%s)",
+                            (meta.table_id, h, stored_key(pk, ENTRY_KEY_LIMIT), local))[0]
         return int(size)
 
     # --- online creation and deletion ---------------------------------------------------------------
@@ -216,27 +256,30 @@ class PostgresIndexes:
             # then each row locked and re-read by key. A row inserted meanwhile was written by a write that
             # already maintains this index; one deleted meanwhile needs no entry.
             if after is None:
-                keys = cur.execute("SELECT h, pk, sk FROM openddb_items WHERE tid=%s ORDER BY h, pk, sk LIMIT %s",
-                                   (tid, limit)).fetchall()
+                keys = cur.execute("SELECT h, pk, sk, pkx FROM openddb_items WHERE tid=%s ORDER BY h, pk, sk "
+                                   "LIMIT %s", (tid, limit)).fetchall()
             else:
-                keys = cur.execute("SELECT h, pk, sk FROM openddb_items WHERE tid=%s AND (h, pk, sk) > (%s, %s, %s) "
-                                   "ORDER BY h, pk, sk LIMIT %s", (tid, after.h, after.pk, after.sk, limit)).fetchall()
+                keys = cur.execute("SELECT h, pk, sk, pkx FROM openddb_items WHERE tid=%s AND (h, pk, sk) > "
+                                   "(%s, %s, %s) ORDER BY h, pk, sk LIMIT %s",
+                                   (tid, after.h, stored_key(after.pk, ITEM_KEY_LIMIT), after.sk, limit)).fetchall()
             if not keys:
                 return None
-            cur.executemany(_SHARE_ITEM, [(tid, h, pk, sk) for h, pk, sk in keys], returning=True)
+            cur.executemany(_SHARE_ITEM, [(tid, h, pk, sk) for h, pk, sk, _ in keys], returning=True)
             puts = []
-            for _h, pk, sk in keys:
+            for _h, pk, sk, whole_pk in keys:
                 found = cur.fetchone()
                 cur.nextset()
                 if found is None:
                     continue
                 entry = entry_of(live, current, orjson.loads(found[0]))
                 if entry is not None:
-                    puts.append((tid, current.index_id, entry.h, entry.pk, entry.sk, pk, sk, entry.size,
-                                 orjson.dumps(entry.item)))
+                    tpk = pk if whole_pk is None else whole_pk
+                    puts.append((*entry_key(tid, current.index_id, entry.h, entry.pk, entry.sk, tpk, sk),
+                                 entry.size, orjson.dumps(entry.item), whole_key(tpk, ENTRY_KEY_LIMIT),
+                                 whole_key(sk, ENTRY_KEY_LIMIT)))
             if puts:
                 cur.executemany(_PUT, puts)
-            return StorageKey(*keys[-1]) if len(keys) == limit else None
+            return StorageKey(*keys[-1][:3]) if len(keys) == limit else None
 
         return self._transact(chunk)
 
