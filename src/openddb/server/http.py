@@ -122,9 +122,9 @@ _BACKGROUND_RETRY_SECONDS = 0.01
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_head_bytes", "_headers", "_too_large",
-                 "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held", "parser", "server",
-                 "transport")
+    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_failed", "_head_bytes", "_headers",
+                 "_retry_due", "_too_large", "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held",
+                 "parser", "server", "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -149,6 +149,8 @@ class HttpProtocol(asyncio.Protocol):
         # The client is not reading its answers (the transport's buffer is past its high-water mark): requests
         # already received wait in `_deferred`, and nothing more is read, until it catches up.
         self._write_paused = False
+        self._retry_due = False  # a `_retry` is scheduled
+        self._failed = False  # malformed HTTP was answered: nothing more is read before the connection closes
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -167,8 +169,10 @@ class HttpProtocol(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_paused = False
         if self._deferred:
-            asyncio.get_running_loop().call_soon(self._retry)
-        elif self.transport is not None:
+            if not self._retry_due:
+                self._retry_due = True
+                asyncio.get_running_loop().call_soon(self._retry)
+        elif self.transport is not None and not self._failed:
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
@@ -330,9 +334,12 @@ class HttpProtocol(asyncio.Protocol):
         self._deferred.append(request)
         if self.transport is not None:
             self.transport.pause_reading()
-        asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
+        if not self._retry_due:
+            self._retry_due = True
+            asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
 
     def _retry(self) -> None:
+        self._retry_due = False
         engine = self.dispatcher.engine
         while self._deferred:
             if self._write_paused:  # `resume_writing` calls again
@@ -348,11 +355,12 @@ class HttpProtocol(asyncio.Protocol):
                 if patient:
                     engine.lock_wait = False
             if not done:
+                self._retry_due = True
                 asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
                 return
             self._deferred.popleft()
             self._attempts = 0
-        if self.transport is not None and not self._write_paused:
+        if self.transport is not None and not self._write_paused and not self._failed:
             self.transport.resume_reading()
             if self.server.closing:
                 self.close_if_idle()
@@ -360,6 +368,7 @@ class HttpProtocol(asyncio.Protocol):
     def _fail(self, status: int) -> None:
         """Malformed HTTP: answer after the answers already given, then close; read nothing more meanwhile."""
         if self.transport is not None and not self.transport.is_closing():
+            self._failed = True
             self.transport.pause_reading()
             self._answer(render_response(status, b"", b"text/plain", new_request_id(), False), False)
 
