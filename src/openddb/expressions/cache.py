@@ -16,7 +16,7 @@ from .parser import parse_condition, parse_projection, parse_update
 from .validate import check_condition, check_projection, check_update
 
 CACHE_SIZE = 4096
-CACHE_CHARS = 1024 * 1024  # of expression text per cache (their trees: tens of megabytes at most)
+CACHE_CHARS = 512 * 1024  # of expression text per cache (a tree takes up to ~70 times its text: ~35 MB at most)
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
@@ -35,6 +35,11 @@ class BoundedCache(Generic[_K, _V]):
     def get(self, key: _K) -> _V | None:
         return self._store.get(key)
 
+    @property
+    def lookup(self) -> Callable[[_K], _V | None]:
+        """The store's own `get` (a hit on the request path is one C call; the store is never replaced)."""
+        return self._store.get
+
     def put(self, key: _K, value: _V, chars: int) -> None:
         if len(self._store) >= self._entries or self._held + chars > self._limit:
             self._store.clear()
@@ -46,18 +51,6 @@ class BoundedCache(Generic[_K, _V]):
     def clear(self) -> None:
         self._store.clear()
         self._held = 0
-
-
-_T = TypeVar("_T")
-
-
-def _cached(cache: BoundedCache[tuple[str, bool], _T], build: Callable[[str, bool], _T],
-            text: str, limited: bool) -> _T:
-    hit = cache.get((text, limited))
-    if hit is None:
-        hit = build(text, limited)
-        cache.put((text, limited), hit, len(text))
-    return hit
 
 
 def _condition(text: str, limited: bool) -> Cond:
@@ -72,7 +65,7 @@ def _update(text: str, limited: bool) -> UpdateAst:
     return node
 
 
-def _projection(text: str, _limited: bool) -> tuple[Path, ...]:
+def _projection(text: str) -> tuple[Path, ...]:
     paths = parse_projection(text)
     check_projection(paths)
     return paths
@@ -80,20 +73,33 @@ def _projection(text: str, _limited: bool) -> tuple[Path, ...]:
 
 _CONDITIONS: BoundedCache[tuple[str, bool], Cond] = BoundedCache()
 _UPDATES: BoundedCache[tuple[str, bool], UpdateAst] = BoundedCache()
-_PROJECTIONS: BoundedCache[tuple[str, bool], tuple[Path, ...]] = BoundedCache()
+_PROJECTIONS: BoundedCache[str, tuple[Path, ...]] = BoundedCache()
+_condition_hit, _update_hit, _projection_hit = _CONDITIONS.lookup, _UPDATES.lookup, _PROJECTIONS.lookup
 
 
 def condition_tree(text: str, limited: bool = True) -> Cond:
     """The validated tree of a Condition/Filter/KeyCondition expression; raises ExpressionError. `limited`: held
     to the operator limit (see `check_condition`)."""
-    return _cached(_CONDITIONS, _condition, text, limited)
+    tree = _condition_hit((text, limited))
+    if tree is None:
+        tree = _condition(text, limited)
+        _CONDITIONS.put((text, limited), tree, len(text))
+    return tree
 
 
 def update_tree(text: str, limited: bool = True) -> UpdateAst:
     """The validated tree of an UpdateExpression; raises ExpressionError."""
-    return _cached(_UPDATES, _update, text, limited)
+    tree = _update_hit((text, limited))
+    if tree is None:
+        tree = _update(text, limited)
+        _UPDATES.put((text, limited), tree, len(text))
+    return tree
 
 
 def projection_tree(text: str) -> tuple[Path, ...]:
     """The validated paths of a ProjectionExpression; raises ExpressionError."""
-    return _cached(_PROJECTIONS, _projection, text, True)
+    paths = _projection_hit(text)
+    if paths is None:
+        paths = _projection(text)
+        _PROJECTIONS.put(text, paths, len(text))
+    return paths

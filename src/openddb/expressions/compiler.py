@@ -23,6 +23,7 @@ EMPTY = "The expression can not be empty;"
 # entry keeps the placeholders it used, for `check_all_used`. Entries whose placeholder tables are large are not
 # kept, and the cache holds at most CACHE_CHARS of expression text and tables.
 _COMPILED: BoundedCache[tuple[str, str, Any], tuple[Any, frozenset[str], frozenset[str]]] = BoundedCache()
+_compiled_hit = _COMPILED.lookup
 _CACHED_VALUES_MAX = 1024  # bytes of the values' JSON
 _CACHED_NAMES_MAX = 4096  # characters of the names
 
@@ -33,7 +34,7 @@ def _compiled(kind: str, text: str, attrs: ExpressionAttributes, build: Callable
     """``build(attrs)``, from the cache when this expression was compiled with equal placeholder tables."""
     fingerprint = attrs.fingerprint()
     key = (kind, text, fingerprint)
-    hit = _COMPILED.get(key)
+    hit = _compiled_hit(key)
     if hit is None:
         scoped = ExpressionAttributes(attrs.names, attrs.values)  # records this expression's placeholders alone
         compiled = build(scoped)
