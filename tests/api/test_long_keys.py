@@ -116,3 +116,36 @@ def test_a_binary_sort_key_of_zero_bytes_beside_the_longest_partition_key(ddb) -
     assert [item["l"]["B"][-1:] for item in ddb.query(**query, IndexName="byL", ScanIndexForward=False)["Items"]] \
         == [b"\x01", b"\x00"]
     ddb.delete_table(TableName=name)
+
+
+def test_keys_shaped_like_a_long_keys_digest_stay_apart(ddb) -> None:  # type: ignore[no-untyped-def]
+    """A store that keeps long keys as a prefix and a digest (PostgreSQL: past 512 bytes for an item's partition
+    key, 128 for an index entry's keys) must not mistake a key that is such a prefix and digest, one byte shorter
+    or of the same length, for the long key it was built from."""
+    import hashlib
+
+    name = unique_name("long")
+    ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "B"},
+                              {"AttributeName": "g", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{"IndexName": "byG", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}]}])
+    for limit, length in ((512, 700), (128, 300)):
+        long_key = bytes(_RANDOM.randrange(256) for _ in range(length))
+        digest = hashlib.sha256(long_key).digest()
+        lookalikes = [long_key[:limit - 32] + digest, long_key[:limit - 31] + digest]
+        ddb.put_item(TableName=name, Item={"pk": {"B": long_key}, "g": {"S": f"g{limit}"}})
+        for key in lookalikes:
+            assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"B": key}})
+            ddb.put_item(TableName=name, Item={"pk": {"B": key}, "g": {"S": f"g{limit}"}},
+                         ConditionExpression="attribute_not_exists(pk)")
+        same = {"TableName": name, "IndexName": "byG", "KeyConditionExpression": "g = :g",
+                "ExpressionAttributeValues": {":g": {"S": f"g{limit}"}}}
+        assert ddb.query(**same)["Count"] == 3
+        for key in lookalikes:
+            ddb.delete_item(TableName=name, Key={"pk": {"B": key}})
+        assert [item["pk"]["B"] for item in ddb.query(**same)["Items"]] == [long_key]
+        assert ddb.get_item(TableName=name, Key={"pk": {"B": long_key}})["Item"]["g"] == {"S": f"g{limit}"}
+    ddb.delete_table(TableName=name)

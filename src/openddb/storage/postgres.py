@@ -71,7 +71,7 @@ from openddb.storage.postgres_indexes import (
     entry_key,
     one_row,
     stored_key,
-    whole_key,
+    whole_keys,
 )
 
 log = logging.getLogger("openddb.storage")
@@ -101,13 +101,14 @@ _MIGRATIONS: dict[int, list[Migration]] = {
     # Long keys held as a prefix and a digest, whole beside (see postgres_indexes.stored_key); the keys stored
     # whole before, which were short enough for PostgreSQL's B-tree, are rewritten when past the new limits.
     5: ["ALTER TABLE openddb_items ADD COLUMN pkx BYTEA",
+        "ALTER TABLE openddb_index_entries ADD COLUMN pkx BYTEA",
         "ALTER TABLE openddb_index_entries ADD COLUMN tpkx BYTEA",
         "ALTER TABLE openddb_index_entries ADD COLUMN tskx BYTEA",
         lambda cur: _store_long_keys(cur),
         # A node of an older version still running would write a long key whole, beside its stored form: refused.
-        f"ALTER TABLE openddb_items ADD CONSTRAINT openddb_items_stored_pk CHECK (length(pk) <= {ITEM_KEY_LIMIT})",
-        f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK "
-        f"(length(pk) <= {ENTRY_KEY_LIMIT} AND length(tpk) <= {ENTRY_KEY_LIMIT} AND length(tsk) <= {ENTRY_KEY_LIMIT})"],
+        f"ALTER TABLE openddb_items ADD CONSTRAINT openddb_items_stored_pk CHECK (length(pk) <= {ITEM_KEY_LIMIT + 1})",
+        f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK (length(pk) <= "
+        f"{ENTRY_KEY_LIMIT + 1} AND length(tpk) <= {ENTRY_KEY_LIMIT + 1} AND length(tsk) <= {ENTRY_KEY_LIMIT + 1})"],
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -195,9 +196,11 @@ class PostgresEngine(PostgresIndexes, Engine):
         # Engine calls run on the node's event loop: a lock held by a node that stopped answering (not one that
         # died: the server frees its locks) must not stall this node for good. A write whose lock wait times out
         # is retried (see _RETRYABLE), then answered TransactionConflictException.
+        self._bounded_locks = True
         try:
             conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
         except psycopg.Error:  # an engine speaking the protocol without the setting: keep its default
+            self._bounded_locks = False
             log.info("the engine does not take lock_timeout; lock waits are not bounded")
         self.listening = False
         if self._listen_wanted is not False:
@@ -256,6 +259,8 @@ class PostgresEngine(PostgresIndexes, Engine):
         for attempt in range(MAX_ATTEMPTS):
             try:
                 cur.execute("BEGIN")
+                if self._bounded_locks:  # a node starting beside one that migrates waits for it, however long
+                    cur.execute("SET LOCAL lock_timeout = 0")
                 cur.execute(_CATALOG_TABLE)
                 # Serialises concurrent starts: the second node waits here, then finds the schema current.
                 cur.execute("INSERT INTO openddb_catalog VALUES ('schema_version', 0) ON CONFLICT (key) DO NOTHING")
@@ -569,8 +574,8 @@ class PostgresEngine(PostgresIndexes, Engine):
     def scan(self, meta: TableMeta, h_low: int, h_high: int, after: StorageKey | None) -> Iterator[Row]:
         tid = meta.table_id
 
-        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
-            start = after if last is None else StorageKey(last[0], last[1], last[2])
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
+            start = after if last is None else StorageKey(last[0], last[1] if last[5] is None else last[5], last[2])
             return scan_statement(tid, h_low, h_high, start, limit)
 
         for h, pk, sk, size, data, whole_pk in self._read_pages(build):
@@ -588,18 +593,21 @@ def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:
 def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
     """Schema 5: rows whose keys were stored whole but are past the limits of `stored_key` take the new form."""
     rows = cur.execute("SELECT tid, h, pk, sk FROM openddb_items WHERE length(pk) > %s", (ITEM_KEY_LIMIT,)).fetchall()
-    for tid, h, pk, sk in rows:
-        cur.execute("UPDATE openddb_items SET pk=%s, pkx=%s WHERE tid=%s AND h=%s AND pk=%s AND sk=%s",
-                    (stored_key(pk, ITEM_KEY_LIMIT), pk, tid, h, pk, sk))
+    log.info("schema 5: storing %d long item keys anew", len(rows))
+    if rows:
+        cur.executemany("UPDATE openddb_items SET pk=%s, pkx=%s WHERE tid=%s AND h=%s AND pk=%s AND sk=%s",
+                        [(stored_key(pk, ITEM_KEY_LIMIT), pk, tid, h, pk, sk) for tid, h, pk, sk in rows])
     rows = cur.execute("SELECT tid, iid, h, pk, sk, tpk, tsk FROM openddb_index_entries "
                        "WHERE length(pk) > %s OR length(tpk) > %s OR length(tsk) > %s",
                        (ENTRY_KEY_LIMIT,) * 3).fetchall()
+    log.info("schema 5: storing %d long index entry keys anew", len(rows))
+    updates = []
     for tid, iid, h, pk, sk, tpk, tsk in rows:
         stored = entry_key(tid, iid, h, pk, sk, tpk, tsk)
-        cur.execute("UPDATE openddb_index_entries SET pk=%s, tpk=%s, tsk=%s, tpkx=%s, tskx=%s WHERE tid=%s "
-                    "AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s",
-                    (stored[3], stored[5], stored[6], whole_key(tpk, ENTRY_KEY_LIMIT), whole_key(tsk, ENTRY_KEY_LIMIT),
-                     tid, iid, h, pk, sk, tpk, tsk))
+        updates.append((stored[3], stored[5], stored[6], *whole_keys(pk, tpk, tsk), tid, iid, h, pk, sk, tpk, tsk))
+    if updates:
+        cur.executemany("UPDATE openddb_index_entries SET pk=%s, tpk=%s, tsk=%s, pkx=%s, tpkx=%s, tskx=%s WHERE "
+                        "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s", updates)
 
 
 def _token_text(token: str) -> str:

@@ -45,11 +45,12 @@ ENTRY_KEY_LIMIT = 128  # bytes of an entry's index partition key and of its item
 
 
 def stored_key(key: bytes, limit: int) -> bytes:
-    """A key as its column holds it: as it is up to `limit` bytes, else its first bytes and its SHA-256, `limit` in
-    all (so a stored key is its own stored form)."""
+    """A key as its column holds it: as it is up to `limit` bytes, else its first bytes and its SHA-256, `limit` + 1
+    bytes in all, a length no key kept as it is has (so no short key can meet a long one's stored form). Never
+    applied twice: every key the engine reads back and pages on comes whole (`pkx`...)."""
     if len(key) <= limit:
         return key
-    return key[:limit - 32] + hashlib.sha256(key).digest()
+    return key[:limit - 31] + hashlib.sha256(key).digest()
 
 
 def whole_key(key: bytes, limit: int) -> bytes | None:
@@ -67,8 +68,8 @@ INDEX_MIGRATION: list[Migration] = [
 ]
 
 _ENTRY_KEY = "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s"
-_PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data, tpkx, tskx) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
+_PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data, pkx, tpkx, tskx) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
         "DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data")
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 _TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
@@ -77,6 +78,16 @@ _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AN
 _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording, as SQLite's
 
 ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
+
+
+def _whole(stored: bytes, whole: bytes | None) -> bytes:
+    """A key read back: its whole-key column if set, else the key column, which then holds it as it is."""
+    return stored if whole is None else whole
+
+
+def whole_keys(pk: bytes, tpk: bytes, tsk: bytes) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """An index entry's `pkx`, `tpkx` and `tskx`."""
+    return whole_key(pk, ENTRY_KEY_LIMIT), whole_key(tpk, ENTRY_KEY_LIMIT), whole_key(tsk, ENTRY_KEY_LIMIT)
 
 
 def entry_key(tid: int, iid: int, h: int, pk: bytes, sk: bytes, tpk: bytes, tsk: bytes) -> tuple[Any, ...]:
@@ -117,7 +128,7 @@ def index_query_statement(tid: int, iid: int, h: int, pk: bytes, sort: SortRange
 def index_scan_statement(tid: int, iid: int, h_low: int, h_high: int, after: IndexKey | None,
                          limit: int) -> tuple[str, list[Any]]:
     """One page of an index Scan segment, in (h, pk, sk, tpk, tsk) order."""
-    sql = ("SELECT h, pk, sk, tpk, tsk, size, data, tpkx, tskx FROM openddb_index_entries "
+    sql = ("SELECT h, pk, sk, tpk, tsk, size, data, tpkx, tskx, pkx FROM openddb_index_entries "
            "WHERE tid=%s AND iid=%s AND h>=%s AND h<%s")
     params: list[Any] = [tid, iid, h_low, h_high]
     if after is not None:
@@ -187,8 +198,7 @@ class PostgresIndexes:
                     before = None
                 if after is not None and (before is None or before.item != after.item):
                     puts.append((*entry_key(tid, index.index_id, after.h, after.pk, after.sk, tpk, tsk), after.size,
-                                 orjson.dumps(after.item), whole_key(tpk, ENTRY_KEY_LIMIT),
-                                 whole_key(tsk, ENTRY_KEY_LIMIT)))
+                                 orjson.dumps(after.item), *whole_keys(after.pk, tpk, tsk)))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
         for sql, params in ((_DELETE, deletes), (_PUT, puts)):
@@ -205,25 +215,26 @@ class PostgresIndexes:
                     after: IndexKey | None) -> Iterator[IndexRow]:
         tid, iid = meta.table_id, index.index_id
 
-        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
-            start = after if last is None else IndexKey(h, pk, last[0], last[1], last[2])
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
+            start = after if last is None else IndexKey(h, pk, last[0], _whole(last[1], last[5]),
+                                                        _whole(last[2], last[6]))
             return index_query_statement(tid, iid, h, pk, sort, forward, start, limit)
 
         for sk, tpk, tsk, size, data, whole_tpk, whole_tsk in self._read_pages(build):
-            yield IndexRow(IndexKey(h, pk, sk, tpk if whole_tpk is None else whole_tpk,
-                                    tsk if whole_tsk is None else whole_tsk), size, data)
+            yield IndexRow(IndexKey(h, pk, sk, _whole(tpk, whole_tpk), _whole(tsk, whole_tsk)), size, data)
 
     def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
                    after: IndexKey | None) -> Iterator[IndexRow]:
         tid, iid = meta.table_id, index.index_id
 
-        def build(last: Any, limit: int) -> tuple[str, list[Any]]:
-            start = after if last is None else IndexKey(*last[:5])
+        def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
+            start = after if last is None else IndexKey(last[0], _whole(last[1], last[9]), last[2],
+                                                        _whole(last[3], last[7]), _whole(last[4], last[8]))
             return index_scan_statement(tid, iid, h_low, h_high, start, limit)
 
-        for h, pk, sk, tpk, tsk, size, data, whole_tpk, whole_tsk in self._read_pages(build):
-            yield IndexRow(IndexKey(h, pk, sk, tpk if whole_tpk is None else whole_tpk,
-                                    tsk if whole_tsk is None else whole_tsk), size, data)
+        for h, pk, sk, tpk, tsk, size, data, whole_tpk, whole_tsk, whole_pk in self._read_pages(build):
+            yield IndexRow(IndexKey(h, _whole(pk, whole_pk), sk, _whole(tpk, whole_tpk), _whole(tsk, whole_tsk)),
+                           size, data)
 
     def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
         count, size = one_row(self._cursor(), "SELECT count(*), coalesce(sum(size), 0) FROM openddb_index_entries "
@@ -273,13 +284,15 @@ class PostgresIndexes:
                     continue
                 entry = entry_of(live, current, orjson.loads(found[0]))
                 if entry is not None:
-                    tpk = pk if whole_pk is None else whole_pk
+                    tpk = _whole(pk, whole_pk)
                     puts.append((*entry_key(tid, current.index_id, entry.h, entry.pk, entry.sk, tpk, sk),
-                                 entry.size, orjson.dumps(entry.item), whole_key(tpk, ENTRY_KEY_LIMIT),
-                                 whole_key(sk, ENTRY_KEY_LIMIT)))
+                                 entry.size, orjson.dumps(entry.item), *whole_keys(entry.pk, tpk, sk)))
             if puts:
                 cur.executemany(_PUT, puts)
-            return StorageKey(*keys[-1][:3]) if len(keys) == limit else None
+            if len(keys) < limit:
+                return None
+            h, pk, sk, whole_pk = keys[-1]
+            return StorageKey(h, _whole(pk, whole_pk), sk)  # (the next chunk's start: a whole key)
 
         return self._transact(chunk)
 
