@@ -93,3 +93,34 @@ def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(t
     assert seen["a"].count(b"HTTP/1.1 200") == 3 and seen["a"].count(b'{"UnprocessedItems":{}}') == 3
     assert seen["b"].count(b"HTTP/1.1 200") == 2
     assert seen["stored"] == 77
+
+
+def test_an_answer_without_the_dispatcher_waits_behind_a_deferred_request(tmp_path) -> None:
+    """A health check pipelined behind a write that waits for another worker's lock (deferred, retried) is
+    answered after that write, in request order, not ahead of it."""
+
+    async def scenario() -> bytes:
+        engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+        engine.optimistic, engine.lock_wait = True, False
+        clients, protocols = await connect(dispatcher_with_table(engine), 1)
+        other_worker = os.open(tmp_path / "openddb.lock", os.O_RDWR)
+        fcntl.flock(other_worker, fcntl.LOCK_EX)
+        timer = threading.Timer(0.2, lambda: fcntl.flock(other_worker, fcntl.LOCK_UN))
+        timer.start()
+        answers = [b""]
+        try:
+            protocols[0].data_received(_transact_put("t") + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            until = time.monotonic() + 3
+            while time.monotonic() < until and answers[0].count(b"HTTP/1.1 200") < 2:
+                await asyncio.sleep(0.005)
+                receive(clients, answers)
+        finally:
+            timer.join()
+            os.close(other_worker)
+        clients[0].close()
+        engine.close()
+        return answers[0]
+
+    answers = asyncio.run(scenario())
+    assert answers.count(b"HTTP/1.1 200") == 2
+    assert answers.index(b"application/x-amz-json-1.0") < answers.index(b"healthy: openddb")

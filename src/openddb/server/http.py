@@ -108,6 +108,14 @@ class _Request(NamedTuple):
     keep_alive: bool
 
 
+class _Ready(NamedTuple):
+    """An answer the dispatcher does not give (health check, 404, malformed HTTP), waiting behind requests
+    deferred on its connection."""
+
+    response: bytes
+    keep_alive: bool
+
+
 # A request that found the writer lock taken is tried again after this long, and after this many tries it waits.
 _RETRY_SECONDS = 0.001
 _MAX_ATTEMPTS = 20
@@ -139,7 +147,7 @@ class HttpProtocol(asyncio.Protocol):
         self.busy = False  # a request is being received or handled
         self.held = 0  # responses waiting for the group commit
         # Requests waiting for another worker to release the store's writer lock, in arrival order.
-        self._deferred: deque[_Request] = deque()
+        self._deferred: deque[_Request | _Ready] = deque()
         self._attempts = 0
         # A request asking to switch protocols (Connection: Upgrade, as `curl --http2` sends) is served as plain
         # HTTP/1.1, which RFC 7230 6.7 allows: the parser hands over at the end of its headers, and its body (this
@@ -321,7 +329,14 @@ class HttpProtocol(asyncio.Protocol):
 
     def _answer(self, response: bytes, keep_alive: bool) -> None:
         """Send an answer the dispatcher did not give (health check, 404, malformed HTTP) in its turn: after this
-        connection's answers still waiting for the group commit or the end of the pass."""
+        connection's requests still deferred, and its answers still waiting for the group commit or the end of
+        the pass."""
+        if self._deferred or self._write_paused:
+            self._deferred.append(_Ready(response, keep_alive))
+            return
+        self._answer_now(response, keep_alive)
+
+    def _answer_now(self, response: bytes, keep_alive: bool) -> None:
         if self.held:
             self.held += 1
             self.server.hold(self, _Request(b"", None, b"", False, b"", b"text/plain", keep_alive), response, None)
@@ -344,13 +359,18 @@ class HttpProtocol(asyncio.Protocol):
         while self._deferred:
             if self._write_paused:  # `resume_writing` calls again
                 return
+            first = self._deferred[0]
+            if isinstance(first, _Ready):
+                self._deferred.popleft()
+                self._answer_now(*first)
+                continue
             self._attempts += 1
             # After a while, wait for the lock outright so that a busy neighbour cannot starve us.
             patient = self._attempts > _MAX_ATTEMPTS
             if patient:
                 engine.lock_wait = True
             try:
-                done = self._execute(self._deferred[0])
+                done = self._execute(first)
             finally:
                 if patient:
                     engine.lock_wait = False
