@@ -26,19 +26,13 @@ class BoundedCache(Generic[_K, _V]):
     """A dict emptied whenever it would pass `entries` keys or `chars` of key text: a hit costs one lookup, and
     the working set of a real application (tens to hundreds of expressions) fills it again at once."""
 
-    __slots__ = ("_chars", "_entries", "_held", "_limit", "_store")
+    __slots__ = ("_entries", "_held", "_limit", "_store", "get")
 
     def __init__(self, entries: int = CACHE_SIZE, chars: int = CACHE_CHARS) -> None:
         self._store: dict[_K, _V] = {}
         self._entries, self._limit, self._held = entries, chars, 0
-
-    def get(self, key: _K) -> _V | None:
-        return self._store.get(key)
-
-    @property
-    def lookup(self) -> Callable[[_K], _V | None]:
-        """The store's own `get` (a hit on the request path is one C call; the store is never replaced)."""
-        return self._store.get
+        # The store's own `get`: a hit on the request path is one C call (the store is emptied, never replaced).
+        self.get: Callable[[_K], _V | None] = self._store.get
 
     def put(self, key: _K, value: _V, chars: int) -> None:
         if len(self._store) >= self._entries or self._held + chars > self._limit:
@@ -47,10 +41,6 @@ class BoundedCache(Generic[_K, _V]):
         if chars <= self._limit:
             self._store[key] = value
             self._held += chars
-
-    def clear(self) -> None:
-        self._store.clear()
-        self._held = 0
 
 
 def _condition(text: str, limited: bool) -> Cond:
@@ -74,7 +64,7 @@ def _projection(text: str) -> tuple[Path, ...]:
 _CONDITIONS: BoundedCache[tuple[str, bool], Cond] = BoundedCache()
 _UPDATES: BoundedCache[tuple[str, bool], UpdateAst] = BoundedCache()
 _PROJECTIONS: BoundedCache[str, tuple[Path, ...]] = BoundedCache()
-_condition_hit, _update_hit, _projection_hit = _CONDITIONS.lookup, _UPDATES.lookup, _PROJECTIONS.lookup
+_condition_hit, _update_hit, _projection_hit = _CONDITIONS.get, _UPDATES.get, _PROJECTIONS.get
 
 
 def condition_tree(text: str, limited: bool = True) -> Cond:

@@ -23,7 +23,7 @@ EMPTY = "The expression can not be empty;"
 # entry keeps the placeholders it used, for `check_all_used`. Entries whose placeholder tables are large are not
 # kept, and the cache holds at most CACHE_CHARS of expression text and tables.
 _COMPILED: BoundedCache[tuple[str, str, Any], tuple[Any, frozenset[str], frozenset[str]]] = BoundedCache()
-_compiled_hit = _COMPILED.lookup
+_compiled_hit = _COMPILED.get
 _CACHED_VALUES_MAX = 1024  # bytes of the values' JSON
 _CACHED_NAMES_MAX = 4096  # characters of the names
 
