@@ -70,6 +70,7 @@ from openddb.storage.postgres_indexes import (
     PostgresIndexes,
     entry_key,
     one_row,
+    read_key,
     stored_key,
     whole_keys,
 )
@@ -81,7 +82,29 @@ CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
 
-# Migrations: target version -> statements. Only portable DDL (no extensions, no PostgreSQL-only types).
+
+def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
+    """Schema 5: rows whose keys were stored whole but are past the limits of `stored_key` take the new form."""
+    rows = cur.execute("SELECT tid, h, pk, sk FROM openddb_items WHERE length(pk) > %s", (ITEM_KEY_LIMIT,)).fetchall()
+    log.info("schema 5: storing %d long item keys anew", len(rows))
+    if rows:
+        cur.executemany("UPDATE openddb_items SET pk=%s, pkx=%s WHERE tid=%s AND h=%s AND pk=%s AND sk=%s",
+                        [(stored_key(pk, ITEM_KEY_LIMIT), pk, tid, h, pk, sk) for tid, h, pk, sk in rows])
+    rows = cur.execute("SELECT tid, iid, h, pk, sk, tpk, tsk FROM openddb_index_entries "
+                       "WHERE length(pk) > %s OR length(tpk) > %s OR length(tsk) > %s",
+                       (ENTRY_KEY_LIMIT,) * 3).fetchall()
+    log.info("schema 5: storing %d long index entry keys anew", len(rows))
+    updates = []
+    for tid, iid, h, pk, sk, tpk, tsk in rows:
+        stored = entry_key(tid, iid, h, pk, sk, tpk, tsk)
+        updates.append((stored[3], stored[5], stored[6], *whole_keys(pk, tpk, tsk), tid, iid, h, pk, sk, tpk, tsk))
+    if updates:
+        cur.executemany("UPDATE openddb_index_entries SET pk=%s, tpk=%s, tsk=%s, pkx=%s, tpkx=%s, tskx=%s WHERE "
+                        "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s", updates)
+
+
+# Migrations: target version -> steps (statements, or functions of the cursor). Only portable DDL (no
+# extensions, no PostgreSQL-only types).
 _CATALOG_TABLE = "CREATE TABLE IF NOT EXISTS openddb_catalog (key VARCHAR(64) PRIMARY KEY, value BIGINT NOT NULL)"
 _MIGRATIONS: dict[int, list[Migration]] = {
     1: [
@@ -104,7 +127,7 @@ _MIGRATIONS: dict[int, list[Migration]] = {
         "ALTER TABLE openddb_index_entries ADD COLUMN pkx BYTEA",
         "ALTER TABLE openddb_index_entries ADD COLUMN tpkx BYTEA",
         "ALTER TABLE openddb_index_entries ADD COLUMN tskx BYTEA",
-        lambda cur: _store_long_keys(cur),
+        _store_long_keys,
         # A node of an older version still running would write a long key whole, beside its stored form: refused.
         f"ALTER TABLE openddb_items ADD CONSTRAINT openddb_items_stored_pk CHECK (length(pk) <= {ITEM_KEY_LIMIT + 1})",
         f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK (length(pk) <= "
@@ -575,11 +598,11 @@ class PostgresEngine(PostgresIndexes, Engine):
         tid = meta.table_id
 
         def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
-            start = after if last is None else StorageKey(last[0], last[1] if last[5] is None else last[5], last[2])
+            start = after if last is None else StorageKey(last[0], read_key(last[1], last[5]), last[2])
             return scan_statement(tid, h_low, h_high, start, limit)
 
         for h, pk, sk, size, data, whole_pk in self._read_pages(build):
-            yield Row(StorageKey(h, pk if whole_pk is None else whole_pk, sk), size, data)
+            yield Row(StorageKey(h, read_key(pk, whole_pk), sk), size, data)
 
     def close(self) -> None:
         self._conn.close()
@@ -588,26 +611,6 @@ class PostgresEngine(PostgresIndexes, Engine):
 def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:
     """An item's primary key as its columns hold it (see `postgres_indexes.stored_key`)."""
     return tid, key.h, stored_key(key.pk, ITEM_KEY_LIMIT), key.sk
-
-
-def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
-    """Schema 5: rows whose keys were stored whole but are past the limits of `stored_key` take the new form."""
-    rows = cur.execute("SELECT tid, h, pk, sk FROM openddb_items WHERE length(pk) > %s", (ITEM_KEY_LIMIT,)).fetchall()
-    log.info("schema 5: storing %d long item keys anew", len(rows))
-    if rows:
-        cur.executemany("UPDATE openddb_items SET pk=%s, pkx=%s WHERE tid=%s AND h=%s AND pk=%s AND sk=%s",
-                        [(stored_key(pk, ITEM_KEY_LIMIT), pk, tid, h, pk, sk) for tid, h, pk, sk in rows])
-    rows = cur.execute("SELECT tid, iid, h, pk, sk, tpk, tsk FROM openddb_index_entries "
-                       "WHERE length(pk) > %s OR length(tpk) > %s OR length(tsk) > %s",
-                       (ENTRY_KEY_LIMIT,) * 3).fetchall()
-    log.info("schema 5: storing %d long index entry keys anew", len(rows))
-    updates = []
-    for tid, iid, h, pk, sk, tpk, tsk in rows:
-        stored = entry_key(tid, iid, h, pk, sk, tpk, tsk)
-        updates.append((stored[3], stored[5], stored[6], *whole_keys(pk, tpk, tsk), tid, iid, h, pk, sk, tpk, tsk))
-    if updates:
-        cur.executemany("UPDATE openddb_index_entries SET pk=%s, tpk=%s, tsk=%s, pkx=%s, tpkx=%s, tskx=%s WHERE "
-                        "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=%s", updates)
 
 
 def _token_text(token: str) -> str:

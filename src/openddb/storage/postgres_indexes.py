@@ -26,7 +26,7 @@ import psycopg
 
 from openddb.errors import ItemCollectionSizeLimitExceededException
 from openddb.model import Item
-from openddb.model.indexes import ITEM_COLLECTION_LIMIT, entry_of
+from openddb.model.indexes import ITEM_COLLECTION_LIMIT, IndexEntry, entry_of
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.storage.base import CatalogChanged, IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
 
@@ -80,7 +80,7 @@ _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess a
 ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
 
 
-def _whole(stored: bytes, whole: bytes | None) -> bytes:
+def read_key(stored: bytes, whole: bytes | None) -> bytes:
     """A key read back: its whole-key column if set, else the key column, which then holds it as it is."""
     return stored if whole is None else whole
 
@@ -94,6 +94,12 @@ def entry_key(tid: int, iid: int, h: int, pk: bytes, sk: bytes, tpk: bytes, tsk:
     """An index entry's primary key as its columns hold it (see `stored_key`)."""
     return (tid, iid, h, stored_key(pk, ENTRY_KEY_LIMIT), sk, stored_key(tpk, ENTRY_KEY_LIMIT),
             stored_key(tsk, ENTRY_KEY_LIMIT))
+
+
+def _entry_row(tid: int, entry: IndexEntry, index_id: int, tpk: bytes, tsk: bytes) -> tuple[Any, ...]:
+    """The parameters of `_PUT` for an entry (`model.indexes.entry_of`) of the item keyed (tpk, tsk)."""
+    return (*entry_key(tid, index_id, entry.h, entry.pk, entry.sk, tpk, tsk), entry.size, orjson.dumps(entry.item),
+            *whole_keys(entry.pk, tpk, tsk))
 
 
 def one_row(cur: psycopg.Cursor[Any], sql: str, params: Sequence[Any] = ()) -> Any:
@@ -133,7 +139,8 @@ def index_scan_statement(tid: int, iid: int, h_low: int, h_high: int, after: Ind
     params: list[Any] = [tid, iid, h_low, h_high]
     if after is not None:
         sql += " AND (h, pk, sk, tpk, tsk) > (%s, %s, %s, %s, %s)"
-        params.extend(entry_key(0, 0, after.h, after.pk, after.sk, after.tpk, after.tsk)[2:])
+        params.extend((after.h, stored_key(after.pk, ENTRY_KEY_LIMIT), after.sk, stored_key(after.tpk, ENTRY_KEY_LIMIT),
+                       stored_key(after.tsk, ENTRY_KEY_LIMIT)))
     params.append(limit)
     return sql + " ORDER BY h, pk, sk, tpk, tsk LIMIT %s", params
 
@@ -197,8 +204,7 @@ class PostgresIndexes:
                     deletes.append(entry_key(tid, index.index_id, before.h, before.pk, before.sk, tpk, tsk))
                     before = None
                 if after is not None and (before is None or before.item != after.item):
-                    puts.append((*entry_key(tid, index.index_id, after.h, after.pk, after.sk, tpk, tsk), after.size,
-                                 orjson.dumps(after.item), *whole_keys(after.pk, tpk, tsk)))
+                    puts.append(_entry_row(tid, after, index.index_id, tpk, tsk))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
         for sql, params in ((_DELETE, deletes), (_PUT, puts)):
@@ -216,24 +222,24 @@ class PostgresIndexes:
         tid, iid = meta.table_id, index.index_id
 
         def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
-            start = after if last is None else IndexKey(h, pk, last[0], _whole(last[1], last[5]),
-                                                        _whole(last[2], last[6]))
+            start = after if last is None else IndexKey(h, pk, last[0], read_key(last[1], last[5]),
+                                                        read_key(last[2], last[6]))
             return index_query_statement(tid, iid, h, pk, sort, forward, start, limit)
 
         for sk, tpk, tsk, size, data, whole_tpk, whole_tsk in self._read_pages(build):
-            yield IndexRow(IndexKey(h, pk, sk, _whole(tpk, whole_tpk), _whole(tsk, whole_tsk)), size, data)
+            yield IndexRow(IndexKey(h, pk, sk, read_key(tpk, whole_tpk), read_key(tsk, whole_tsk)), size, data)
 
     def index_scan(self, meta: TableMeta, index: IndexMeta, h_low: int, h_high: int,
                    after: IndexKey | None) -> Iterator[IndexRow]:
         tid, iid = meta.table_id, index.index_id
 
         def build(last: Any, limit: int) -> tuple[str, list[Any]]:  # (paging on whole keys: see stored_key)
-            start = after if last is None else IndexKey(last[0], _whole(last[1], last[9]), last[2],
-                                                        _whole(last[3], last[7]), _whole(last[4], last[8]))
+            start = after if last is None else IndexKey(last[0], read_key(last[1], last[9]), last[2],
+                                                        read_key(last[3], last[7]), read_key(last[4], last[8]))
             return index_scan_statement(tid, iid, h_low, h_high, start, limit)
 
         for h, pk, sk, tpk, tsk, size, data, whole_tpk, whole_tsk, whole_pk in self._read_pages(build):
-            yield IndexRow(IndexKey(h, _whole(pk, whole_pk), sk, _whole(tpk, whole_tpk), _whole(tsk, whole_tsk)),
+            yield IndexRow(IndexKey(h, read_key(pk, whole_pk), sk, read_key(tpk, whole_tpk), read_key(tsk, whole_tsk)),
                            size, data)
 
     def index_stats(self, meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
@@ -284,15 +290,13 @@ class PostgresIndexes:
                     continue
                 entry = entry_of(live, current, orjson.loads(found[0]))
                 if entry is not None:
-                    tpk = _whole(pk, whole_pk)
-                    puts.append((*entry_key(tid, current.index_id, entry.h, entry.pk, entry.sk, tpk, sk),
-                                 entry.size, orjson.dumps(entry.item), *whole_keys(entry.pk, tpk, sk)))
+                    puts.append(_entry_row(tid, entry, current.index_id, read_key(pk, whole_pk), sk))
             if puts:
                 cur.executemany(_PUT, puts)
             if len(keys) < limit:
                 return None
             h, pk, sk, whole_pk = keys[-1]
-            return StorageKey(h, _whole(pk, whole_pk), sk)  # (the next chunk's start: a whole key)
+            return StorageKey(h, read_key(pk, whole_pk), sk)  # (the next chunk's start: a whole key)
 
         return self._transact(chunk)
 
