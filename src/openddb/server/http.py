@@ -177,11 +177,9 @@ class HttpProtocol(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._write_paused = False
         if self._deferred:
-            if not self._retry_due:
-                self._retry_due = True
-                asyncio.get_running_loop().call_soon(self._retry)
-        elif self.transport is not None and not self._failed:
-            self.transport.resume_reading()
+            self._schedule_retry(0)
+        else:
+            self._resume_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._head_bytes is not None:
@@ -349,9 +347,21 @@ class HttpProtocol(asyncio.Protocol):
         self._deferred.append(request)
         if self.transport is not None:
             self.transport.pause_reading()
+        self._schedule_retry(_RETRY_SECONDS)
+
+    def _schedule_retry(self, delay: float) -> None:
+        """Run `_retry` after `delay` seconds, unless it is already due (one retry loop per connection)."""
         if not self._retry_due:
             self._retry_due = True
-            asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
+            asyncio.get_running_loop().call_later(delay, self._retry)
+
+    def _resume_reading(self) -> bool:
+        """Read again, unless the client is behind on its answers or the connection waits to close; whether it
+        does."""
+        if self.transport is None or self._write_paused or self._failed:
+            return False
+        self.transport.resume_reading()
+        return True
 
     def _retry(self) -> None:
         self._retry_due = False
@@ -375,15 +385,12 @@ class HttpProtocol(asyncio.Protocol):
                 if patient:
                     engine.lock_wait = False
             if not done:
-                self._retry_due = True
-                asyncio.get_running_loop().call_later(_RETRY_SECONDS, self._retry)
+                self._schedule_retry(_RETRY_SECONDS)
                 return
             self._deferred.popleft()
             self._attempts = 0
-        if self.transport is not None and not self._write_paused and not self._failed:
-            self.transport.resume_reading()
-            if self.server.closing:
-                self.close_if_idle()
+        if self._resume_reading() and self.server.closing:
+            self.close_if_idle()
 
     def _fail(self, status: int) -> None:
         """Malformed HTTP: answer after the answers already given, then close; read nothing more meanwhile."""
