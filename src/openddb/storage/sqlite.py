@@ -248,6 +248,16 @@ _TOKEN_SWEEP_EVERY = 256
 
 _BLIND = object()  # a staged write that did not read its row: nothing to check at commit
 
+# Blobs are bound as bytearrays. sqlite3 binds int, float, str and bytearray as they are, but passes every other
+# type, bytes included, through its adapter protocol first (a registry look-up and two attribute look-ups):
+# about 0.7 us a value, against 0.25 us for the copy into a bytearray. Keys stay bytes elsewhere (hashable).
+_blob = bytearray
+
+
+def _bound(where: tuple[int, int, bytes, bytes]) -> tuple[int, int, bytearray, bytearray]:
+    """A row's (tid, h, pk, sk) as SQL parameters."""
+    return where[0], where[1], _blob(where[2]), _blob(where[3])
+
 
 class _Staged:
     """An optimistic write waiting for `flush`: the row as read (`expected`, or `_BLIND`; `original` parsed) and
@@ -276,7 +286,7 @@ def _blind_outcome(op: WriteOp) -> tuple[Item | None, int, bytes | None]:
 
 def _stored(db: sqlite3.Connection, where: tuple[int, int, bytes, bytes]) -> tuple[Item | None, int, bytes | None]:
     """The item stored under `where` (tid, h, pk, sk), parsed, with its size and its stored bytes."""
-    found = db.execute(_GET, where).fetchone()
+    found = db.execute(_GET, _bound(where)).fetchone()
     if found is None:
         return None, 0, None
     return orjson.loads(found[1]), found[0], found[1]
@@ -284,7 +294,7 @@ def _stored(db: sqlite3.Connection, where: tuple[int, int, bytes, bytes]) -> tup
 
 def _row(db: sqlite3.Connection, meta: TableMeta, key: StorageKey) -> Row | None:
     """The stored row under a key, read through `db` as it stands (no snapshot renewal in between)."""
-    found = db.execute(_GET, (meta.table_id, key.h, key.pk, key.sk)).fetchone()
+    found = db.execute(_GET, (meta.table_id, key.h, _blob(key.pk), _blob(key.sk))).fetchone()
     return None if found is None else Row(key, found[0], found[1])
 
 
@@ -567,16 +577,17 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 self._record_token(token)
             for op in ops:
                 key = op.key
-                params = (op.table.table_id, key.h, key.pk, key.sk)
+                params = (op.table.table_id, key.h, _blob(key.pk), _blob(key.sk))
                 if op.blind and not op.table.indexes:
                     new, new_size, data = _blind_outcome(op)
                     if data is None:
                         db.execute(_DELETE, params)
                     else:
-                        db.execute(_UPSERT, (*params, new_size, data))
+                        db.execute(_UPSERT, (*params, new_size, _blob(data)))
                     results.append(WriteResult(None, new, 0, new_size))
                     continue
-                old, old_size, _ = _stored(db, params)
+                found = db.execute(_GET, params).fetchone()
+                old, old_size = (None, 0) if found is None else (orjson.loads(found[1]), found[0])
                 new = op.apply(old)
                 if new is old:
                     results.append(WriteResult(old, old, old_size, old_size))
@@ -588,7 +599,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                     results.append(WriteResult(old, None, old_size, 0))
                     continue
                 new_size = item_size(new)
-                db.execute(_UPSERT, (*params, new_size, orjson.dumps(new)))
+                db.execute(_UPSERT, (*params, new_size, _blob(orjson.dumps(new))))
                 results.append(WriteResult(old, new, old_size, new_size))
             if token is not None:  # the sizes a repeat of the request reports
                 db.execute(_SIZE_TOKEN, (charged_sizes(results), token.token))
@@ -608,7 +619,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def _write_blind(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Write items nothing needs to read first (`WriteOp.blind`): every row is built before the first is
         written, so a rejected request writes nothing and needs no savepoint."""
-        rows: list[tuple[tuple[int, int, bytes, bytes], int, bytes | None]] = []
+        rows: list[tuple[tuple[int, int, bytearray, bytearray], int, bytes | None]] = []
         results: list[WriteResult] = []
         db = self._db
         writing = False
@@ -616,17 +627,18 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             for op in ops:
                 key = op.key
                 new, size, data = _blind_outcome(op)
-                rows.append(((op.table.table_id, key.h, key.pk, key.sk), size, data))
+                rows.append(((op.table.table_id, key.h, _blob(key.pk), _blob(key.sk)), size, data))
                 results.append(WriteResult(None, new, 0, size))
             writing = True
-            if all(data is not None for _, _, data in rows):  # puts alone (a batch's usual case): one call
-                db.executemany(_UPSERT, [(*params, size, data) for params, size, data in rows])
+            puts = [(*params, size, _blob(data)) for params, size, data in rows if data is not None]
+            if len(puts) == len(rows):  # puts alone (a batch's usual case): one call
+                db.executemany(_UPSERT, puts)
             else:
                 for params, size, data in rows:
                     if data is None:
                         db.execute(_DELETE, params)
                     else:
-                        db.execute(_UPSERT, (*params, size, data))
+                        db.execute(_UPSERT, (*params, size, _blob(data)))
         except BaseException:
             if not self.group_commit:
                 self._rollback()
@@ -699,8 +711,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             return
         try:
             for where, entry in overlay.items():
+                row = _bound(where)
                 if entry.expected is not _BLIND:
-                    found = db.execute(_GET_DATA, where).fetchone()
+                    found = db.execute(_GET_DATA, row).fetchone()
                     if (None if found is None else found[0]) != entry.expected:
                         self._conflict = True
                         self._rollback()
@@ -710,9 +723,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 if entry.table.indexes:  # from the committed item to the final one, before the row is written
                     self._maintain_indexes(entry.table, StorageKey(*where[1:]), entry.original, entry.item)
                 if entry.data is None:
-                    db.execute(_DELETE, where)
+                    db.execute(_DELETE, row)
                 else:
-                    db.execute(_UPSERT, (*where, entry.size, entry.data))
+                    db.execute(_UPSERT, (*row, entry.size, _blob(entry.data)))
             self._commit()
             self.group_commits += 1
         except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
@@ -785,7 +798,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
               after: bytes | None) -> Iterator[Row]:
         clauses = ["tid=?", "h=?", "pk=?"]
-        params: list[object] = [meta.table_id, h, pk]
+        params: list[object] = [meta.table_id, h, _blob(pk)]
         add_sort_clauses(sort, "?", clauses, params)
         if after is not None:
             clauses.append("sk>?" if forward else "sk<?")
