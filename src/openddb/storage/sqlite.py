@@ -709,6 +709,8 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._conflict = True
             self._rollback()
             return
+        puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
+        deletes: list[tuple[int, int, bytearray, bytearray]] = []
         try:
             for where, entry in overlay.items():
                 row = _bound(where)
@@ -720,12 +722,21 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                         return
                 if not entry.written:
                     continue
-                if entry.table.indexes:  # from the committed item to the final one, before the row is written
+                if entry.table.indexes:
+                    # From the committed item to the final one, before the row is written: the upkeep's item
+                    # collection check sums the partition's rows as the group's earlier writes left them.
                     self._maintain_indexes(entry.table, StorageKey(*where[1:]), entry.original, entry.item)
-                if entry.data is None:
-                    db.execute(_DELETE, row)
+                    if entry.data is None:
+                        db.execute(_DELETE, row)
+                    else:
+                        db.execute(_UPSERT, (*row, entry.size, _blob(entry.data)))
+                elif entry.data is None:
+                    deletes.append(row)
                 else:
-                    db.execute(_UPSERT, (*row, entry.size, _blob(entry.data)))
+                    puts.append((*row, entry.size, _blob(entry.data)))
+            # The rows of tables without indexes, which nothing in the group reads again: one call per statement.
+            db.executemany(_DELETE, deletes)
+            db.executemany(_UPSERT, puts)
             self._commit()
             self.group_commits += 1
         except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
