@@ -41,6 +41,11 @@ _PUT = ("INSERT INTO index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) V
 _DELETE = "DELETE FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=? AND sk=? AND tpk=? AND tsk=?"
 _ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording
 
+# Blobs are bound as bytearrays. sqlite3 binds int, float, str and bytearray as they are, but passes every other
+# type, bytes included, through its adapter protocol first (a registry look-up and two attribute look-ups):
+# about 0.7 us a value, against 0.25 us for the copy into a bytearray. Keys stay bytes elsewhere (hashable).
+blob = bytearray
+
 
 def index_scan_sql(tid: int, iid: int, h_low: int, h_high: int,
                    after: IndexKey | None) -> tuple[str, list[object]]:
@@ -98,11 +103,12 @@ class SQLiteIndexes:
             has_local = has_local or not index.is_global
             before, after = entry_of(live, index, old, old_size), entry_of(live, index, new, new_size)
             if before is not None and (after is None or (before.pk, before.sk) != (after.pk, after.sk)):
-                db.execute(_DELETE, (tid, index.index_id, before.h, before.pk, before.sk, key.pk, key.sk))
+                db.execute(_DELETE, (tid, index.index_id, before.h, blob(before.pk), blob(before.sk), blob(key.pk),
+                                     blob(key.sk)))
                 before = None
             if after is not None and (before is None or before.item != after.item):
-                db.execute(_PUT, (tid, index.index_id, after.h, after.pk, after.sk, key.pk, key.sk, after.size,
-                                  orjson.dumps(after.item)))
+                db.execute(_PUT, (tid, index.index_id, after.h, blob(after.pk), blob(after.sk), blob(key.pk),
+                                  blob(key.sk), after.size, blob(orjson.dumps(after.item))))
         if has_local and new is not None:
             # The item row itself is written after this call: count the new item instead of the old one.
             grown = self.collection_size(live, key.h, key.pk) - old_size + new_size
