@@ -1,11 +1,11 @@
 """TagResource, UntagResource and ListTagsOfResource, and the tag rules CreateTable shares.
 
-A tag's key (1-128 characters) and value (up to 256) are the API's constrained members, refused as constraint
-violations like any other (an empty key: "1 validation error detected: Value '' at 'tags.1.member.key' ...", quoted
-from DynamoDB in scylladb issue 16904, 2024; the other lengths, a missing member and UntagResource's keys are
-taken to be refused alike, inferred). The rest DynamoDB checks by hand and words itself ('The Tag Key
-provided is invalid, ...'): letters, digits and spaces of any script or _ . : / = + - @, no 'aws:' prefix, no key
-twice in one request, at most 50 per table."""
+DynamoDB checks tags by hand and words the refusals itself, tag by tag, key before value: a key of 1-128 and a
+value of up to 256 letters, digits and spaces of any script or _ . : / = + - @ ('The Tag Key provided is invalid,
+Key: ...', 'Key: null' when it is missing; the same for values), no 'aws:' prefix, no key twice in one request, at
+most 50 per table. The texts for lengths and missing members are as DynamoDB answered in October 2026 (recorded
+in aws-controllers-k8s/dynamodb-controller's api-quirks, DDB-TABLE-107, 110 and 457); in 2024 an empty key was
+still refused as a constraint violation of 'tags.1.member.key' (scylladb issue 16904)."""
 
 from __future__ import annotations
 
@@ -19,15 +19,14 @@ from openddb.api.context import RequestContext
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import TableMeta
 
-TAGS = v.List(v.Struct({"Key": v.Str(required=True, min_len=1, max_len=128),
-                        "Value": v.Str(required=True, max_len=256)}))
+TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))  # (their presence and lengths: `check_tags`)
 MAX_TAGS = 50
 _TAG_PUNCTUATION = frozenset("_.:/=+-@")
 
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(TAGS.member, required=True)})
 UNTAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
-                           "TagKeys": v.List(v.Str(min_len=1, max_len=128), required=True)})  # (as a Tag's Key)
+                           "TagKeys": v.List(v.Str(), required=True)})
 LIST_TAGS = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                       "NextToken": v.Str()})
 
@@ -76,15 +75,16 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     return {}
 
 
-def _tag_text(text: str) -> bool:
-    """A tag key or value of the characters DynamoDB accepts: letters, digits and spaces of any script, and
-    _ . : / = + - @ (its presence and length are the request shape's constraints, checked before)."""
-    return all(ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
+def _tag_text(text: str, shortest: int, longest: int) -> bool:
+    """A tag key or value DynamoDB accepts: `shortest` to `longest` characters, each a letter, digit or space of
+    any script, or one of _ . : / = + - @."""
+    return shortest <= len(text) <= longest and all(
+        ch.isalnum() or ch in _TAG_PUNCTUATION or unicodedata.category(ch).startswith("Z") for ch in text)
 
 
-def _check_tag_key(key: str) -> None:
-    if not _tag_text(key):
-        raise ValidationException(f"The Tag Key provided is invalid, Key: {key}")
+def _check_tag_key(key: str | None) -> None:
+    if key is None or not _tag_text(key, 1, 128):
+        raise ValidationException(f"The Tag Key provided is invalid, Key: {'null' if key is None else key}")
     if key[:4].lower() == "aws:":
         raise ValidationException(f"Tag Key cannot be prefixed with aws:, Key: {key}")
 
@@ -92,9 +92,10 @@ def _check_tag_key(key: str) -> None:
 def check_tags(tags: list[dict[str, str]]) -> None:
     """Each tag as DynamoDB checks it, and no key twice."""
     for tag in tags:
-        _check_tag_key(tag["Key"])
-        if not _tag_text(tag["Value"]):
-            raise ValidationException(f"The Tag Value provided is invalid, Value: {tag['Value']}")
+        _check_tag_key(tag.get("Key"))
+        value = tag.get("Value")
+        if value is None or not _tag_text(value, 0, 256):
+            raise ValidationException(f"The Tag Value provided is invalid, Value: {'null' if value is None else value}")
     seen: set[str] = set()
     for tag in tags:
         if tag["Key"] in seen:
