@@ -181,6 +181,36 @@ def test_lsi_fetched_items_count_toward_the_page(ddb):
     assert projected["Count"] == 25 and "LastEvaluatedKey" not in projected
 
 
+def test_lsi_fetched_items_count_in_4kb_blocks(ddb):
+    """Toward the 1 MB of a page that fetches from the table, each fetched item counts as its size rounded up to
+    4 KB, and the entries as theirs in all (the Developer Guide, local secondary indexes, read capacity units): 400
+    items of ~300 bytes make more than one page, each within 1 MB of such blocks."""
+    name = unique_name("lsiblocks")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=defs(pk="S", sk="S", l="S"),
+                     KeySchema=schema("pk", "sk"), LocalSecondaryIndexes=[{
+                         "IndexName": "byl", "KeySchema": schema("pk", "l"),
+                         "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    for start in range(0, 400, 25):
+        ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": {
+            "pk": {"S": "p"}, "sk": {"S": f"s{n:03d}"}, "l": {"S": f"l{n:03d}"}, "d": {"S": "x" * 280}}}}
+            for n in range(start, start + 25)]})
+    for operation, request in (("query", {"KeyConditionExpression": "pk = :p",
+                                          "ExpressionAttributeValues": {":p": {"S": "p"}}}), ("scan", {})):
+        request = {"TableName": name, "IndexName": "byl", "Select": "ALL_ATTRIBUTES",
+                   "ReturnConsumedCapacity": "INDEXES", **request}
+        seen, pages = [], []
+        while True:
+            page = getattr(ddb, operation)(**request)
+            pages.append(page["Count"])
+            assert page["ConsumedCapacity"]["Table"]["CapacityUnits"] <= 128  # 256 blocks, read eventually consistent
+            seen.extend(item["sk"]["S"] for item in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        assert seen == [f"s{n:03d}" for n in range(400)]
+        assert 250 <= pages[0] <= 255 and sum(pages) == 400, pages  # 4 KB of entries (or a little more) + n x 4 KB
+
+
 def test_index_start_key_inside_the_sort_condition(ddb):
     """An index Query's ExclusiveStartKey outside its sort-key condition is refused as a table's is; one on a
     closed bound is taken (index sort keys repeat: entries may follow it), so paging one entry at a time through

@@ -282,6 +282,11 @@ class IndexReadPlan:
     fetch: bool
 
 
+def _in_blocks(size: int) -> int:
+    """`size` rounded up to whole 4 KB blocks."""
+    return -(-size // 4096) * 4096
+
+
 def _still_indexed(index: IndexMeta, entry: Item, item: Item) -> bool:
     """Whether the table item fetched for an index entry still has the entry's index key. The entries are read
     before their items, and another worker's (or node's) write in between may have moved the item elsewhere in
@@ -309,15 +314,19 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
     table_units = 0.0
     fetched: list[Item | None] = []
     if plan.fetch and page:
-        # The items fetched from the table count toward the page's 1 MB too: it may end sooner.
-        read = 0
+        # The items fetched from the table count toward the page's 1 MB too, so it may end sooner. As the Developer
+        # Guide counts it (local secondary indexes, read capacity units): the entries' size rounded up to 4 KB, plus
+        # each fetched item's size rounded up to 4 KB.
+        entries = fetched_blocks = read = 0
         for start in range(0, len(page), _FETCH_BATCH):
             chunk = page[start:start + _FETCH_BATCH]
             found = context.engine.get_many([(meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in chunk])
             for row, table_row in zip(chunk, found, strict=True):
                 fetched.append(None if table_row is None else orjson.loads(table_row.data))
                 table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
-                read += row.size + (table_row.size if table_row is not None else 0)
+                entries += row.size
+                fetched_blocks += _in_blocks(table_row.size) if table_row is not None else 0
+                read = _in_blocks(entries) + fetched_blocks
                 if read >= MAX_PAGE_BYTES:
                     break
             if read >= MAX_PAGE_BYTES:
