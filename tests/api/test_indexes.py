@@ -332,8 +332,24 @@ def test_item_collection_size_limit(monkeypatch):
         client.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "l": {"S": "x" * 700}})
         with pytest.raises(ClientError) as excinfo:
             client.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
-        assert error_of(excinfo)[0] == "ItemCollectionSizeLimitExceededException"
+        # (DynamoDB's text: the Developer Guide's list of errors, and the API Reference's cancellation reasons)
+        assert error_of(excinfo) == ("ItemCollectionSizeLimitExceededException", "Collection size exceeded.")
         assert "Item" not in client.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "2"}})
+        with pytest.raises(ClientError) as excinfo:
+            client.batch_write_item(RequestItems={name: [
+                {"PutRequest": {"Item": {"pk": {"S": "c"}, "sk": {"S": "1"}}}},
+                {"PutRequest": {"Item": {"pk": {"S": "a"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}}}}]})
+        assert error_of(excinfo) == ("ItemCollectionSizeLimitExceededException", "Collection size exceeded.")
+        # In a transaction it cancels: the action that grows the collection gives the reason, nothing is written.
+        with pytest.raises(ClientError) as excinfo:
+            client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": name, "Item": {"pk": {"S": "c"}, "sk": {"S": "1"}}}},
+                {"Put": {"TableName": name, "Item": {"pk": {"S": "a"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}}}}])
+        assert error_of(excinfo) == ("TransactionCanceledException", "Transaction cancelled, please refer cancellation "
+                                     "reasons for specific reasons [None, ItemCollectionSizeLimitExceeded]")
+        assert excinfo.value.response["CancellationReasons"] == [
+            {"Code": "None"}, {"Code": "ItemCollectionSizeLimitExceeded", "Message": "Collection size exceeded."}]
+        assert "Item" not in client.get_item(TableName=name, Key={"pk": {"S": "c"}, "sk": {"S": "1"}})
         client.put_item(TableName=name, Item={"pk": {"S": "b"}, "sk": {"S": "2"}, "l": {"S": "y" * 700}})
     finally:
         process.finish()

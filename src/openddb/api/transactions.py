@@ -40,7 +40,12 @@ from openddb.api.common import (
     write_units,
 )
 from openddb.api.context import RequestContext
-from openddb.errors import IdempotentParameterMismatchException, TransactionCanceledException, ValidationException
+from openddb.errors import (
+    IdempotentParameterMismatchException,
+    ItemCollectionSizeLimitExceededException,
+    TransactionCanceledException,
+    ValidationException,
+)
 from openddb.expressions import (
     Condition,
     ExpressionAttributes,
@@ -305,6 +310,19 @@ def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callabl
     return apply
 
 
+def _collection_reasons(actions: list[_Action], outcome: _Outcome,
+                        error: ItemCollectionSizeLimitExceededException) -> list[dict[str, Any]]:
+    """The cancellation reasons of a transaction whose writes grew an item collection past its limit: the first Put
+    or Update into that collection is refused for it (the API Reference's reason code and message), the actions
+    evaluated before keep theirs."""
+    reasons = list(outcome.reasons)
+    writes = [index for index, action in enumerate(actions) if action.kind in ("Put", "Update")
+              and any(not index_meta.is_global for index_meta in action.meta.indexes)]
+    named = [index for index in writes if (actions[index].meta.table_id, actions[index].key.h) == error.collection]
+    reasons[(named or writes or [0])[0]] = {"Code": "ItemCollectionSizeLimitExceeded", "Message": error.MESSAGE}
+    return reasons
+
+
 def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read: bool,
               index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> list[dict[str, Any]]:
     """One ConsumedCapacity entry per table, in order of first appearance (index units per table, if any)."""
@@ -400,6 +418,8 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
            for index, action in enumerate(actions)]
     try:
         results = context.engine.write(ops, token=record)
+    except ItemCollectionSizeLimitExceededException as error:  # cancels, with the reasons found until then
+        raise TransactionCanceledException(_collection_reasons(actions, outcome, error)) from None
     except TokenInUse as error:  # another process committed the same token since we looked
         assert record is not None
         _same_request(error.existing, record)

@@ -75,7 +75,6 @@ _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 _TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
 _TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
 _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s FOR SHARE"
-_ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording, as SQLite's
 
 ItemKey = tuple[int, int, bytes, bytes]  # (tid, h, pk, sk), as PostgresEngine's write keys them
 
@@ -212,9 +211,9 @@ class PostgresIndexes:
                 cur.execute(sql, params[0])
             elif params:
                 cur.executemany(sql, params)
-        for table, (_tid, h, pk, _sk) in grown:
+        for table, (tid, h, pk, _sk) in grown:
             if self.collection_size(table, h, pk) > ITEM_COLLECTION_LIMIT:
-                raise ItemCollectionSizeLimitExceededException(_ITEMS_COLLECTION_ERROR)
+                raise ItemCollectionSizeLimitExceededException((tid, h))
 
     # --- reads --------------------------------------------------------------------------------------
     def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,

@@ -39,7 +39,6 @@ CREATE TABLE IF NOT EXISTS index_entries (
 _PUT = ("INSERT INTO index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) DO UPDATE SET size=excluded.size, data=excluded.data")
 _DELETE = "DELETE FROM index_entries WHERE tid=? AND iid=? AND h=? AND pk=? AND sk=? AND tpk=? AND tsk=?"
-_ITEMS_COLLECTION_ERROR = "Item collection size limit exceeded."  # best guess at DynamoDB's wording
 
 # Blobs are bound as bytearrays. sqlite3 binds int, float, str and bytearray as they are, but passes every other
 # type, bytes included, through its adapter protocol first (a registry look-up and two attribute look-ups):
@@ -113,7 +112,7 @@ class SQLiteIndexes:
             # The item row itself is written after this call: count the new item instead of the old one.
             grown = self.collection_size(live, key.h, key.pk) - old_size + new_size
             if new_size > old_size and grown > ITEM_COLLECTION_LIMIT:
-                    raise ItemCollectionSizeLimitExceededException(_ITEMS_COLLECTION_ERROR)
+                    raise ItemCollectionSizeLimitExceededException((tid, key.h))
 
     # --- reads --------------------------------------------------------------------------------------
     def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,
