@@ -279,9 +279,10 @@ def _blind_outcome(op: WriteOp) -> tuple[Item | None, int, bytes | None]:
     return new, item_size(new), orjson.dumps(new)
 
 
-def _stored(db: sqlite3.Connection, where: tuple[int, int, bytes, bytes]) -> tuple[Item | None, int, bytes | None]:
-    """The item stored under `where` (tid, h, pk, sk), parsed, with its size and its stored bytes."""
-    found = db.execute(_GET, _bound(where)).fetchone()
+def _stored(db: sqlite3.Connection,
+            row: tuple[int, int, bytearray, bytearray]) -> tuple[Item | None, int, bytes | None]:
+    """The item stored in `row` (tid, h, pk, sk, bound as SQL parameters), parsed, with its size and stored bytes."""
+    found = db.execute(_GET, row).fetchone()
     if found is None:
         return None, 0, None
     return orjson.loads(found[1]), found[0], found[1]
@@ -581,8 +582,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                         db.execute(_UPSERT, (*params, new_size, blob(data)))
                     results.append(WriteResult(None, new, 0, new_size))
                     continue
-                found = db.execute(_GET, params).fetchone()
-                old, old_size = (None, 0) if found is None else (orjson.loads(found[1]), found[0])
+                old, old_size, _ = _stored(db, params)
                 new = op.apply(old)
                 if new is old:
                     results.append(WriteResult(old, old, old_size, old_size))
@@ -672,7 +672,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             else:
                 if db is None:
                     db = self._read()
-                old, old_size, expected = _stored(db, where)
+                old, old_size, expected = _stored(db, _bound(where))
                 original = old
             new = op.apply(old)
             if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
