@@ -133,13 +133,13 @@ class ConditionalCheckFailedException(DynamoDBError):
 
 class ItemCollectionSizeLimitExceededException(DynamoDBError):
     """An item collection (the items of one partition key value of a table with local secondary indexes, and their
-    entries) grown past its limit. `collection`: (table id, partition hash) of the collection, where known, for a
-    transaction to name the action that grew it."""
+    entries) grown past its limit. `collection`: (table id, partition hash) of the collection, for a transaction to
+    name the action that grew it."""
 
     # DynamoDB's text (the Developer Guide's error list, and the reason's message in a cancelled transaction).
     MESSAGE = "Collection size exceeded."
 
-    def __init__(self, collection: tuple[int, int] | None = None) -> None:
+    def __init__(self, collection: tuple[int, int]) -> None:
         super().__init__(self.MESSAGE)
         self.collection = collection
 

@@ -315,11 +315,10 @@ def _collection_reasons(actions: list[_Action], outcome: _Outcome,
     """The cancellation reasons of a transaction whose writes grew an item collection past its limit: the first Put
     or Update into that collection is refused for it (the API Reference's reason code and message), the actions
     evaluated before keep theirs."""
+    grew = next(index for index, action in enumerate(actions) if action.kind in ("Put", "Update")
+                and (action.meta.table_id, action.key.h) == error.collection)
     reasons = list(outcome.reasons)
-    writes = [index for index, action in enumerate(actions) if action.kind in ("Put", "Update")
-              and any(not index_meta.is_global for index_meta in action.meta.indexes)]
-    named = [index for index in writes if (actions[index].meta.table_id, actions[index].key.h) == error.collection]
-    reasons[(named or writes or [0])[0]] = {"Code": "ItemCollectionSizeLimitExceeded", "Message": error.MESSAGE}
+    reasons[grew] = {"Code": "ItemCollectionSizeLimitExceeded", "Message": error.MESSAGE}
     return reasons
 
 
