@@ -22,12 +22,10 @@ import tempfile
 import time
 
 from openddb.model.keys import encode_key, partition_hash
-from openddb.storage.sqlite import SQLiteEngine
+from openddb.storage.sqlite import _UPSERT, SQLiteEngine
 
 DOCUMENT = (b'{"pk":{"S":"p0"},"sk":{"S":"0"},"c":{"N":"0"},"data":{"S":"'
             + (b"abcdefghijklmnopqrstuvwxyz0123456789" * 5)[:150] + b'"}}')
-UPSERT = ("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?) "
-          "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, data=excluded.data")
 
 
 def main() -> int:
@@ -48,7 +46,7 @@ def main() -> int:
         started, cpu = time.perf_counter(), time.process_time()
         for start in range(0, len(rows), args.commit):
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(UPSERT, rows[start:start + args.commit])
+            db.executemany(_UPSERT, rows[start:start + args.commit])  # the engine's own statement
             db.execute("COMMIT")
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         size = os.path.getsize(os.path.join(data_dir, "openddb.sqlite3"))
