@@ -14,9 +14,10 @@ from typing import Any
 
 from openddb import __version__
 from openddb.server.workers import reuseport_socket, supervise
-from openddb.storage.base import Engine
+from openddb.storage.base import Engine, StreamSettings
 
 log = logging.getLogger("openddb")
+_STREAM_DEFAULTS = StreamSettings()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +39,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
                        help="normal: durable across a crash of the server; full: fsync each commit")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    streams = serve.add_argument_group("DynamoDB Streams")
+    streams.add_argument("--stream-shards", type=int, default=_STREAM_DEFAULTS.shards, metavar="N",
+                         help=f"shards open at once per stream, by partition-hash range "
+                              f"(default {_STREAM_DEFAULTS.shards})")
+    streams.add_argument("--stream-shard-seconds", type=float, default=_STREAM_DEFAULTS.shard_seconds, metavar="S",
+                         help="a shard's life before it rolls over to a child shard (default 14400: 4 hours)")
+    streams.add_argument("--stream-retention-seconds", type=float, default=_STREAM_DEFAULTS.retention_seconds,
+                         metavar="S", help="how long stream records are kept (default 86400: DynamoDB's 24 hours)")
     return parser
+
+
+def _stream_settings(args: argparse.Namespace) -> StreamSettings:
+    if args.stream_shards < 1 or args.stream_shard_seconds <= 0 or args.stream_retention_seconds <= 0:
+        raise SystemExit("openddb: --stream-shards must be at least 1, and the stream durations positive")
+    return StreamSettings(args.stream_shards, args.stream_shard_seconds, args.stream_retention_seconds)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -63,12 +78,14 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
         except Exception as error:  # psycopg.OperationalError and friends: say why, without a traceback
             log.error("cannot open the engine %s: %s", args.engine.split("@")[-1], error)
             raise SystemExit(1) from None
+        postgres.stream_settings = _stream_settings(args)
         mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
         return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
     from openddb.storage.sqlite import SQLiteEngine
 
     sqlite = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync, group_commit=True,
                           shared_reads=True)
+    sqlite.stream_settings = _stream_settings(args)
     return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(sqlite.location))
 
 

@@ -149,7 +149,7 @@ def sweep(engine: Engine, now: float, rows: int = SWEEP_ROWS, lease: bool = True
             if not keys:
                 continue
             apply = _expire(attribute, now)
-            results = engine.write([WriteOp(meta, key, apply) for key in keys])
+            results = engine.write([WriteOp(meta, key, apply, origin="ttl") for key in keys])
             engine.flush()
             deleted += sum(1 for result in results if result.old is not None and result.new is None)
     finally:

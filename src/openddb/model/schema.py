@@ -7,7 +7,7 @@ engine-neutral; engines persist it with `to_json`/`from_json`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -66,6 +66,22 @@ class IndexMeta:
         return projection
 
 
+StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
+
+
+@dataclass(slots=True)
+class StreamMeta:
+    """A table's latest stream (DynamoDB Streams): kept after it is disabled, as DescribeTable still names it as
+    LatestStreamArn/LatestStreamLabel. Re-enabling makes a new stream, with a new label. `stream_id` is assigned
+    by the engine when the catalog change that created the stream is stored (0 until then)."""
+
+    label: str  # LatestStreamLabel: the creation time, ISO 8601 to the millisecond, UTC ("2026-11-29T08:20:01.123")
+    view_type: StreamViewType
+    enabled: bool = True
+    stream_id: int = 0
+    created_at: float = 0.0
+
+
 @dataclass(slots=True)
 class TableMeta:
     name: str
@@ -102,12 +118,26 @@ class TableMeta:
     next_index_id: int = 1
     region: str = "us-east-1"
     account: str = "000000000000"
+    stream: StreamMeta | None = None
     # Raised by every stored change: `Engine.update_table` replaces only the version a change was derived from.
     version: int = 0
 
     @property
     def arn(self) -> str:
         return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{self.name}"
+
+    @property
+    def stream_arn(self) -> str | None:
+        """LatestStreamArn: the ARN of the table's latest stream, enabled or not (None if it never had one)."""
+        if self.stream is None:
+            return None
+        return f"{self.arn}/stream/{self.stream.label}"
+
+    @property
+    def streaming(self) -> StreamViewType | None:
+        """The view type of the table's enabled stream, or None: every item change then writes a stream record."""
+        stream = self.stream
+        return stream.view_type if stream is not None and stream.enabled else None
 
     @property
     def key_names(self) -> tuple[str, ...]:
@@ -149,6 +179,8 @@ class TableMeta:
             index["range_keys"] = [KeyAttribute(**a) for a in index["range_keys"]]
             indexes.append(IndexMeta(**index))
         raw["indexes"] = indexes
+        if raw.get("stream") is not None:
+            raw["stream"] = StreamMeta(**raw["stream"])
         return cls(**raw)
 
 

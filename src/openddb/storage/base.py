@@ -14,7 +14,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from openddb.model import Item
 from openddb.model.schema import IndexMeta, TableMeta
@@ -56,6 +56,9 @@ class Row:
 # apply(old_item) -> new_item. Return None to delete, or the very `old_item` object to leave the row untouched.
 ApplyFn = Callable[[Item | None], Item | None]
 
+# Who made a change: a client's request, the TTL sweep, or a restore (stream records tell TTL deletions apart).
+Origin = Literal["user", "ttl", "restore"]
+
 
 @dataclass(slots=True)
 class WriteOp:
@@ -63,8 +66,10 @@ class WriteOp:
     key: StorageKey
     apply: ApplyFn
     # The caller needs neither the old item nor its size (no condition, no old values, no capacity) and the
-    # table has no index: an engine may then write without reading the row first, passing None to `apply`.
+    # table has no index: an engine may then write without reading the row first, passing None to `apply`. The
+    # engine still reads it when the table itself needs the old item (an enabled stream).
     blind: bool = False
+    origin: Origin = "user"
 
 
 @dataclass(slots=True)
@@ -151,6 +156,73 @@ class IndexRow:
     key: IndexKey
     size: int
     data: bytes
+
+
+# --- DynamoDB Streams ------------------------------------------------------------------------------------
+ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
+
+
+@dataclass(slots=True, frozen=True)
+class StreamSettings:
+    """How an engine lays out stream records: `shards` shards open at once per stream, each covering an equal
+    range of the partition hash (as partitions do); each rolls over to a child shard covering the same range
+    after `shard_seconds`; records are kept `retention_seconds` (DynamoDB: 24 hours), and so are the streams of
+    disabled streams and deleted tables."""
+
+    shards: int = 4
+    shard_seconds: float = 4 * 3600.0
+    retention_seconds: float = 24 * 3600.0
+
+
+@dataclass(slots=True)
+class StreamInfo:
+    """A stream as the store keeps it: readable for the retention period after it was disabled or its table
+    deleted (`disabled_at`)."""
+
+    stream_id: int
+    arn: str
+    table_name: str
+    label: str
+    view_type: str
+    key_schema: list[dict[str, str]]  # the table's KeySchema, wire form
+    created_at: float
+    disabled_at: float | None = None
+
+
+@dataclass(slots=True)
+class ShardInfo:
+    """One shard of a stream. Sequence numbers grow within a shard in commit order; a closed shard has its last
+    one (`ending_seq`) and its child (same `slot`, the next one created) takes the range's later records."""
+
+    shard_id: str
+    parent_id: str | None
+    slot: int  # which range of the partition hash: [slot * 2^32 / shards, (slot + 1) * 2^32 / shards)
+    starting_seq: int  # no record of the shard has a lower sequence number
+    ending_seq: int | None  # set once closed (rolled over, or the stream disabled); None while open
+    created_at: float
+    trimmed_seq: int = 0  # records below this sequence number are past retention and gone
+
+
+@dataclass(slots=True)
+class StreamRecord:
+    """A change as its stream keeps it: what the stream's view type asks for, as stored item JSON."""
+
+    seq: int
+    created_at: float
+    kind: ChangeKind
+    origin: Origin
+    keys: bytes  # the item's primary-key attributes (JSON)
+    old: bytes | None  # the item before (OLD_IMAGE, NEW_AND_OLD_IMAGES; None for an INSERT)
+    new: bytes | None  # the item after (NEW_IMAGE, NEW_AND_OLD_IMAGES; None for a REMOVE)
+
+
+def change_kind(old: Item | None, new: Item | None) -> ChangeKind:
+    return "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
+
+
+def shard_slot(h: int, shards: int) -> int:
+    """The shard range a partition hash falls in."""
+    return (h * shards) >> 32
 
 
 class EngineBusy(Exception):
@@ -347,6 +419,36 @@ class Engine(ABC):
 
     def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
         """Bytes of one item collection: the table items under a partition key plus their LSI entries."""
+        raise NotImplementedError
+
+    # --- DynamoDB Streams ---------------------------------------------------------------------------
+    # An engine stores a table's stream along with the catalog change that enables it (`TableMeta.stream` with
+    # `stream_id` 0: it assigns the id), disables it likewise (`stream.enabled` false; a deleted table's stream
+    # too), and inside `write`'s transaction appends one `StreamRecord` per op that changed an item of a table
+    # whose (current) description has an enabled stream, in commit order within each shard. A write that leaves
+    # the item as it was writes no record.
+    stream_settings: StreamSettings = StreamSettings()
+
+    def list_streams(self, table_name: str | None = None) -> list[StreamInfo]:
+        """Every stream still readable (enabled, or disabled within retention), oldest first; of one table if
+        `table_name` is given."""
+        raise NotImplementedError
+
+    def get_stream(self, arn: str) -> StreamInfo | None:
+        """A stream by its ARN, if still readable."""
+        raise NotImplementedError
+
+    def list_shards(self, stream_id: int) -> list[ShardInfo]:
+        """A stream's shards not yet past retention, each after its parent (creation order)."""
+        raise NotImplementedError
+
+    def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
+        """Up to `limit` records of one shard with sequence numbers >= `start`, in sequence order."""
+        raise NotImplementedError
+
+    def maintain_streams(self, now: float) -> None:
+        """Roll over shards older than `shard_seconds` (close them, open their children) and drop what is past
+        retention: records, shards, and streams disabled or of deleted tables. Run under the "streams" lease."""
         raise NotImplementedError
 
     @abstractmethod

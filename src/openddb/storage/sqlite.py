@@ -30,8 +30,10 @@ import mmap
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import orjson
 
@@ -44,6 +46,7 @@ from openddb.storage.base import (
     CatalogChanged,
     Engine,
     EngineBusy,
+    Origin,
     RequestToken,
     Row,
     SortRange,
@@ -57,6 +60,7 @@ from openddb.storage.base import (
     is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
+from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams
 
 
 class _WriterLock:
@@ -271,6 +275,24 @@ class _Staged:
         self.written = written  # False: the row was only read (a write that changed nothing); check it alone
 
 
+class _Change(NamedTuple):
+    """An item change of a streamed table, staged with its group until `flush` writes its stream record."""
+
+    table: TableMeta
+    key: StorageKey
+    old: Item | None
+    new: Item | None
+    old_data: bytes | None
+    new_data: bytes | None
+    origin: Origin
+
+
+def _skips_read(op: WriteOp) -> bool:
+    """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
+    neither do the table's indexes or stream."""
+    return op.blind and not op.table.indexes and op.table.streaming is None
+
+
 def _blind_outcome(op: WriteOp) -> tuple[Item | None, int, bytes | None]:
     """What a blind op (`WriteOp.blind`) writes: the new item (None: the row is deleted), its size, its stored JSON."""
     new = op.apply(None)
@@ -305,7 +327,7 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
-class SQLiteEngine(SQLiteIndexes, Engine):
+class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -317,6 +339,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         self.shared_reads = shared_reads
         self.pending = False
         self._overlay: dict[tuple[int, int, bytes, bytes], _Staged] = {}
+        # The stream records of the staged group, in request order (two writes to one key are two records).
+        self._changes: list[_Change] = []
+        self._open_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
         self._group_catalog = b""
@@ -350,7 +375,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"))
         self._begin()
         try:
-            for statement in (_SCHEMA + INDEX_SCHEMA).strip().split(";"):
+            for statement in ";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA)).split(";"):
                 if statement.strip():
                     db.execute(statement)
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
@@ -481,6 +506,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
             db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
             meta.table_id = tid
+            self._sync_stream(meta, None, time.time())
             db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
             self._bump_catalog()
         return meta
@@ -497,6 +523,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.name,)).fetchone()
             self._expect(None if row is None else row[0], meta)
             meta.version += 1
+            self._sync_stream(meta, TableMeta.from_json(row[0]), time.time())
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
 
@@ -506,6 +533,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             if expected is not None:
                 self._expect(None if row is None else row[1], expected)
             if row is not None:
+                self._sync_stream(None, TableMeta.from_json(row[1]), time.time())
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM tables WHERE name=?", (name,))
@@ -541,14 +569,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         # or any items under a shared read snapshot), all checked at commit; writes guarded by a request token
         # run under the lock.
         if self.optimistic and self.group_commit and not self._locked and token is None and \
-                (len(ops) == 1 or self.shared_reads or all(op.blind for op in ops)):
+                (len(ops) == 1 or self.shared_reads or all(_skips_read(op) for op in ops)):
             return self._write_optimistic(ops)
         db = self._db
         results: list[WriteResult] = []
         # Inside a shared group transaction a request needs a savepoint to undo only itself, unless nothing is
         # written before its last apply() can fail: one item with no index, or blind writes (prepared first, then
         # written). A savepoint journals a copy of every page the request changes, which doubles a batch's I/O.
-        blind = token is None and all(op.blind for op in ops)
+        blind = token is None and all(_skips_read(op) for op in ops)
         savepoint = self.group_commit and not blind and \
             (len(ops) != 1 or token is not None or bool(ops[0].table.indexes))
         if self.group_commit:
@@ -574,7 +602,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             for op in ops:
                 key = op.key
                 params = (op.table.table_id, key.h, blob(key.pk), blob(key.sk))
-                if op.blind and not op.table.indexes:
+                if _skips_read(op):
                     new, new_size, data = _blind_outcome(op)
                     if data is None:
                         db.execute(_DELETE, params)
@@ -582,7 +610,7 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                         db.execute(_UPSERT, (*params, new_size, blob(data)))
                     results.append(WriteResult(None, new, 0, new_size))
                     continue
-                old, old_size, _ = _stored(db, params)
+                old, old_size, old_data = _stored(db, params)
                 new = op.apply(old)
                 if new is old:
                     results.append(WriteResult(old, old, old_size, old_size))
@@ -591,10 +619,15 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 if new is None:
                     if old is not None:
                         db.execute(_DELETE, params)
+                        if op.table.stream is not None:
+                            self._record_change(op.table, key, old, None, old_data, None, op.origin, time.time())
                     results.append(WriteResult(old, None, old_size, 0))
                     continue
                 new_size = item_size(new)
-                db.execute(_UPSERT, (*params, new_size, blob(orjson.dumps(new))))
+                new_data = orjson.dumps(new)
+                db.execute(_UPSERT, (*params, new_size, blob(new_data)))
+                if op.table.stream is not None:
+                    self._record_change(op.table, key, old, new, old_data, new_data, op.origin, time.time())
                 results.append(WriteResult(old, new, old_size, new_size))
             if token is not None:  # the sizes a repeat of the request reports
                 db.execute(_SIZE_TOKEN, (charged_sizes(results), token.token))
@@ -653,13 +686,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         if not overlay:  # the catalog these writes' table descriptions were checked against
             self._group_catalog = self._signal.seen
         staged: dict[tuple[int, int, bytes, bytes], _Staged] = {}
+        changes: list[_Change] = []
         results: list[WriteResult] = []
         for op in ops:
             key = op.key
             where = (op.table.table_id, key.h, key.pk, key.sk)
             before = staged.get(where) or overlay.get(where)
             table = op.table
-            if op.blind:  # (a table without indexes: nothing needs the row as it was)
+            if _skips_read(op):  # (nothing needs the row as it was)
                 new, size, data = _blind_outcome(op)
                 if before is None:
                     staged[where] = _Staged(table, _BLIND, None, new, data, size, True)
@@ -669,11 +703,12 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 continue
             if before is not None:
                 old, old_size, expected, original = before.item, before.size, before.expected, before.original
+                old_data = before.data
             else:
                 if db is None:
                     db = self._read()
                 old, old_size, expected = _stored(db, _bound(where))
-                original = old
+                original, old_data = old, expected
             new = op.apply(old)
             if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
                 if before is None:
@@ -682,11 +717,14 @@ class SQLiteEngine(SQLiteIndexes, Engine):
                 results.append(WriteResult(old, old, old_size, old_size))
                 continue
             size = 0 if new is None else item_size(new)
-            staged[where] = _Staged(table, expected, original, new, None if new is None else orjson.dumps(new),
-                                    size, True)
+            data = None if new is None else orjson.dumps(new)
+            staged[where] = _Staged(table, expected, original, new, data, size, True)
+            if table.stream is not None:
+                changes.append(_Change(table, key, old, new, old_data, data, op.origin))
             results.append(WriteResult(old, new, old_size, size))
         if staged:
             overlay.update(staged)
+            self._changes.extend(changes)
             self.pending = True
         return results
 
@@ -695,10 +733,11 @@ class SQLiteEngine(SQLiteIndexes, Engine):
         roll back and mark the group conflicted. Without `wait`, EngineBusy if another process holds the lock
         (the group stays staged, and more writes may join it)."""
         if self._conflict:
-            self._overlay = {}
+            self._overlay, self._changes = {}, []
             return
         self._begin(wait)
         overlay, self._overlay = self._overlay, {}
+        changes, self._changes = self._changes, []
         db = self._db
         if self._signal.current() != self._group_catalog:  # a table may have gone or changed: run them again
             self._conflict = True
@@ -732,6 +771,9 @@ class SQLiteEngine(SQLiteIndexes, Engine):
             # The rows of tables without indexes, which nothing in the group reads again: one call per statement.
             db.executemany(_DELETE, deletes)
             db.executemany(_UPSERT, puts)
+            now = time.time()
+            for change in changes:  # (in request order: two writes to one key are two records)
+                self._record_change(*change, now)
             self._commit()
             self.group_commits += 1
         except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one

@@ -1,0 +1,237 @@
+"""DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
+
+Every record is appended while the writer lock is held, so the AUTOINCREMENT sequence number is the commit
+order across every worker sharing the store (and it never goes back, even once old records are trimmed). A
+stream's shards each cover a range of the partition hash (`shard_slot`), so one item's records always land in
+the shards of one slot: its open shard, then that shard's children after each rollover. Rollover and closing
+happen under the writer lock too, so no record can land in a shard after its ending sequence number was set.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.storage.base import (
+    Origin,
+    ShardInfo,
+    StorageKey,
+    StreamInfo,
+    StreamRecord,
+    StreamSettings,
+    change_kind,
+    shard_slot,
+)
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+STREAM_SCHEMA = """
+CREATE TABLE IF NOT EXISTS streams (
+    sid INTEGER PRIMARY KEY AUTOINCREMENT, arn TEXT NOT NULL UNIQUE, tid INTEGER NOT NULL, table_name TEXT NOT NULL,
+    label TEXT NOT NULL, view_type TEXT NOT NULL, key_schema BLOB NOT NULL, created_at REAL NOT NULL,
+    disabled_at REAL, shards INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stream_shards (
+    shard_no INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, slot INTEGER NOT NULL,
+    shard_id TEXT NOT NULL UNIQUE, parent_id TEXT, starting_seq INTEGER NOT NULL, ending_seq INTEGER,
+    created_at REAL NOT NULL, trimmed_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS stream_shards_by_stream ON stream_shards (sid, shard_no);
+CREATE TABLE IF NOT EXISTS stream_records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
+    origin TEXT NOT NULL, keys BLOB NOT NULL, old BLOB, new BLOB
+);
+CREATE INDEX IF NOT EXISTS stream_records_by_shard ON stream_records (shard_no, seq);
+CREATE INDEX IF NOT EXISTS stream_records_by_age ON stream_records (created_at);
+"""
+
+_STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
+_SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
+_INSERT_RECORD = ("INSERT INTO stream_records (shard_no, created_at, kind, origin, keys, old, new) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_OPEN_SHARD = "SELECT shard_no, shard_id, created_at FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL"
+
+
+def _stream_info(row: Any) -> StreamInfo:
+    return StreamInfo(row[0], row[1], row[2], row[3], row[4], orjson.loads(row[5]), row[6], row[7])
+
+
+def new_shard_id(now: float) -> str:
+    """A shard id in DynamoDB's form: "shardId-" + 20 digits of creation time (ms) + "-" + 8 random hex digits."""
+    return f"shardId-{int(now * 1000):020d}-{os.urandom(4).hex()}"
+
+
+class SQLiteStreams:
+    """Stream storage; mixed into SQLiteEngine, whose connection and writer lock it uses."""
+
+    _db: sqlite3.Connection
+    stream_settings: StreamSettings
+    # (stream id, slot) -> (shard_no, created_at) of the slot's open shard, as this process last saw it. Only a
+    # rollover closes a shard before its stream is disabled, and a rollover happens only once the shard is
+    # `shard_seconds` old: a cached shard younger than that is still open.
+    _open_shards: dict[tuple[int, int], tuple[int, float]]
+
+    if TYPE_CHECKING:
+        def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
+
+        def _read(self) -> sqlite3.Connection: ...
+
+        def _live_table(self, table: TableMeta) -> TableMeta | None: ...
+
+    # --- catalog (inside a DDL transaction) -----------------------------------------------------------
+    def _sync_stream(self, meta: TableMeta | None, stored: TableMeta | None, now: float) -> None:
+        """Bring the stored streams in line with the description about to be stored: create the stream that
+        `meta` enables anew (assigning its id), disable the one it (or the table's deletion, `meta` None with
+        `stored`) turns off."""
+        before = stored.stream if stored is not None else None
+        after = meta.stream if meta is not None else None
+        if before is not None and before.enabled and before.stream_id and \
+                (after is None or not after.enabled or after.stream_id != before.stream_id):
+            self._disable_stream(before.stream_id, now)
+        if meta is not None and after is not None and after.enabled and not after.stream_id:
+            self._create_stream(meta, now)
+
+    def _create_stream(self, meta: TableMeta, now: float) -> None:
+        assert meta.stream is not None and meta.stream_arn is not None
+        db = self._db
+        shards = self.stream_settings.shards
+        sid = db.execute(
+            "INSERT INTO streams (arn, tid, table_name, label, view_type, key_schema, created_at, shards) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid",
+            (meta.stream_arn, meta.table_id, meta.name, meta.stream.label, meta.stream.view_type,
+             orjson.dumps(meta.key_schema_wire()), meta.stream.created_at or now, shards)).fetchone()[0]
+        meta.stream.stream_id = sid
+        start = self._next_seq()
+        for slot in range(shards):
+            self._open_shard(sid, slot, None, start, now)
+
+    def _disable_stream(self, sid: int, now: float) -> None:
+        db = self._db
+        db.execute("UPDATE streams SET disabled_at=? WHERE sid=? AND disabled_at IS NULL", (now, sid))
+        for (shard_no,) in db.execute("SELECT shard_no FROM stream_shards WHERE sid=? AND ending_seq IS NULL",
+                                      (sid,)).fetchall():
+            self._close_shard(shard_no)
+        for key in [key for key in self._open_shards if key[0] == sid]:
+            del self._open_shards[key]
+
+    def _next_seq(self) -> int:
+        """The sequence number the next record will get (AUTOINCREMENT: one past the highest ever given)."""
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='stream_records'").fetchone()
+        return 1 if row is None else row[0] + 1
+
+    def _open_shard(self, sid: int, slot: int, parent: str | None, start: int, now: float) -> int:
+        shard_no: int = self._db.execute(
+            "INSERT INTO stream_shards (sid, slot, shard_id, parent_id, starting_seq, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) RETURNING shard_no",
+            (sid, slot, new_shard_id(now), parent, start, now)).fetchone()[0]
+        self._open_shards[(sid, slot)] = (shard_no, now)
+        return shard_no
+
+    def _close_shard(self, shard_no: int) -> None:
+        """End a shard at its last record (an empty shard ends at its starting sequence number)."""
+        self._db.execute(
+            "UPDATE stream_shards SET ending_seq = coalesce((SELECT max(seq) FROM stream_records WHERE shard_no=?), "
+            "starting_seq) WHERE shard_no=?", (shard_no, shard_no))
+
+    def _current_shard(self, sid: int, slot: int, now: float) -> int:
+        """Under the writer lock: the slot's open shard, rolled over first if it is `shard_seconds` old."""
+        cached = self._open_shards.get((sid, slot))
+        period = self.stream_settings.shard_seconds
+        if cached is not None and now - cached[1] < period:
+            return cached[0]
+        row = self._db.execute(_OPEN_SHARD, (sid, slot)).fetchone()
+        if row is None:  # (not expected: an enabled stream always has one open shard per slot)
+            return self._open_shard(sid, slot, None, self._next_seq(), now)
+        if now - row[2] < period:
+            self._open_shards[(sid, slot)] = (row[0], row[2])
+            return int(row[0])
+        self._close_shard(row[0])
+        return self._open_shard(sid, slot, row[1], self._next_seq(), now)
+
+    # --- records (inside write's transaction) ------------------------------------------------------------
+    def _record_change(self, table: TableMeta, key: StorageKey, old: Item | None, new: Item | None,
+                       old_data: bytes | None, new_data: bytes | None, origin: Origin, now: float) -> None:
+        """Append the stream record of one item change, if the table's current description has a stream and
+        the item really changed."""
+        live = self._live_table(table)
+        stream = live.stream if live is not None else None
+        if stream is None or not stream.enabled or old == new:
+            return
+        assert live is not None
+        view = stream.view_type
+        shard_no = self._current_shard(stream.stream_id, shard_slot(key.h, self.stream_settings.shards), now)
+        keys = orjson.dumps(live.key_of(new if new is not None else old))  # type: ignore[arg-type]
+        if view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES") and old is not None:
+            old_json = old_data if old_data is not None else orjson.dumps(old)
+        else:
+            old_json = None
+        if view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES") and new is not None:
+            new_json = new_data if new_data is not None else orjson.dumps(new)
+        else:
+            new_json = None
+        self._db.execute(_INSERT_RECORD, (shard_no, now, change_kind(old, new), origin, keys, old_json, new_json))
+
+    # --- reads -----------------------------------------------------------------------------------------
+    def _horizon(self, now: float) -> float:
+        return now - self.stream_settings.retention_seconds
+
+    def list_streams(self, table_name: str | None = None) -> list[StreamInfo]:
+        sql = f"SELECT {_STREAM_COLUMNS} FROM streams WHERE (disabled_at IS NULL OR disabled_at > ?)"
+        params: list[Any] = [self._horizon(time.time())]
+        if table_name is not None:
+            sql += " AND table_name=?"
+            params.append(table_name)
+        return [_stream_info(row) for row in self._read().execute(sql + " ORDER BY sid", params)]
+
+    def get_stream(self, arn: str) -> StreamInfo | None:
+        row = self._read().execute(
+            f"SELECT {_STREAM_COLUMNS} FROM streams WHERE arn=? AND (disabled_at IS NULL OR disabled_at > ?)",
+            (arn, self._horizon(time.time()))).fetchone()
+        return None if row is None else _stream_info(row)
+
+    def list_shards(self, stream_id: int) -> list[ShardInfo]:
+        rows = self._read().execute(f"SELECT {_SHARD_COLUMNS} FROM stream_shards WHERE sid=? ORDER BY shard_no",
+                                    (stream_id,))
+        return [ShardInfo(*row) for row in rows]
+
+    def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
+        rows = self._read().execute(
+            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new FROM stream_records r "
+            "WHERE r.shard_no = (SELECT shard_no FROM stream_shards WHERE shard_id=? AND sid=?) AND r.seq >= ? "
+            "ORDER BY r.seq LIMIT ?", (shard_id, stream_id, start, limit))
+        return [StreamRecord(seq, created, kind, origin, bytes(keys), None if old is None else bytes(old),
+                             None if new is None else bytes(new))
+                for seq, created, kind, origin, keys, old, new in rows]
+
+    # --- upkeep --------------------------------------------------------------------------------------------
+    def maintain_streams(self, now: float) -> None:
+        horizon = self._horizon(now)
+        period = self.stream_settings.shard_seconds
+        with self._transaction() as db:
+            expired = db.execute(
+                "SELECT s.sid, s.slot FROM stream_shards s JOIN streams t ON t.sid = s.sid "
+                "WHERE s.ending_seq IS NULL AND t.disabled_at IS NULL AND s.created_at <= ?",
+                (now - period,)).fetchall()
+            for sid, slot in expired:
+                self._current_shard(sid, slot, now)  # (rolls it over)
+            trimmed = db.execute("SELECT shard_no, max(seq) FROM stream_records WHERE created_at < ? GROUP BY shard_no",
+                                 (horizon,)).fetchall()
+            for shard_no, last in trimmed:
+                db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))
+            db.execute("DELETE FROM stream_records WHERE created_at < ?", (horizon,))
+            # A closed shard whose records are all past retention is gone with them (its last record's time, or
+            # its creation if it never had one).
+            db.execute(
+                "DELETE FROM stream_shards WHERE ending_seq IS NOT NULL AND created_at < ? AND NOT EXISTS "
+                "(SELECT 1 FROM stream_records r WHERE r.shard_no = stream_shards.shard_no)", (horizon,))
+            gone = [sid for (sid,) in db.execute("SELECT sid FROM streams WHERE disabled_at < ?", (horizon,))]
+            for sid in gone:
+                db.execute("DELETE FROM stream_shards WHERE sid=?", (sid,))
+                db.execute("DELETE FROM streams WHERE sid=?", (sid,))
