@@ -3,7 +3,9 @@ continuous-backup status."""
 
 from __future__ import annotations
 
+import calendar
 import copy
+import dataclasses
 import re
 import time
 import uuid
@@ -27,7 +29,7 @@ from openddb.errors import (
     TableNotFoundException,
     ValidationException,
 )
-from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
+from openddb.model.schema import IndexMeta, KeyAttribute, StreamMeta, StreamViewType, TableMeta
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
 
@@ -223,10 +225,10 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     read, write = _throughput(request, billing_mode)
     on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
     warm = ix.initial_warm(request.get("WarmThroughput") or {}, billing_mode, (read, write))
-    _check_create_stream(request.get("StreamSpecification"))
+    now = time.time()
+    stream = _created_stream(context, request["TableName"], request.get("StreamSpecification"), now)
     tags = request.get("Tags") or []
     check_tags(tags)
-    now = time.time()
     sse = _sse_of(request)
     meta = TableMeta(
         name=request["TableName"], table_id=0, uuid=str(uuid.uuid4()), hash_key=hash_key, range_key=range_key,
@@ -238,7 +240,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         tags=with_tags([], tags), sse=sse if sse and _sse_enabled(sse) else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
-        indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account)
+        indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account,
+        stream=stream)
     check_throughput_quota(context.engine, meta, context.region)
     meta = context.engine.create_table(meta)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
@@ -247,32 +250,81 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     return {"TableDescription": description}
 
 
-def _check_create_stream(spec: dict[str, Any] | None) -> None:
-    """Streams are not implemented: a table asking for one is refused rather than described with a fake stream."""
+def _created_stream(context: RequestContext, name: str, spec: dict[str, Any] | None,
+                    now: float) -> StreamMeta | None:
+    """CreateTable's StreamSpecification, with DynamoDB's wording: the stream the new table starts with, if any."""
     if spec is None:
-        return
+        return None
     enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
     if enabled and view is None:
         raise _invalid("Table is being created with a stream enabled, UpdateViewType is required")
     if not enabled and view is not None:
         raise _invalid("Table is being created with a stream disabled, UpdateViewType should not be specified")
-    if enabled:
-        raise ValidationException(_STREAMS_UNSUPPORTED)
+    if not enabled:
+        return None
+    # A table of the same name deleted moments ago may have left a stream, still readable: its ARN must not be
+    # the new one's.
+    return _new_stream(spec["StreamViewType"], now, max(_readable_labels(context, name), default=None))
 
 
-_STREAMS_UNSUPPORTED = "DynamoDB Streams are not supported by this server yet: StreamEnabled must be false"
+def _readable_labels(context: RequestContext, name: str) -> list[str]:
+    """The labels of a table name's streams still readable (of a table deleted and re-created, or disabled)."""
+    try:
+        return [info.label for info in context.engine.list_streams(name)]
+    except NotImplementedError:  # an engine without streams keeps none that could clash
+        return []
 
 
-def _check_update_stream(meta: TableMeta, spec: dict[str, Any]) -> None:
-    """UpdateTable's StreamSpecification, with DynamoDB's wording; a table here never has a stream."""
+def _new_stream(view_type: StreamViewType, now: float, after: str | None) -> StreamMeta:
+    """A stream created at `now`, labelled with its creation time as DynamoDB labels one (ISO 8601 UTC to the
+    millisecond). Its label must differ from the table's earlier streams', so a stream created within the same
+    millisecond as the previous one (or on a clock that went back) is labelled one millisecond after it."""
+    millis = int(now * 1000)
+    if after is not None:
+        millis = max(millis, _label_millis(after) + 1)
+    label = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + f".{millis % 1000:03d}"
+    return StreamMeta(label=label, view_type=view_type, enabled=True, stream_id=0, created_at=millis / 1000)
+
+
+def _label_millis(label: str) -> int:
+    seconds = calendar.timegm(time.strptime(label[:19], "%Y-%m-%dT%H:%M:%S"))
+    return seconds * 1000 + int(label[20:23])
+
+
+def _plan_stream(meta: TableMeta, spec: dict[str, Any], now: float) -> None:
+    """UpdateTable's StreamSpecification, applied to `meta` (a copy of the table's description): enabling makes
+    a new stream (the engine creates it when `meta` is stored), disabling marks the latest one disabled (the
+    engine closes its shards; it stays readable for 24 hours and DescribeTable still names it)."""
     enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
     if enabled and view is None:
         raise _invalid("If stream is being enabled then UpdateViewType is required")
     if not enabled and view is not None:
         raise _invalid("If stream is being disabled, then UpdateViewType must not be specified")
-    if not enabled:
+    if enabled:
+        if meta.streaming is not None:
+            # The same refusal for another view type: it only changes by disabling first (DynamoDB's text,
+            # quoted in scylladb/scylladb issue 6939, 2020).
+            raise ValidationException(f"Table already has an enabled stream: TableName: {meta.name}")
+        meta.stream = _new_stream(spec["StreamViewType"], now, meta.stream.label if meta.stream is not None else None)
+        return
+    if meta.stream is None or not meta.stream.enabled:
         raise ValidationException(f"Table has no stream to disable: TableName: {meta.name}")
-    raise ValidationException(_STREAMS_UNSUPPORTED)
+    meta.stream = dataclasses.replace(meta.stream, enabled=False)
+
+
+def _stream_description(meta: TableMeta) -> dict[str, Any]:
+    """The stream members of a table description: StreamSpecification while a stream is enabled (DynamoDB leaves
+    it out once disabled: scylladb/scylladb PR 31553, checked against DynamoDB, 2026), the latest stream's ARN
+    and label as long as the table ever had one."""
+    stream = meta.stream
+    if stream is None:
+        return {}
+    members: dict[str, Any] = {}
+    if stream.enabled:
+        members["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream.view_type}
+    members["LatestStreamLabel"] = stream.label
+    members["LatestStreamArn"] = meta.stream_arn
+    return members
 
 
 def warm_throughput(meta: TableMeta) -> dict[str, Any]:
@@ -324,6 +376,7 @@ def describe(context: RequestContext, meta: TableMeta, *, status: str | None = N
         # follows BillingModeSummary's presence exactly is inferred.
         description["TableThroughputModeSummary"] = {
             "TableThroughputMode" if member == "BillingMode" else member: value for member, value in summary.items()}
+    description.update(_stream_description(meta))
     if meta.sse is not None:
         description["SSEDescription"] = _sse_description(meta)
     if meta.table_class is not None:
@@ -430,8 +483,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         meta.peak_read, meta.peak_write = ix.warm_request(
             request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
             (ix.DECREASING, ix.DECREASING))
+    now = time.time()
     if request.get("StreamSpecification") is not None:
-        _check_update_stream(meta, request["StreamSpecification"])
+        _plan_stream(meta, request["StreamSpecification"], now)
     sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
@@ -440,7 +494,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             sse["KMSMasterKeyId"] == _kms_key_arn(meta):
         raise _invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
                        "want to change Master Key")
-    now = time.time()
     created: list[IndexMeta] = []
     dropped: list[int] = []
     billing_mode = request.get("BillingMode") or meta.billing_mode
