@@ -237,6 +237,17 @@ def test_backfill_in_chunks_then_drop(engine: Engine) -> None:
     assert engine.index_stats(meta, LSI)[0] == 0 and held(engine, meta, LSI) == []
 
 
+def test_dropping_an_index_removes_its_entries_with_the_catalog_change(engine: Engine) -> None:
+    """UpdateTable's removal of an index takes its entries in the same transaction: a crash after the catalog
+    change can leave no orphaned entries behind (no separate drop_index needed)."""
+    meta = engine.create_table(indexed_meta(GSI, LSI))
+    engine.write([put(meta, doc(f"p{i}", "s", g="g", n=i, l="l")) for i in range(5)])
+    assert engine.index_stats(meta, GSI)[0] == 5
+    engine.update_table(TableMeta.from_json(_with_indexes(meta, LSI)))
+    assert engine.index_stats(meta, GSI) == (0, 0)
+    assert engine.index_stats(meta, LSI)[0] == 5
+
+
 def test_delete_table_removes_index_entries(engine: Engine) -> None:
     """Deleting a table removes its entries; a table recreated under the name starts with empty indexes."""
     meta = engine.create_table(indexed_meta())

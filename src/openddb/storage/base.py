@@ -332,7 +332,8 @@ class Engine(ABC):
     def update_table(self, meta: TableMeta) -> None:
         """Replace a table's stored description with `meta` if the stored one is still the one `meta` was derived
         from (same uuid and version), raising its version by one (in `meta` too); else CatalogChanged, nothing
-        written. So two workers changing one table at once cannot silently undo each other's change."""
+        written. So two workers changing one table at once cannot silently undo each other's change. The entries
+        of an index that `meta` no longer has are removed in the same transaction, so none outlive a crash."""
 
     @abstractmethod
     def delete_table(self, name: str, expected: TableMeta | None = None) -> None:

@@ -523,7 +523,13 @@ class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
             row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.name,)).fetchone()
             self._expect(None if row is None else row[0], meta)
             meta.version += 1
-            self._sync_stream(meta, TableMeta.from_json(row[0]), time.time())
+            stored = TableMeta.from_json(row[0])
+            self._sync_stream(meta, stored, time.time())
+            # Entries of an index the change removes go with it: nothing can be left orphaned by a crash.
+            kept = {index.index_id for index in meta.indexes}
+            for index in stored.indexes:
+                if index.index_id not in kept:
+                    db.execute("DELETE FROM index_entries WHERE tid=? AND iid=?", (meta.table_id, index.index_id))
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
 
