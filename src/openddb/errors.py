@@ -187,3 +187,14 @@ class TransactionCanceledException(DynamoDBError):
 
 class InternalServerError(DynamoDBError):
     status = 500
+
+
+# --- DynamoDB Streams errors -------------------------------------------------------------------
+
+
+class ExpiredIteratorException(DynamoDBError):
+    """A shard iterator used more than 15 minutes after it was returned."""
+
+
+class TrimmedDataAccessException(DynamoDBError):
+    """A read of stream records older than the retention period (24 hours), which are gone."""

@@ -38,6 +38,7 @@ log = logging.getLogger("openddb.api")
 Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
 
 TARGET_PREFIX = b"DynamoDB_20120810."
+STREAMS_TARGET_PREFIX = b"DynamoDBStreams_20120810."  # DynamoDB Streams, on the same port (signed for "dynamodb")
 # How often a request runs again because another worker changed a table it was working from (CatalogChanged).
 _CATALOG_ATTEMPTS = 30
 # How often a server looks for index backfills nobody drives (one cut short by a crash, or by a worker's death).
@@ -48,11 +49,14 @@ _PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
 def _handlers() -> dict[bytes, Handler]:
     from openddb.api import batch, items, reads, tables, tags, transactions, ttl
+    from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
     for module in (tables, tags, items, reads, batch, transactions, ttl):
         table.update(module.HANDLERS)
-    return {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
+    routes = {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
+    routes.update({STREAMS_TARGET_PREFIX + name.encode(): handler for name, handler in streams.HANDLERS.items()})
+    return routes
 
 
 def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
