@@ -454,12 +454,47 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    changes = _update_changes(request)
+    before = context.described_table(request["TableName"])
+    meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
+    _check_one_concern(changes, request)
+    if "WarmThroughput" in changes:  # it only ever grows
+        current = warm_throughput(meta)
+        meta.peak_read, meta.peak_write = ix.warm_request(
+            request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
+            (ix.DECREASING, ix.DECREASING))
+    now = time.time()
+    if request.get("StreamSpecification") is not None:
+        _plan_stream(meta, request["StreamSpecification"], now)
+    sse = _plan_sse(meta, request)
+    plan = _plan_capacity(context, meta, request, changes, now)
+    if request.get("DeletionProtectionEnabled") is not None:
+        meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
+    if request.get("TableClass") is not None:
+        _plan_table_class(meta, request["TableClass"], now)
+    if sse is not None:
+        meta.sse = sse if sse.get("Enabled", True) else None
+    if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates",
+                                                 "OnDemandThroughput", "WarmThroughput")):
+        check_throughput_quota(context.engine, meta, context.region, before)
+    # Described before the change is stored: an engine may remove a dropped index's entries along with it.
+    deleting = _dropped_index_descriptions(context, before, plan.dropped)
+    context.engine.update_table(meta)
+    for index_id in plan.dropped:
+        context.engine.drop_index(meta, index_id)
+    for index in plan.created:
+        ix.schedule_backfill(context.engine, meta, index)
+    return {"TableDescription": _update_answer(context, request, changes, before, meta, plan, deleting, now)}
+
+
+def _update_changes(request: dict[str, Any]) -> list[str]:
+    """UpdateTable's request-only rules, checked before the table is looked up: the members that ask for a change
+    (an empty WarmThroughput or OnDemandThroughput counts as absent, an empty GlobalSecondaryIndexUpdates is
+    refused)."""
     v.validate(UPDATE_TABLE, request)
     _throughput_mode_as_billing_mode(request)
     if not str(request["TableName"]).startswith("arn:"):  # a name, not an ARN: a table name's constraints, first
         v.validate(_TABLE_NAME, {"TableName": request["TableName"]})
-    # An empty WarmThroughput or OnDemandThroughput counts as absent, an empty GlobalSecondaryIndexUpdates is
-    # refused. These request-only rules come before the table is looked up.
     changes = [k for k in ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "SSESpecification",
                            "TableClass", "DeletionProtectionEnabled", "GlobalSecondaryIndexUpdates",
                            "OnDemandThroughput", "WarmThroughput")
@@ -475,17 +510,12 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         if isinstance(action, dict) and action.get("WarmThroughput") == {}:
             raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
                            f"specified for index: {action.get('IndexName')}")
-    before = context.described_table(request["TableName"])
-    meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
-    _check_one_concern(changes, request)
-    if "WarmThroughput" in changes:  # it only ever grows
-        current = warm_throughput(meta)
-        meta.peak_read, meta.peak_write = ix.warm_request(
-            request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
-            (ix.DECREASING, ix.DECREASING))
-    now = time.time()
-    if request.get("StreamSpecification") is not None:
-        _plan_stream(meta, request["StreamSpecification"], now)
+    return changes
+
+
+def _plan_sse(meta: TableMeta, request: dict[str, Any]) -> dict[str, Any] | None:
+    """UpdateTable's SSESpecification, checked against the table's encryption (applied once every other change
+    is checked)."""
     sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
         raise _invalid("Table is already encrypted by default")
@@ -494,6 +524,24 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             sse["KMSMasterKeyId"] == _kms_key_arn(meta):
         raise _invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
                        "want to change Master Key")
+    return sse
+
+
+@dataclasses.dataclass(slots=True)
+class _CapacityPlan:
+    """What UpdateTable's capacity members change: indexes created and dropped, the billing mode (`switched` if
+    it changes), and the OnDemandThroughput members asked for (-1 clearing one)."""
+
+    created: list[IndexMeta]
+    dropped: list[int]
+    billing_mode: str
+    switched: bool
+    on_demand: dict[str, int]
+
+
+def _plan_capacity(context: RequestContext, meta: TableMeta, request: dict[str, Any], changes: list[str],
+                   now: float) -> _CapacityPlan:
+    """BillingMode, ProvisionedThroughput, OnDemandThroughput and index updates, applied to `meta`."""
     created: list[IndexMeta] = []
     dropped: list[int] = []
     billing_mode = request.get("BillingMode") or meta.billing_mode
@@ -511,71 +559,80 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if switched:
         ix.switch_index_billing(meta, request, billing_mode, created)
     if billing_mode == "PAY_PER_REQUEST":
-        if request.get("ProvisionedThroughput") is not None:
-            if request.get("BillingMode") == "PAY_PER_REQUEST":
-                raise _invalid("ProvisionedThroughput cannot be specified when BillingMode is PAY_PER_REQUEST")
-            raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
-                           "is PAY_PER_REQUEST")
-        if meta.billing_mode != "PAY_PER_REQUEST":
-            _count_on_demand_switch(meta, now)
-            meta.billing_mode, meta.read_capacity, meta.write_capacity = "PAY_PER_REQUEST", 0, 0
-            meta.billing_mode_updated_at = now
-    else:
-        throughput = request.get("ProvisionedThroughput")
-        if throughput is not None:
-            read, write = _throughput(request, "PROVISIONED")
-            if (meta.billing_mode == "PROVISIONED" and read == meta.read_capacity
-                    and write == meta.write_capacity and set(changes) <= {"ProvisionedThroughput", "BillingMode"}):
-                raise ValidationException(
-                    "The provisioned throughput for the table will not change. The requested value equals the "
-                    f"current value. Current ReadCapacityUnits provisioned for the table: {meta.read_capacity}. "
-                    f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for the table: "
-                    f"{meta.write_capacity}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
-                    "Developer Guide for current limits and how to request higher limits.")
-            if meta.billing_mode == "PROVISIONED":
-                if read > meta.read_capacity or write > meta.write_capacity:
-                    meta.last_increase = now
-                if read < meta.read_capacity or write < meta.write_capacity:
-                    count_decrease(meta, now)
-            else:  # from on-demand: the units provisioned count as an increase (AWS CLI update-table, Example 1)
-                meta.last_increase = now
-            meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
-            meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
-    if request.get("DeletionProtectionEnabled") is not None:
-        meta.deletion_protection = bool(request["DeletionProtectionEnabled"])
-    if request.get("TableClass") is not None:
-        _count_class_update(meta, now, same=request["TableClass"] == (meta.table_class or "STANDARD"))
-        # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on
-        # DynamoDB.
-        if not (request["TableClass"] == "STANDARD" and meta.table_class is None):
-            meta.table_class = request["TableClass"]
-    if sse is not None:
-        meta.sse = sse if sse.get("Enabled", True) else None
-    if any(request.get(k) is not None for k in ("ProvisionedThroughput", "BillingMode", "GlobalSecondaryIndexUpdates",
-                                                 "OnDemandThroughput", "WarmThroughput")):
-        check_throughput_quota(context.engine, meta, context.region, before)
-    context.engine.update_table(meta)
-    deleting: list[dict[str, Any]] = []
-    if dropped:  # the answer still lists a dropped index, as DELETING (described before its entries go)
-        gone = copy.copy(before)
-        gone.indexes = [copy.copy(index) for index in before.indexes if index.index_id in dropped]
-        for index in gone.indexes:
-            index.status = "DELETING"
-        deleting = ix.describe_indexes(context.engine, gone).get("GlobalSecondaryIndexes", [])
-    for index_id in dropped:
-        context.engine.drop_index(meta, index_id)
-    for index in created:
-        ix.schedule_backfill(context.engine, meta, index)
-    updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or created or dropped
-    to_on_demand = switched and billing_mode == "PAY_PER_REQUEST"
+        _plan_on_demand(meta, request, now)
+    elif request.get("ProvisionedThroughput") is not None:
+        _plan_provisioned(meta, request, changes, now)
+    return _CapacityPlan(created, dropped, billing_mode, switched, on_demand)
+
+
+def _plan_on_demand(meta: TableMeta, request: dict[str, Any], now: float) -> None:
+    """An on-demand table stays so, or a provisioned one switches (counted against the daily switches)."""
+    if request.get("ProvisionedThroughput") is not None:
+        if request.get("BillingMode") == "PAY_PER_REQUEST":
+            raise _invalid("ProvisionedThroughput cannot be specified when BillingMode is PAY_PER_REQUEST")
+        raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
+                       "is PAY_PER_REQUEST")
+    if meta.billing_mode != "PAY_PER_REQUEST":
+        _count_on_demand_switch(meta, now)
+        meta.billing_mode, meta.read_capacity, meta.write_capacity = "PAY_PER_REQUEST", 0, 0
+        meta.billing_mode_updated_at = now
+
+
+def _plan_provisioned(meta: TableMeta, request: dict[str, Any], changes: list[str], now: float) -> None:
+    """New provisioned units for the table: increases and decreases counted, the same units alone refused."""
+    read, write = _throughput(request, "PROVISIONED")
+    if (meta.billing_mode == "PROVISIONED" and read == meta.read_capacity
+            and write == meta.write_capacity and set(changes) <= {"ProvisionedThroughput", "BillingMode"}):
+        raise ValidationException(
+            "The provisioned throughput for the table will not change. The requested value equals the "
+            f"current value. Current ReadCapacityUnits provisioned for the table: {meta.read_capacity}. "
+            f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for the table: "
+            f"{meta.write_capacity}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
+            "Developer Guide for current limits and how to request higher limits.")
+    if meta.billing_mode == "PROVISIONED":
+        if read > meta.read_capacity or write > meta.write_capacity:
+            meta.last_increase = now
+        if read < meta.read_capacity or write < meta.write_capacity:
+            count_decrease(meta, now)
+    else:  # from on-demand: the units provisioned count as an increase (AWS CLI update-table, Example 1)
+        meta.last_increase = now
+    meta.billing_mode, meta.read_capacity, meta.write_capacity = "PROVISIONED", read, write
+    meta.peak_read, meta.peak_write = max(meta.peak_read, read), max(meta.peak_write, write)
+
+
+def _plan_table_class(meta: TableMeta, table_class: str, now: float) -> None:
+    _count_class_update(meta, now, same=table_class == (meta.table_class or "STANDARD"))
+    # STANDARD on a table that never had a class set leaves it without one (no TableClassSummary), as on DynamoDB.
+    if not (table_class == "STANDARD" and meta.table_class is None):
+        meta.table_class = table_class
+
+
+def _dropped_index_descriptions(context: RequestContext, before: TableMeta,
+                                dropped: list[int]) -> list[dict[str, Any]]:
+    """The answer still lists a dropped index, as DELETING (described before its entries go)."""
+    if not dropped:
+        return []
+    gone = copy.copy(before)
+    gone.indexes = [copy.copy(index) for index in before.indexes if index.index_id in dropped]
+    for index in gone.indexes:
+        index.status = "DELETING"
+    deleting: list[dict[str, Any]] = ix.describe_indexes(context.engine, gone).get("GlobalSecondaryIndexes", [])
+    return deleting
+
+
+def _update_answer(context: RequestContext, request: dict[str, Any], changes: list[str], before: TableMeta,
+                   meta: TableMeta, plan: _CapacityPlan, deleting: list[dict[str, Any]],
+                   now: float) -> dict[str, Any]:
+    """UpdateTable's TableDescription. DynamoDB answers while the change is still being applied: the throughput
+    shown is the one before it (units and decreases counted), for the table and for each index an Update action
+    changes (shown UPDATING); the times of the last increase and decrease are already the new ones."""
+    updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or plan.created or plan.dropped
+    to_on_demand = plan.switched and plan.billing_mode == "PAY_PER_REQUEST"
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=to_on_demand)
     if deleting:
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
-    # DynamoDB answers while the change is still being applied: the throughput shown is the one before it (units
-    # and decreases counted), for the table and for each index an Update action changes (shown UPDATING); the
-    # times of the last increase and decrease are already the new ones.
     # A switch from on-demand has no units before it: it answers the new ones (AWS CLI update-table, Example 1).
-    if not switched or to_on_demand:
+    if not plan.switched or to_on_demand:
         description["ProvisionedThroughput"] = _throughput_before(before, meta)
     if to_on_demand:  # the switch answers 0/0, stamped as a decrease (recorded)
         description["ProvisionedThroughput"].update(ReadCapacityUnits=0, WriteCapacityUnits=0,
@@ -586,8 +643,19 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         description.pop("TableClassSummary", None)
         if before.table_class is not None:
             description["TableClassSummary"] = _class_summary(before)
-    # An index's capacity or on-demand limits change with the index UPDATING; its warm throughput grows with the
-    # index ACTIVE and only its WarmThroughput UPDATING.
+    _answer_index_updates(description, request, before, meta, plan.created)
+    if request.get("SSESpecification") is not None:  # the change takes a while: the encryption before it is shown
+        description["SSEDescription"] = {**(_sse_description(before) if before.sse else {}), "Status": "UPDATING"}
+    if plan.on_demand:  # a member just cleared is answered as -1
+        shown = {**meta.on_demand, **plan.on_demand}
+        description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}
+    return description
+
+
+def _answer_index_updates(description: dict[str, Any], request: dict[str, Any], before: TableMeta,
+                          meta: TableMeta, created: list[IndexMeta]) -> None:
+    """An index's capacity or on-demand limits change with the index UPDATING; its warm throughput grows with the
+    index ACTIVE and only its WarmThroughput UPDATING; an index just created is not backfilling yet."""
     actions = {update["Update"]["IndexName"]: update["Update"]
                for update in request.get("GlobalSecondaryIndexUpdates") or [] if update.get("Update")}
     for entry in description.get("GlobalSecondaryIndexes", []):
@@ -602,12 +670,6 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             entry["WarmThroughput"]["Status"] = "UPDATING"
         if any(index.name == entry["IndexName"] for index in created):
             entry["Backfilling"] = False  # still being allocated: its backfill has not begun
-    if sse is not None:  # the change takes a while on DynamoDB: the answer shows the encryption before it
-        description["SSEDescription"] = {**(_sse_description(before) if before.sse else {}), "Status": "UPDATING"}
-    if on_demand:  # a member just cleared is answered as -1
-        shown = {**meta.on_demand, **on_demand}
-        description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}
-    return {"TableDescription": description}
 
 
 _CLASS_UPDATES, _CLASS_UPDATE_DAYS = 2, 30
