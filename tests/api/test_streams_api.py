@@ -324,6 +324,21 @@ def test_get_records_pages_by_limit(ddb, streams):
     assert streams.get_records(ShardIterator=iterator)["Records"] == []  # an open shard: more may come
 
 
+def test_get_records_stops_at_one_megabyte(ddb, streams):
+    """A page holds at most 1 MB of records (by SizeBytes): three records of ~390 KB come as two, then one."""
+    name, arn = streamed_table(ddb, "NEW_IMAGE", sort=True)
+    for n in range(3):
+        ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "sk": {"N": str(n)}, "blob": {"S": "x" * 390_000}})
+    shard = shard_of_item(streams, arn, "big")
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    first = streams.get_records(ShardIterator=iterator)
+    assert [r["dynamodb"]["Keys"]["sk"]["N"] for r in first["Records"]] == ["0", "1"]
+    assert sum(r["dynamodb"]["SizeBytes"] for r in first["Records"]) <= 1024 * 1024
+    second = streams.get_records(ShardIterator=first["NextShardIterator"])
+    assert [r["dynamodb"]["Keys"]["sk"]["N"] for r in second["Records"]] == ["2"]
+
+
 def test_iterator_refusals(ddb, streams):
     """Sequence numbers are required by the AT/AFTER types and refused by the others; unknown shards, malformed
     and expired iterators and out-of-range limits are refused with DynamoDB's error types."""
@@ -430,3 +445,42 @@ def test_lineage_across_rollovers(rolling):
             seen.setdefault(image["pk"]["S"], []).append(int(image["v"]["N"]))
         pending += children.get(shard_id, [])
     assert seen == {pk: list(range(version)) for pk in ("a", "b", "c", "d")}
+
+
+# --- retention ------------------------------------------------------------------------------------------------
+
+def test_trimmed_records_and_streams(tmp_path):
+    """Past retention, records are gone: an iterator or sequence number pointing at them is refused with
+    TrimmedDataAccessException; a disabled stream past retention is gone too (ResourceNotFoundException)."""
+    process = ServerProcess(str(tmp_path), "--stream-retention-seconds", "2")
+    try:
+        ddb, streams = make_client(process.endpoint), make_client(process.endpoint, "dynamodbstreams")
+        name, arn = streamed_table(ddb)
+        ddb.put_item(TableName=name, Item={"pk": {"S": "old"}})
+        shard = shard_of_item(streams, arn, "old")
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        number = drain(streams, iterator)[0][0]["dynamodb"]["SequenceNumber"]
+        time.sleep(3.5)  # past retention, and a round of the server's upkeep (about once a second)
+        with pytest.raises(ClientError) as excinfo:
+            streams.get_records(ShardIterator=iterator)
+        assert error_of(excinfo) == ("TrimmedDataAccessException", "The data you are trying to access has been "
+                                     "trimmed")
+        with pytest.raises(ClientError) as excinfo:
+            streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="AT_SEQUENCE_NUMBER",
+                                       SequenceNumber=number)
+        assert error_of(excinfo)[0] == "TrimmedDataAccessException"
+        horizon = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                             ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        assert streams.get_records(ShardIterator=horizon)["Records"] == []
+        ddb.update_table(TableName=name, StreamSpecification={"StreamEnabled": False})
+        time.sleep(3.5)
+        with pytest.raises(ClientError) as excinfo:
+            streams.describe_stream(StreamArn=arn)
+        assert error_of(excinfo)[0] == "ResourceNotFoundException"
+        with pytest.raises(ClientError) as excinfo:
+            streams.get_records(ShardIterator=horizon)
+        assert error_of(excinfo)[0] == "ResourceNotFoundException"
+        assert streams.list_streams(TableName=name)["Streams"] == []
+    finally:
+        process.finish()
