@@ -22,7 +22,8 @@ import tempfile
 import time
 
 from openddb.model.keys import encode_key, partition_hash
-from openddb.storage.sqlite import _UPSERT, SQLiteEngine
+from openddb.storage.sqlite import SQLiteEngine
+from openddb.storage.sqlite_writes import UPSERT
 
 DOCUMENT = (b'{"pk":{"S":"p0"},"sk":{"S":"0"},"c":{"N":"0"},"data":{"S":"'
             + (b"abcdefghijklmnopqrstuvwxyz0123456789" * 5)[:150] + b'"}}')
@@ -46,7 +47,7 @@ def main() -> int:
         started, cpu = time.perf_counter(), time.process_time()
         for start in range(0, len(rows), args.commit):
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(_UPSERT, rows[start:start + args.commit])  # the engine's own statement
+            db.executemany(UPSERT, rows[start:start + args.commit])  # the engine's own statement
             db.execute("COMMIT")
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         size = os.path.getsize(os.path.join(data_dir, "openddb.sqlite3"))

@@ -158,6 +158,23 @@ class IndexRow:
     data: bytes
 
 
+@dataclass(slots=True)
+class Change:
+    """One item change, as every write path hands it to its engine's one persist step, which writes the row, its
+    index entries and (for a table with a stream) its stream record in one transaction. Changes reach storage in
+    commit order; two changes of one key in one group are two changes."""
+
+    table: TableMeta
+    key: StorageKey
+    old: Item | None  # None: the item did not exist (or, for a blind write, was not read)
+    new: Item | None  # None: the item is deleted
+    old_size: int
+    new_size: int
+    new_data: bytes | None  # the new item's stored JSON
+    origin: Origin
+    old_data: bytes | None = None  # the old item's stored JSON, when it was read
+
+
 # --- DynamoDB Streams ------------------------------------------------------------------------------------
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
 

@@ -33,34 +33,24 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
 
-import orjson
-
-from openddb.errors import DynamoDBError, ResourceInUseException
-from openddb.model import Item
+from openddb.errors import ResourceInUseException
 from openddb.model.schema import TableMeta
-from openddb.model.values import item_size
 from openddb.storage.base import (
-    TOKEN_LIFETIME,
     CatalogChanged,
+    Change,
     Engine,
     EngineBusy,
-    Origin,
     RequestToken,
     Row,
     SortRange,
     StorageKey,
-    TokenInUse,
-    WriteConflict,
-    WriteOp,
-    WriteResult,
     add_sort_clauses,
-    charged_sizes,
     is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams
+from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged
 
 
 class _WriterLock:
@@ -237,77 +227,6 @@ INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 
 """
 
 _GET = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
-_GET_DATA = "SELECT data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
-# An upsert, not INSERT OR REPLACE: REPLACE deletes the old row and inserts the new one (B-tree rebalancing both
-# ways), while DO UPDATE rewrites the row where it is, in place when its size is unchanged (~4x faster overwrites).
-_UPSERT = ("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?) "
-           "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, data=excluded.data")
-_DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
-_GET_TOKEN = "SELECT hash, created_at, sizes FROM tokens WHERE token=?"
-_PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at) VALUES (?, ?, ?)"
-_SIZE_TOKEN = "UPDATE tokens SET sizes=? WHERE token=?"
-# Expired tokens are swept once every this many token writes, so the table stays small without a timer.
-_TOKEN_SWEEP_EVERY = 256
-
-
-_BLIND = object()  # a staged write that did not read its row: nothing to check at commit
-
-
-def _bound(where: tuple[int, int, bytes, bytes]) -> tuple[int, int, bytearray, bytearray]:
-    """A row's (tid, h, pk, sk) as SQL parameters."""
-    return where[0], where[1], blob(where[2]), blob(where[3])
-
-
-class _Staged:
-    """An optimistic write waiting for `flush`: the row as read (`expected`, or `_BLIND`; `original` parsed) and
-    what to write, with the table whose indexes the change must reach."""
-
-    __slots__ = ("data", "expected", "item", "original", "size", "table", "written")
-
-    def __init__(self, table: TableMeta, expected: object, original: Item | None, item: Item | None,
-                 data: bytes | None, size: int, written: bool) -> None:
-        self.table = table
-        self.expected = expected
-        self.original = original
-        self.item = item
-        self.data = data
-        self.size = size
-        self.written = written  # False: the row was only read (a write that changed nothing); check it alone
-
-
-class _Change(NamedTuple):
-    """An item change of a streamed table, staged with its group until `flush` writes its stream record."""
-
-    table: TableMeta
-    key: StorageKey
-    old: Item | None
-    new: Item | None
-    old_data: bytes | None
-    new_data: bytes | None
-    origin: Origin
-
-
-def _skips_read(op: WriteOp) -> bool:
-    """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
-    neither do the table's indexes or stream."""
-    return op.blind and not op.table.indexes and op.table.streaming is None
-
-
-def _blind_outcome(op: WriteOp) -> tuple[Item | None, int, bytes | None]:
-    """What a blind op (`WriteOp.blind`) writes: the new item (None: the row is deleted), its size, its stored JSON."""
-    new = op.apply(None)
-    if new is None:
-        return None, 0, None
-    return new, item_size(new), orjson.dumps(new)
-
-
-def _stored(db: sqlite3.Connection,
-            row: tuple[int, int, bytearray, bytearray]) -> tuple[Item | None, int, bytes | None]:
-    """The item stored in `row` (tid, h, pk, sk, bound as SQL parameters), parsed, with its size and stored bytes."""
-    found = db.execute(_GET, row).fetchone()
-    if found is None:
-        return None, 0, None
-    return orjson.loads(found[1]), found[0], found[1]
 
 
 def _row(db: sqlite3.Connection, meta: TableMeta, key: StorageKey) -> Row | None:
@@ -327,7 +246,7 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
-class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
+class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -338,9 +257,9 @@ class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
         self.group_commit = group_commit
         self.shared_reads = shared_reads
         self.pending = False
-        self._overlay: dict[tuple[int, int, bytes, bytes], _Staged] = {}
+        self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
         # The stream records of the staged group, in request order (two writes to one key are two records).
-        self._changes: list[_Change] = []
+        self._changes: list[Change] = []
         self._open_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
@@ -566,276 +485,6 @@ class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
             if own:
                 db.execute("COMMIT")
 
-    def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
-        if self.group_commit:
-            if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
-                raise EngineBusy()
-            self.group_writes += 1
-        # Optimistic: writes whose reads come from one snapshot (one item, items written without reading them,
-        # or any items under a shared read snapshot), all checked at commit; writes guarded by a request token
-        # run under the lock.
-        if self.optimistic and self.group_commit and not self._locked and token is None and \
-                (len(ops) == 1 or self.shared_reads or all(_skips_read(op) for op in ops)):
-            return self._write_optimistic(ops)
-        db = self._db
-        results: list[WriteResult] = []
-        # Inside a shared group transaction a request needs a savepoint to undo only itself, unless nothing is
-        # written before its last apply() can fail: one item with no index, or blind writes (prepared first, then
-        # written). A savepoint journals a copy of every page the request changes, which doubles a batch's I/O.
-        blind = token is None and all(_skips_read(op) for op in ops)
-        savepoint = self.group_commit and not blind and \
-            (len(ops) != 1 or token is not None or bool(ops[0].table.indexes))
-        if self.group_commit:
-            if not self._locked:
-                if self._overlay:
-                    self._end_group(self.lock_wait)
-                    if self._conflict:  # that group is lost: run this after its requests run again
-                        raise EngineBusy()
-                self._begin(self.lock_wait)
-                self._check_catalog()
-                self._locked = True
-                self.pending = True
-            if savepoint:
-                db.execute("SAVEPOINT request")
-        else:
-            self._begin()
-            self._check_catalog()
-        if blind:
-            return self._write_blind(ops)
-        try:
-            if token is not None:
-                self._record_token(token)
-            for op in ops:
-                key = op.key
-                params = (op.table.table_id, key.h, blob(key.pk), blob(key.sk))
-                if _skips_read(op):
-                    new, new_size, data = _blind_outcome(op)
-                    if data is None:
-                        db.execute(_DELETE, params)
-                    else:
-                        db.execute(_UPSERT, (*params, new_size, blob(data)))
-                    results.append(WriteResult(None, new, 0, new_size))
-                    continue
-                old, old_size, old_data = _stored(db, params)
-                new = op.apply(old)
-                if new is old:
-                    results.append(WriteResult(old, old, old_size, old_size))
-                    continue
-                self._maintain_indexes(op.table, key, old, new)
-                if new is None:
-                    if old is not None:
-                        db.execute(_DELETE, params)
-                        if op.table.stream is not None:
-                            self._record_change(op.table, key, old, None, old_data, None, op.origin, time.time())
-                    results.append(WriteResult(old, None, old_size, 0))
-                    continue
-                new_size = item_size(new)
-                new_data = orjson.dumps(new)
-                db.execute(_UPSERT, (*params, new_size, blob(new_data)))
-                if op.table.stream is not None:
-                    self._record_change(op.table, key, old, new, old_data, new_data, op.origin, time.time())
-                results.append(WriteResult(old, new, old_size, new_size))
-            if token is not None:  # the sizes a repeat of the request reports
-                db.execute(_SIZE_TOKEN, (charged_sizes(results), token.token))
-            if savepoint:
-                db.execute("RELEASE request")
-            elif not self.group_commit:
-                self._commit()
-        except BaseException:
-            if savepoint:
-                db.execute("ROLLBACK TO request")
-                db.execute("RELEASE request")
-            elif not self.group_commit:
-                self._rollback()
-            raise
-        return results
-
-    def _write_blind(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Write items nothing needs to read first (`WriteOp.blind`): every row is built before the first is
-        written, so a rejected request writes nothing and needs no savepoint."""
-        rows: list[tuple[tuple[int, int, bytearray, bytearray], int, bytes | None]] = []
-        results: list[WriteResult] = []
-        db = self._db
-        writing = False
-        try:
-            for op in ops:
-                key = op.key
-                new, size, data = _blind_outcome(op)
-                rows.append(((op.table.table_id, key.h, blob(key.pk), blob(key.sk)), size, data))
-                results.append(WriteResult(None, new, 0, size))
-            writing = True
-            puts = [(*params, size, blob(data)) for params, size, data in rows if data is not None]
-            if len(puts) == len(rows):  # puts alone (a batch's usual case): one call
-                db.executemany(_UPSERT, puts)
-            else:
-                for params, size, data in rows:
-                    if data is None:
-                        db.execute(_DELETE, params)
-                    else:
-                        db.execute(_UPSERT, (*params, size, blob(data)))
-        except BaseException:
-            if not self.group_commit:
-                self._rollback()
-            elif writing:  # part of this request may be in the group: none of the group may commit
-                self._conflict = True
-            raise
-        if not self.group_commit:
-            self._commit()
-        return results
-
-    def _write_optimistic(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
-
-        Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
-        db: sqlite3.Connection | None = None  # the read snapshot, taken at the first read (blind writes need none)
-        overlay = self._overlay
-        if not overlay:  # the catalog these writes' table descriptions were checked against
-            self._group_catalog = self._signal.seen
-        staged: dict[tuple[int, int, bytes, bytes], _Staged] = {}
-        changes: list[_Change] = []
-        results: list[WriteResult] = []
-        for op in ops:
-            key = op.key
-            where = (op.table.table_id, key.h, key.pk, key.sk)
-            before = staged.get(where) or overlay.get(where)
-            table = op.table
-            if _skips_read(op):  # (nothing needs the row as it was)
-                new, size, data = _blind_outcome(op)
-                if before is None:
-                    staged[where] = _Staged(table, _BLIND, None, new, data, size, True)
-                else:
-                    staged[where] = _Staged(table, before.expected, before.original, new, data, size, True)
-                results.append(WriteResult(None, new, 0, size))
-                continue
-            if before is not None:
-                old, old_size, expected, original = before.item, before.size, before.expected, before.original
-                old_data = before.data
-            else:
-                if db is None:
-                    db = self._read()
-                old, old_size, expected = _stored(db, _bound(where))
-                original, old_data = old, expected
-            new = op.apply(old)
-            if new is old:  # nothing to write, but the answer rests on what was read: check it at commit
-                if before is None:
-                    staged[where] = _Staged(table, expected, old, old, expected,  # type: ignore[arg-type]
-                                            old_size, False)
-                results.append(WriteResult(old, old, old_size, old_size))
-                continue
-            size = 0 if new is None else item_size(new)
-            data = None if new is None else orjson.dumps(new)
-            staged[where] = _Staged(table, expected, original, new, data, size, True)
-            if table.stream is not None:
-                changes.append(_Change(table, key, old, new, old_data, data, op.origin))
-            results.append(WriteResult(old, new, old_size, size))
-        if staged:
-            overlay.update(staged)
-            self._changes.extend(changes)
-            self.pending = True
-        return results
-
-    def _commit_overlay(self, wait: bool = True) -> None:
-        """Under the writer lock: check every row the staged writes read, write them, commit; on a changed row
-        roll back and mark the group conflicted. Without `wait`, EngineBusy if another process holds the lock
-        (the group stays staged, and more writes may join it)."""
-        if self._conflict:
-            self._overlay, self._changes = {}, []
-            return
-        self._begin(wait)
-        overlay, self._overlay = self._overlay, {}
-        changes, self._changes = self._changes, []
-        db = self._db
-        if self._signal.current() != self._group_catalog:  # a table may have gone or changed: run them again
-            self._conflict = True
-            self._rollback()
-            return
-        puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
-        deletes: list[tuple[int, int, bytearray, bytearray]] = []
-        try:
-            for where, entry in overlay.items():
-                row = _bound(where)
-                if entry.expected is not _BLIND:
-                    found = db.execute(_GET_DATA, row).fetchone()
-                    if (None if found is None else found[0]) != entry.expected:
-                        self._conflict = True
-                        self._rollback()
-                        return
-                if not entry.written:
-                    continue
-                if entry.table.indexes:
-                    # From the committed item to the final one, before the row is written: the upkeep's item
-                    # collection check sums the partition's rows as the group's earlier writes left them.
-                    self._maintain_indexes(entry.table, StorageKey(*where[1:]), entry.original, entry.item)
-                    if entry.data is None:
-                        db.execute(_DELETE, row)
-                    else:
-                        db.execute(_UPSERT, (*row, entry.size, blob(entry.data)))
-                elif entry.data is None:
-                    deletes.append(row)
-                else:
-                    puts.append((*row, entry.size, blob(entry.data)))
-            # The rows of tables without indexes, which nothing in the group reads again: one call per statement.
-            db.executemany(_DELETE, deletes)
-            db.executemany(_UPSERT, puts)
-            now = time.time()
-            for change in changes:  # (in request order: two writes to one key are two records)
-                self._record_change(*change, now)
-            self._commit()
-            self.group_commits += 1
-        except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
-            self._conflict = True
-            self._rollback()
-        except BaseException:
-            self._rollback()
-            raise
-
-    def _end_group(self, wait: bool = True) -> None:
-        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict). Without
-        `wait`, EngineBusy while another process holds the writer lock, the group kept as it is."""
-        if self._overlay:
-            self._commit_overlay(wait)
-        if self._locked:
-            self._locked = False
-            if self._conflict:
-                self._rollback()
-            else:
-                try:
-                    self._commit()
-                except BaseException:
-                    self._rollback()
-                    raise
-                self.group_commits += 1
-        self.pending = False
-
-    def flush(self) -> None:
-        """Commit the writes this pass grouped (see `Engine.pending`); WriteConflict if nothing of them could be
-        committed because another worker changed a row they read; EngineBusy (nothing done) if `lock_wait` is off
-        and another worker holds the writer lock."""
-        try:
-            self._end_group(self.lock_wait)
-        finally:
-            conflict, self._conflict = self._conflict, False
-        if conflict:
-            raise WriteConflict()
-
-    def wait_for_writer(self) -> None:
-        self._lock.wait_free()
-
-    @property
-    def group_rows(self) -> int:
-        return len(self._overlay)
-
-    def _record_token(self, token: RequestToken) -> None:
-        """Inside a write transaction: refuse a live token, else store it (see `Engine.write`)."""
-        db = self._db
-        found = db.execute(_GET_TOKEN, (token.token,)).fetchone()
-        if found is not None and found[1] > token.created_at - TOKEN_LIFETIME:
-            raise TokenInUse(RequestToken(token.token, found[0], found[1], found[2]))
-        db.execute(_PUT_TOKEN, (token.token, token.request_hash, token.created_at))
-        self._token_writes += 1
-        if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
-            db.execute("DELETE FROM tokens WHERE created_at < ?", (token.created_at - TOKEN_LIFETIME,))
-
     def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         with self._transaction() as db:
             found = db.execute("SELECT holder, expires FROM leases WHERE name=?", (name,)).fetchone()
@@ -846,7 +495,7 @@ class SQLiteEngine(SQLiteStreams, SQLiteIndexes, Engine):
             return True
 
     def get_token(self, token: str) -> RequestToken | None:
-        found = self._read().execute(_GET_TOKEN, (token,)).fetchone()
+        found = self._read().execute(GET_TOKEN, (token,)).fetchone()
         return None if found is None else RequestToken(token, found[0], found[1], found[2])
 
     def query(self, meta: TableMeta, h: int, pk: bytes, sort: SortRange, forward: bool,

@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
-    Origin,
+    Change,
     ShardInfo,
-    StorageKey,
     StreamInfo,
     StreamRecord,
     StreamSettings,
@@ -156,27 +154,25 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside write's transaction) ------------------------------------------------------------
-    def _record_change(self, table: TableMeta, key: StorageKey, old: Item | None, new: Item | None,
-                       old_data: bytes | None, new_data: bytes | None, origin: Origin, now: float) -> None:
+    def _record_change(self, change: Change, now: float) -> None:
         """Append the stream record of one item change, if the table's current description has a stream and
         the item really changed."""
-        live = self._live_table(table)
+        old, new = change.old, change.new
+        live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled or old == new:
             return
         assert live is not None
         view = stream.view_type
-        shard_no = self._current_shard(stream.stream_id, shard_slot(key.h, self.stream_settings.shards), now)
+        shard_no = self._current_shard(stream.stream_id, shard_slot(change.key.h, self.stream_settings.shards), now)
         keys = orjson.dumps(live.key_of(new if new is not None else old))  # type: ignore[arg-type]
+        old_json = new_json = None
         if view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES") and old is not None:
-            old_json = old_data if old_data is not None else orjson.dumps(old)
-        else:
-            old_json = None
+            old_json = change.old_data if change.old_data is not None else orjson.dumps(old)
         if view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES") and new is not None:
-            new_json = new_data if new_data is not None else orjson.dumps(new)
-        else:
-            new_json = None
-        self._db.execute(_INSERT_RECORD, (shard_no, now, change_kind(old, new), origin, keys, old_json, new_json))
+            new_json = change.new_data if change.new_data is not None else orjson.dumps(new)
+        self._db.execute(_INSERT_RECORD, (shard_no, now, change_kind(old, new), change.origin, keys, old_json,
+                                          new_json))
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:

@@ -1,0 +1,377 @@
+"""SQLite's write path: every item write, whichever way it is grouped, is applied first and persisted in one place.
+
+A request's ops are applied (`apply_ops`) against the rows as they stand — read under the writer lock, or from
+the pass's read snapshot when a worker writes optimistically — before anything is written, so a refused request
+writes nothing. What they changed comes out as a list of `Change`s, in request order, and `_persist` is the one
+step that writes changes to storage: each row once (a key changed twice in a group is written once, at its
+final state), its index entries from the stored item to the final one, and one stream record per change. It runs
+in the request's transaction (one worker, or a token-guarded transaction) or in the group's, at `flush`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from openddb.errors import DynamoDBError
+from openddb.model import Item
+from openddb.model.values import item_size
+from openddb.storage.base import (
+    TOKEN_LIFETIME,
+    Change,
+    EngineBusy,
+    RequestToken,
+    StorageKey,
+    TokenInUse,
+    WriteConflict,
+    WriteOp,
+    WriteResult,
+    charged_sizes,
+)
+from openddb.storage.sqlite_indexes import blob
+
+if TYPE_CHECKING:
+    from openddb.model.schema import TableMeta
+
+Where = tuple[int, int, bytes, bytes]  # a row's (tid, h, pk, sk)
+State = tuple[Item | None, int, bytes | None]  # an item as it stands: parsed, its size, its stored JSON
+
+_GET = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+_GET_DATA = "SELECT data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+# An upsert, not INSERT OR REPLACE: REPLACE deletes the old row and inserts the new one (B-tree rebalancing both
+# ways), while DO UPDATE rewrites the row where it is, in place when its size is unchanged (~4x faster overwrites).
+UPSERT = ("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, data=excluded.data")
+_DELETE = "DELETE FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
+GET_TOKEN = "SELECT hash, created_at, sizes FROM tokens WHERE token=?"
+_PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at, sizes) VALUES (?, ?, ?, ?)"
+# Expired tokens are swept once every this many token writes, so the table stays small without a timer.
+_TOKEN_SWEEP_EVERY = 256
+
+BLIND = object()  # a staged write that did not read its row: nothing to check at commit
+
+
+def bound(where: Where) -> tuple[int, int, bytearray, bytearray]:
+    """A row's (tid, h, pk, sk) as SQL parameters."""
+    return where[0], where[1], blob(where[2]), blob(where[3])
+
+
+def stored(db: sqlite3.Connection, row: tuple[int, int, bytearray, bytearray]) -> State:
+    """The item stored in `row` (bound as SQL parameters), parsed, with its size and stored bytes."""
+    found = db.execute(_GET, row).fetchone()
+    if found is None:
+        return None, 0, None
+    return orjson.loads(found[1]), found[0], found[1]
+
+
+def skips_read(op: WriteOp) -> bool:
+    """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
+    neither do the table's indexes or stream."""
+    return op.blind and not op.table.indexes and op.table.streaming is None
+
+
+def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[list[WriteResult], list[Change],
+                                                                              dict[Where, State]]:
+    """Apply `ops` in order, each to the item as the earlier ones left it (`load` reads a row not yet seen);
+    return their results, the changes they made, and each key's final state. Writes nothing."""
+    seen: dict[Where, State] = {}
+    results: list[WriteResult] = []
+    changes: list[Change] = []
+    for op in ops:
+        key = op.key
+        where = (op.table.table_id, key.h, key.pk, key.sk)
+        blind = skips_read(op)  # (the row as it stands is unknown: even a delete must reach it)
+        if blind:
+            old: Item | None = None
+            old_size, old_data = 0, None
+        else:
+            old, old_size, old_data = seen.get(where) or load(where)
+        new = op.apply(old)
+        if new is old and not blind:  # left as it was: the answer still rests on what was read
+            seen[where] = (old, old_size, old_data)
+            results.append(WriteResult(old, old, old_size, old_size))
+            continue
+        if new is None:
+            size, data = 0, None
+        else:
+            size, data = item_size(new), orjson.dumps(new)
+        seen[where] = (new, size, data)
+        results.append(WriteResult(old, new, old_size, size))
+        changes.append(Change(op.table, key, old, new, old_size, size, data, op.origin, old_data))
+    return results, changes, seen
+
+
+class Staged:
+    """An optimistic write waiting for `flush`: the row as read (`expected`, or BLIND) and the key's state as the
+    group leaves it, which later writes of the group read; `written` false if the group only read the row."""
+
+    __slots__ = ("data", "expected", "item", "size", "written")
+
+    def __init__(self, expected: object, item: Item | None, size: int, data: bytes | None, written: bool) -> None:
+        self.expected = expected
+        self.item = item
+        self.size = size
+        self.data = data
+        self.written = written
+
+
+class SQLiteWrites:
+    """`Engine.write`, group commit and `flush` of SQLiteEngine, whose connection, lock and catalog it uses."""
+
+    _db: sqlite3.Connection
+    group_commit: bool
+    shared_reads: bool
+    optimistic: bool
+    lock_wait: bool
+    pending: bool
+    group_writes: int
+    group_commits: int
+    _overlay: dict[Where, Staged]
+    _changes: list[Change]  # the changes of the staged group, in request order
+    _locked: bool  # a group transaction holding the writer lock is open
+    _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
+    _group_catalog: bytes
+    _token_writes: int
+    _signal: Any
+    _lock: Any
+
+    if TYPE_CHECKING:
+        def _begin(self, wait: bool = True) -> None: ...
+
+        def _commit(self) -> None: ...
+
+        def _rollback(self) -> None: ...
+
+        def _check_catalog(self) -> None: ...
+
+        def _read(self) -> sqlite3.Connection: ...
+
+        def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
+                              new: Item | None) -> None: ...
+
+        def _record_change(self, change: Change, now: float) -> None: ...
+
+    def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        if self.group_commit:
+            if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
+                raise EngineBusy()
+            self.group_writes += 1
+        # Optimistic: writes whose reads come from one snapshot (one item, items written without reading them,
+        # or any items under a shared read snapshot), all checked at commit; writes guarded by a request token
+        # run under the lock.
+        if self.optimistic and self.group_commit and not self._locked and token is None and \
+                (len(ops) == 1 or self.shared_reads or all(skips_read(op) for op in ops)):
+            return self._write_optimistic(ops)
+        self._enter_transaction()
+        return self._write_locked(ops, token)
+
+    def _enter_transaction(self) -> None:
+        """Under the writer lock: the group's transaction (taken now if this is its first write), or one of the
+        write's own without group commit."""
+        if not self.group_commit:
+            self._begin()
+            self._check_catalog()
+        elif not self._locked:
+            if self._overlay:
+                self._end_group(self.lock_wait)
+                if self._conflict:  # that group is lost: run this after its requests run again
+                    raise EngineBusy()
+            self._begin(self.lock_wait)
+            self._check_catalog()
+            self._locked = True
+            self.pending = True
+
+    def _write_locked(self, ops: Sequence[WriteOp], token: RequestToken | None) -> list[WriteResult]:
+        db = self._db
+        try:
+            if token is not None:
+                self._check_token(token)
+            results, changes, _ = apply_ops(ops, lambda where: stored(db, bound(where)))
+        except BaseException:
+            if not self.group_commit:
+                self._rollback()
+            raise
+        # Nothing is written yet. From here on only an index's upkeep can refuse the request (an item collection
+        # grown past its limit): inside a shared group, a savepoint then undoes this request alone. Other writes
+        # need none (a savepoint journals a copy of every page the request changes, doubling a batch's I/O).
+        savepoint = self.group_commit and any(op.table.indexes for op in ops)
+        if savepoint:
+            db.execute("SAVEPOINT request")
+        try:
+            if token is not None:
+                self._store_token(token, charged_sizes(results))
+            self._persist(changes)
+            if savepoint:
+                db.execute("RELEASE request")
+            elif not self.group_commit:
+                self._commit()
+        except BaseException:
+            if savepoint:
+                db.execute("ROLLBACK TO request")
+                db.execute("RELEASE request")
+            elif not self.group_commit:
+                self._rollback()
+            else:  # part of this request may be in the group: none of the group may commit
+                self._conflict = True
+            raise
+        return results
+
+    def _persist(self, changes: Sequence[Change]) -> None:
+        """The one step that writes item changes: each changed row at its final state, its index entries from the
+        stored item to the final one, then a stream record per change (in order: two writes to one key are two
+        records). Inside the caller's transaction."""
+        if not changes:
+            return
+        db = self._db
+        spans: dict[Where, list[Change]] = {}  # each key's first and last change
+        for change in changes:
+            key = change.key
+            where = (change.table.table_id, key.h, key.pk, key.sk)
+            span = spans.get(where)
+            if span is None:
+                spans[where] = [change, change]
+            else:
+                span[1] = change
+        puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
+        deletes: list[tuple[int, int, bytearray, bytearray]] = []
+        for where, (first, last) in spans.items():
+            row = bound(where)
+            if last.table.indexes:
+                # Before the row is written: the upkeep's item collection check sums the partition's rows as the
+                # earlier writes left them.
+                self._maintain_indexes(last.table, last.key, first.old, last.new)
+                if last.new_data is None:
+                    db.execute(_DELETE, row)
+                else:
+                    db.execute(UPSERT, (*row, last.new_size, blob(last.new_data)))
+            elif last.new_data is None:
+                deletes.append(row)
+            else:
+                puts.append((*row, last.new_size, blob(last.new_data)))
+        # Rows of tables without indexes, which nothing here reads again: one call per statement.
+        for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
+            if len(params) == 1:
+                db.execute(sql, params[0])
+            elif params:
+                db.executemany(sql, params)
+        now = 0.0
+        for change in changes:
+            if change.table.stream is not None:
+                now = now or time.time()
+                self._record_change(change, now)
+
+    def _write_optimistic(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
+        """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
+
+        Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
+        overlay = self._overlay
+        if not overlay:  # the catalog these writes' table descriptions were checked against
+            self._group_catalog = self._signal.seen
+        reads: dict[Where, bytes | None] = {}  # rows read from the snapshot, as they were read
+
+        def load(where: Where) -> State:
+            before = overlay.get(where)
+            if before is not None:
+                return before.item, before.size, before.data
+            state = stored(self._read(), bound(where))
+            reads[where] = state[2]
+            return state
+
+        results, changes, final = apply_ops(ops, load)
+        written = {(c.table.table_id, c.key.h, c.key.pk, c.key.sk) for c in changes}
+        for where, (item, size, data) in final.items():
+            before = overlay.get(where)
+            expected = before.expected if before is not None else reads.get(where, BLIND)
+            overlay[where] = Staged(expected, item, size, data,
+                                    where in written or (before is not None and before.written))
+        if final:
+            self._changes.extend(changes)
+            self.pending = True
+        return results
+
+    def _commit_overlay(self, wait: bool = True) -> None:
+        """Under the writer lock: check every row the staged writes read, persist their changes, commit; on a
+        changed row roll back and mark the group conflicted. Without `wait`, EngineBusy if another process holds
+        the lock (the group stays staged, and more writes may join it)."""
+        if self._conflict:
+            self._overlay, self._changes = {}, []
+            return
+        self._begin(wait)
+        overlay, self._overlay = self._overlay, {}
+        changes, self._changes = self._changes, []
+        db = self._db
+        if self._signal.current() != self._group_catalog:  # a table may have gone or changed: run them again
+            self._conflict = True
+            self._rollback()
+            return
+        try:
+            for where, entry in overlay.items():
+                if entry.expected is not BLIND:
+                    found = db.execute(_GET_DATA, bound(where)).fetchone()
+                    if (None if found is None else found[0]) != entry.expected:
+                        self._conflict = True
+                        self._rollback()
+                        return
+            self._persist(changes)
+            self._commit()
+            self.group_commits += 1
+        except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
+            self._conflict = True
+            self._rollback()
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _end_group(self, wait: bool = True) -> None:
+        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict). Without
+        `wait`, EngineBusy while another process holds the writer lock, the group kept as it is."""
+        if self._overlay:
+            self._commit_overlay(wait)
+        if self._locked:
+            self._locked = False
+            if self._conflict:
+                self._rollback()
+            else:
+                try:
+                    self._commit()
+                except BaseException:
+                    self._rollback()
+                    raise
+                self.group_commits += 1
+        self.pending = False
+
+    def flush(self) -> None:
+        """Commit the writes this pass grouped (see `Engine.pending`); WriteConflict if nothing of them could be
+        committed because another worker changed a row they read; EngineBusy (nothing done) if `lock_wait` is off
+        and another worker holds the writer lock."""
+        try:
+            self._end_group(self.lock_wait)
+        finally:
+            conflict, self._conflict = self._conflict, False
+        if conflict:
+            raise WriteConflict()
+
+    def wait_for_writer(self) -> None:
+        self._lock.wait_free()
+
+    @property
+    def group_rows(self) -> int:
+        return len(self._overlay)
+
+    def _check_token(self, token: RequestToken) -> None:
+        """Inside a write transaction: TokenInUse if a live record of the token exists (see `Engine.write`)."""
+        found = self._db.execute(GET_TOKEN, (token.token,)).fetchone()
+        if found is not None and found[1] > token.created_at - TOKEN_LIFETIME:
+            raise TokenInUse(RequestToken(token.token, found[0], found[1], found[2]))
+
+    def _store_token(self, token: RequestToken, sizes: bytes) -> None:
+        """Record the token with the sizes its writes were charged on (which a repeat of the request reports)."""
+        db = self._db
+        db.execute(_PUT_TOKEN, (token.token, token.request_hash, token.created_at, sizes))
+        self._token_writes += 1
+        if self._token_writes % _TOKEN_SWEEP_EVERY == 0:
+            db.execute("DELETE FROM tokens WHERE created_at < ?", (token.created_at - TOKEN_LIFETIME,))
