@@ -185,14 +185,12 @@ def test_duplicate_attribute_definition(ddb):
     ({"StreamEnabled": True}, INVALID + "Table is being created with a stream enabled, UpdateViewType is required"),
     ({"StreamEnabled": False, "StreamViewType": "KEYS_ONLY"},
      INVALID + "Table is being created with a stream disabled, UpdateViewType should not be specified"),
-    ({"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
-     "DynamoDB Streams are not supported by this server yet: StreamEnabled must be false"),
     ({"StreamEnabled": True, "StreamViewType": "new_image"},  # the view types in DynamoDB's order
      "1 validation error detected: Value 'new_image' at 'streamSpecification.streamViewType' failed to satisfy "
      "constraint: Member must satisfy enum value set: [OLD_IMAGE, KEYS_ONLY, NEW_AND_OLD_IMAGES, NEW_IMAGE]"),
 ])
 def test_create_table_stream_specification(ddb, spec, message):
-    """Streams are not implemented: a stream is refused, never described with a fake ARN."""
+    """A StreamSpecification whose members disagree, or with an unknown view type, is refused in DynamoDB's words."""
     with pytest.raises(ClientError) as excinfo:
         ddb.create_table(TableName=unique_name(), AttributeDefinitions=DEFS, KeySchema=SCHEMA,
                          BillingMode="PAY_PER_REQUEST", StreamSpecification=spec)

@@ -31,7 +31,7 @@ from openddb.errors import (
     UnknownOperationException,
     ValidationException,
 )
-from openddb.storage.base import CatalogChanged, Engine, EngineBusy
+from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
 
@@ -43,6 +43,8 @@ STREAMS_TARGET_PREFIX = b"DynamoDBStreams_20120810."  # DynamoDB Streams, on the
 _CATALOG_ATTEMPTS = 30
 # How often a server looks for index backfills nobody drives (one cut short by a crash, or by a worker's death).
 RESUME_SECONDS = 5.0
+# The stream upkeep lease outlives the server's roughly one-second duty rounds, so its holder keeps it.
+STREAM_LEASE_SECONDS = 10.0
 _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 _PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
@@ -212,8 +214,17 @@ class Dispatcher:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
+            self._duty("stream upkeep", self._maintain_streams, now)
         finally:
             self.engine.end_reads()  # no read snapshot may outlive the duty (it would hold back checkpoints)
+
+    def _maintain_streams(self, now: float) -> None:
+        """Shard rollover and retention, by one process of those sharing the store at a time."""
+        engine = self.engine
+        if not engine.list_streams():
+            return
+        if engine.try_lease("streams", lease_holder(), STREAM_LEASE_SECONDS, now):
+            engine.maintain_streams(now)
 
     def _duty(self, what: str, duty: Callable[..., object], *args: Any) -> None:
         """Run one background duty; its failure is logged and leaves the others to run."""
