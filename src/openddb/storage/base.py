@@ -464,6 +464,11 @@ class Engine(ABC):
         """Up to `limit` records of one shard with sequence numbers >= `start`, in sequence order."""
         raise NotImplementedError
 
+    def shard_end(self, stream_id: int, shard_id: str) -> int:
+        """One past the highest sequence number of the shard's records (its starting number if it has none):
+        where a LATEST iterator starts."""
+        raise NotImplementedError
+
     def maintain_streams(self, now: float) -> None:
         """Roll over shards older than `shard_seconds` (close them, open their children) and drop what is past
         retention: records, shards, and streams disabled or of deleted tables. Run under the "streams" lease."""

@@ -206,6 +206,12 @@ class SQLiteStreams:
                              None if new is None else bytes(new))
                 for seq, created, kind, origin, keys, old, new in rows]
 
+    def shard_end(self, stream_id: int, shard_id: str) -> int:
+        row = self._read().execute(
+            "SELECT coalesce((SELECT max(seq) + 1 FROM stream_records WHERE shard_no = s.shard_no), s.starting_seq) "
+            "FROM stream_shards s WHERE s.sid=? AND s.shard_id=?", (stream_id, shard_id)).fetchone()
+        return 0 if row is None else int(row[0])
+
     # --- upkeep --------------------------------------------------------------------------------------------
     def maintain_streams(self, now: float) -> None:
         horizon = self._horizon(now)

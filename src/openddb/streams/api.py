@@ -186,13 +186,7 @@ def _end(engine: Engine, stream: StreamInfo, shard: ShardInfo) -> int:
     """Just after the shard's newest record (LATEST)."""
     if shard.ending_seq is not None:
         return max(shard.ending_seq + 1, _oldest(shard))
-    seq = _oldest(shard)
-    while True:  # (pages through the open shard: the engine interface has no "newest sequence number" yet)
-        batch = engine.read_stream(stream.stream_id, shard.shard_id, seq, RECORDS_LIMIT)
-        if batch:
-            seq = batch[-1].seq + 1
-        if len(batch) < RECORDS_LIMIT:
-            return seq
+    return max(engine.shard_end(stream.stream_id, shard.shard_id), _oldest(shard))
 
 
 def _at_number(shard: ShardInfo, text: str) -> int:
