@@ -8,7 +8,7 @@ bytes and its SHA-256, and whole in `pkx` (PostgreSQL holds a B-tree row to 2,70
 `postgres_indexes.stored_key`). `openddb_tables` is the catalog, `openddb_catalog` holds the
 schema version, the catalog version (bumped by every DDL) and the table-id counter.
 Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
-`postgres_indexes.py`.
+`postgres_indexes.py`. Stream records (schema version 6) are appended inside `write` too; see `postgres_streams.py`.
 
 One connection per process: the server runs every request on one event-loop thread and engine calls are
 synchronous, so a process never has two statements in flight; a pool would only add a check-out per call.
@@ -66,6 +66,7 @@ from openddb.storage.postgres_indexes import (
     ENTRY_KEY_LIMIT,
     INDEX_MIGRATION,
     ITEM_KEY_LIMIT,
+    ItemKey,
     Migration,
     PostgresIndexes,
     entry_key,
@@ -74,10 +75,17 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_keys,
 )
+from openddb.storage.postgres_streams import (
+    STREAM_MIGRATION,
+    PendingRecord,
+    PostgresStreams,
+    change_record,
+    is_shard_due,
+)
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
@@ -132,6 +140,7 @@ _MIGRATIONS: dict[int, list[Migration]] = {
         f"ALTER TABLE openddb_items ADD CONSTRAINT openddb_items_stored_pk CHECK (length(pk) <= {ITEM_KEY_LIMIT + 1})",
         f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK (length(pk) <= "
         f"{ENTRY_KEY_LIMIT + 1} AND length(tpk) <= {ENTRY_KEY_LIMIT + 1} AND length(tsk) <= {ENTRY_KEY_LIMIT + 1})"],
+    6: STREAM_MIGRATION,  # DynamoDB Streams (postgres_streams.py)
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -195,7 +204,7 @@ def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
 T = TypeVar("T")
 
 
-class PostgresEngine(PostgresIndexes, Engine):
+class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
     def __init__(self, url: str, *, listen: bool | None = None) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
 
@@ -205,6 +214,9 @@ class PostgresEngine(PostgresIndexes, Engine):
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
+        self._stream_shards: dict[int, int] = {}
+        self._roll_due = True  # see write
+        self._appending: list[tuple[int, int]] = []
         self._catalog_version = -1
         self._stale = True
         self._token_writes = 0
@@ -372,6 +384,8 @@ class PostgresEngine(PostgresIndexes, Engine):
             if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
                 raise ResourceInUseException(f"Table already exists: {meta.name}")
             meta.table_id = int(tid)
+            if meta.stream is not None:  # (assigns the stream's id, which the stored description then holds)
+                self._store_stream(cur, meta, time.time())
             cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
                         (meta.name, tid, meta.to_json()))
             self._ddl(cur)
@@ -392,6 +406,15 @@ class PostgresEngine(PostgresIndexes, Engine):
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
             row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (meta.name,)).fetchone()
             self._expect(None if row is None else bytes(row[0]), meta)
+            # Creates, or disables, the table's stream; the writes that hold this table's catalog row have all
+            # committed (FOR UPDATE above waited for them), and later ones will read the description stored here.
+            self._store_stream(cur, meta, time.time())
+            # Entries of an index the change removes go with it: a crash cannot leave them orphaned.
+            kept = {index.index_id for index in meta.indexes}
+            for index in TableMeta.from_json(bytes(row[0])).indexes if row is not None else ():
+                if index.index_id not in kept:
+                    cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s AND iid=%s",
+                                (meta.table_id, index.index_id))
             meta.version += 1
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
                         (meta.to_json(), meta.name))
@@ -417,6 +440,8 @@ class PostgresEngine(PostgresIndexes, Engine):
             if row is not None:
                 cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
                 cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
+                # The table's stream is disabled, not dropped: its records stay readable for the retention period.
+                self._disable_streams(cur, row[0], None, time.time())
                 self._live.pop(row[0], None)
                 self._ddl(cur)
 
@@ -455,7 +480,20 @@ class PostgresEngine(PostgresIndexes, Engine):
                 cur.execute(_SIZE_TOKEN, (charged_sizes(results), _token_text(token.token)))
             return results
 
-        return self._transact(body)
+        try:
+            return self._transact(body)
+        except pgerrors.NotNullViolation as error:
+            if not is_shard_due(error):
+                raise
+        # A stream record found its slot's shard due for rollover (or just rolled over by another node): roll the
+        # due shards over, each in a transaction of its own, and run the write again, taking whichever shard is
+        # open then, however old (so a write cannot be sent round again by shards rolling over faster than it).
+        self._roll_over(time.time(), self._appending)
+        self._roll_due = False
+        try:
+            return self._transact(body)
+        finally:
+            self._roll_due = True
 
     def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE)."""
@@ -504,34 +542,18 @@ class PostgresEngine(PostgresIndexes, Engine):
         return None if found is None else RequestToken(token, found[0], found[1], found[2])
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Lock, apply, write back, maintain the indexes; inside the caller's transaction."""
-        placeholders: set[tuple[int, int, bytes, bytes]] = set()
+        """Lock, apply, write back, maintain the indexes, append stream records; inside the caller's transaction."""
         keys = [_item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
         whole = {key: op.key.pk for key, op in zip(keys, ops) if key[2] is not op.key.pk}
-        distinct = sorted(set(keys))
-        # First the catalog rows (DDL waits for this write; see postgres_indexes.py), then the items, in key order.
-        stored: dict[tuple[int, int, bytes, bytes], tuple[int, bytes] | None] = {}
-        if len(distinct) == 1:  # the catalog row's lock and the item's in one round trip
-            live = self._lock_tables(cur, [distinct[0][0]], then=(_LOCK, distinct[0]))
-            stored[distinct[0]] = cur.fetchone()
-        else:
-            live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
-            # Several items: lock every key, present or absent, in key order (so two such writes cannot
-            # deadlock each other), one statement per key so a key cannot change between "absent" and "locked".
-            # A present row is locked by a no-op update; an absent key by inserting a placeholder (size -1),
-            # never committed, which a concurrent writer of that key must wait for: a condition on an absent item
-            # cannot be skewed.
-            cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
-            for key in distinct:
-                found = cur.fetchone()
-                stored[key] = None if found is None or found[0] < 0 else found
-                if found is not None and found[0] < 0:
-                    placeholders.add(key)
-                cur.nextset()
+        live, stored, placeholders = self._lock_items(cur, keys, whole)
         # Apply in request order; a key seen twice sees the first op's outcome.
-        current: dict[tuple[int, int, bytes, bytes], tuple[Item | None, int]] = {}
-        loaded: dict[tuple[int, int, bytes, bytes], tuple[Item | None, int]] = {}
+        current: dict[ItemKey, tuple[Item | None, int]] = {}
+        loaded: dict[ItemKey, tuple[Item | None, int]] = {}
         results: list[WriteResult] = []
+        # The tables whose committed description has an enabled stream (usually none: then nothing more is done).
+        streaming = {tid: table for tid, table in live.items() if table is not None and table.streaming}
+        records: list[PendingRecord] = []
+        now = time.time() if streaming else 0.0
         for op, key in zip(ops, keys):
             if key in current:
                 old, old_size = current[key]
@@ -540,6 +562,10 @@ class PostgresEngine(PostgresIndexes, Engine):
                 old, old_size = (None, 0) if found is None else (orjson.loads(found[1]), found[0])
                 loaded[key] = (old, old_size)
             new = op.apply(old)
+            if streaming and key[0] in streaming:  # one record per op that changed the item, in request order
+                record = change_record(streaming[key[0]], op.key.h, op.origin, old, new, now)
+                if record is not None:
+                    records.append(record)
             if new is old:
                 results.append(WriteResult(old, old, old_size, old_size))
                 current[key] = (old, old_size)
@@ -547,8 +573,44 @@ class PostgresEngine(PostgresIndexes, Engine):
             new_size = 0 if new is None else item_size(new)
             current[key] = (new, new_size)
             results.append(WriteResult(old, new, old_size, new_size))
+        self._write_back(cur, live, current, loaded, stored, placeholders, whole)
+        if records:  # last: the shard locks it takes are held until the commit that follows
+            self._append_records(cur, records, now)
+        return results
+
+    def _lock_items(self, cur: psycopg.Cursor[Any], keys: list[ItemKey], whole: dict[ItemKey, bytes]) -> tuple[
+            dict[int, TableMeta | None], dict[ItemKey, tuple[int, bytes] | None], set[ItemKey]]:
+        """Lock the write's catalog rows, then its items; the committed descriptions, the stored rows (size, data),
+        and the keys that were absent and now hold an uncommitted placeholder row."""
+        placeholders: set[ItemKey] = set()
+        distinct = sorted(set(keys))
+        # First the catalog rows (DDL waits for this write; see postgres_indexes.py), then the items, in key order.
+        stored: dict[ItemKey, tuple[int, bytes] | None] = {}
+        if len(distinct) == 1:  # the catalog row's lock and the item's in one round trip
+            live = self._lock_tables(cur, [distinct[0][0]], then=(_LOCK, distinct[0]))
+            stored[distinct[0]] = cur.fetchone()
+            return live, stored, placeholders
+        live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
+        # Several items: lock every key, present or absent, in key order (so two such writes cannot deadlock each
+        # other), one statement per key so a key cannot change between "absent" and "locked". A present row is
+        # locked by a no-op update; an absent key by inserting a placeholder (size -1), never committed, which a
+        # concurrent writer of that key must wait for: a condition on an absent item cannot be skewed.
+        cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
+        for key in distinct:
+            found = cur.fetchone()
+            stored[key] = None if found is None or found[0] < 0 else found
+            if found is not None and found[0] < 0:
+                placeholders.add(key)
+            cur.nextset()
+        return live, stored, placeholders
+
+    def _write_back(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
+                    current: dict[ItemKey, tuple[Item | None, int]], loaded: dict[ItemKey, tuple[Item | None, int]],
+                    stored: dict[ItemKey, tuple[int, bytes] | None], placeholders: set[ItemKey],
+                    whole: dict[ItemKey, bytes]) -> None:
+        """Store each item's final state (one change per key, however many ops it had) and its index entries."""
         inserts, updates, deletes = [], [], []
-        changes: list[tuple[tuple[int, int, bytes, bytes], Item | None, Item | None, int, int]] = []
+        changes: list[tuple[ItemKey, Item | None, Item | None, int, int]] = []
         for key, (new, new_size) in current.items():
             existed = stored[key] is not None or key in placeholders
             old, old_size = loaded[key]
@@ -571,7 +633,6 @@ class PostgresEngine(PostgresIndexes, Engine):
                 cur.executemany(sql, params)
         if changes:
             self._maintain_indexes(cur, live, changes)
-        return results
 
     def _read_pages(self, build: Any) -> Iterator[Any]:
         """Rows of a keyset-paginated read; `build(after_row, limit)` gives the statement of the next page."""
