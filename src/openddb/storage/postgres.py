@@ -481,19 +481,22 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             return results
 
         try:
-            return self._transact(body)
-        except pgerrors.NotNullViolation as error:
-            if not is_shard_due(error):
-                raise
-        # A stream record found its slot's shard due for rollover (or just rolled over by another node): roll the
-        # due shards over, each in a transaction of its own, and run the write again, taking whichever shard is
-        # open then, however old (so a write cannot be sent round again by shards rolling over faster than it).
-        self._roll_over(time.time(), self._appending)
-        self._roll_due = False
-        try:
-            return self._transact(body)
+            for _attempt in range(MAX_ATTEMPTS):
+                try:
+                    return self._transact(body)
+                except pgerrors.NotNullViolation as error:
+                    if not is_shard_due(error):
+                        raise
+                # A stream record found its slot's shard due for rollover, or closed by a rollover it waited for:
+                # roll the due shards over, each in a transaction of its own, and run the write again, taking
+                # whichever shard is open then, however old (so shards rolling over faster than the write cannot
+                # send it round for ever).
+                if self._roll_due:
+                    self._roll_over(time.time(), self._appending)
+                    self._roll_due = False
         finally:
             self._roll_due = True
+        raise TransactionConflictException("Transaction is ongoing for the item")
 
     def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE)."""
