@@ -242,3 +242,23 @@ def test_a_version_5_database_gains_streams() -> None:
             assert meta.stream is not None and len(by_shard(engine, meta.stream.stream_id)[0][1]) == 1
         finally:
             engine.close()  # (before its database is dropped)
+
+
+def test_the_sequence_number_is_taken_after_the_shard_lock() -> None:
+    """A record waiting for its shard's lock takes its number once it holds the lock, so a number taken by anyone
+    while it waited is lower: the order of numbers in a shard is the order of the commits."""
+    engine = engine_with(StreamSettings(shards=1))
+    meta = streamed(engine)
+    assert meta.stream is not None
+    (shard,) = engine.list_shards(meta.stream.stream_id)
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as holder:
+        holder.execute("BEGIN")
+        holder.execute("SELECT 1 FROM openddb_stream_shards WHERE shard_id=%s FOR UPDATE", (shard.shard_id,))
+        writer = threading.Thread(target=engine.write, args=([WriteOp(meta, skey(0), bump(0))],))
+        writer.start()
+        time.sleep(0.3)  # (the write now waits for the shard's lock)
+        taken = holder.execute("SELECT nextval('openddb_stream_seq')").fetchone()[0]
+        holder.execute("COMMIT")
+        writer.join()
+    (record,) = engine.read_stream(meta.stream.stream_id, shard.shard_id, 0, 10)
+    assert record.seq > taken
