@@ -38,7 +38,7 @@ def test_the_wal_is_rewound_under_steady_writes(tmp_path: Path, monkeypatch: pyt
         while _rewinds(wal) < start + 3 and time.monotonic() < deadline:
             for engine in (first, second):
                 engine.write([put(metas[engine], StorageKey(written % 997, b"p%d" % written, b""), item(written))])
-                engine.flush()
+                engine.commit()
                 written += 1
             time.sleep(0.0005)
         assert _rewinds(wal) >= start + 3, f"the WAL was not rewound while {written} writes committed"

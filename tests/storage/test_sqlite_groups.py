@@ -13,7 +13,7 @@ import pytest
 
 from openddb.model.indexes import entry_of
 from openddb.model.values import item_size
-from openddb.storage.base import SortRange, WriteConflict, WriteOp
+from openddb.storage.base import SortRange, WriteOp
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_engine_contract import new_meta
 from tests.storage.test_index_contract import LSI, delete, doc, indexed_meta, put, skey
@@ -23,7 +23,7 @@ from tests.storage.test_index_contract import LSI, delete, doc, indexed_meta, pu
 def worker(tmp_path: Path) -> Iterator[tuple[SQLiteEngine, SQLiteEngine]]:
     """A worker's engine writing optimistically, and a second engine on the same store to look from."""
     engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-    engine.optimistic = True
+    engine.session.optimistic = True
     other = SQLiteEngine(str(tmp_path))
     yield engine, other
     other.close()
@@ -40,14 +40,14 @@ def test_a_group_of_puts_and_deletes_over_several_tables(worker: tuple[SQLiteEng
     indexed = engine.create_table(indexed_meta(LSI))
     gone, kept = doc("p", "gone"), doc("p", "kept", x="old")
     engine.write([put(plain, gone), put(plain, kept)])
-    engine.flush()
+    engine.commit()
 
     new = [doc(f"p{i}", "s", x="v" * i) for i in range(30)]
     engine.write([blind(put(plain, item)) for item in new])  # one request: a batch of puts
     engine.write([blind(delete(plain, gone)), blind(put(plain, doc("p", "kept", x="new")))])
     engine.write([put(indexed, doc("q", "a", l="l1")), put(indexed, doc("q", "b", l="l2"))])
     assert other.get(plain, skey(new[0])) is None  # nothing is written before the flush
-    engine.flush()
+    engine.commit()
 
     for item in new:
         row = other.get(plain, skey(item))
@@ -76,9 +76,8 @@ def test_the_collection_check_counts_the_groups_earlier_rows(worker: tuple[SQLit
     engine.write([blind(put(plain, doc("p", "s")))])
     engine.write([put(indexed, first)])
     engine.write([put(indexed, second)])
-    with pytest.raises(WriteConflict):
-        engine.flush()
+    assert engine.commit() == "conflict"
     assert other.get(indexed, skey(first)) is None and other.get(plain, skey(doc("p", "s"))) is None
     engine.write([put(indexed, first)])  # alone, the first fits
-    engine.flush()
+    engine.commit()
     assert other.get(indexed, skey(first)) is not None

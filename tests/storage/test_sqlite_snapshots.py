@@ -39,7 +39,7 @@ def test_a_commit_elsewhere_renews_the_snapshot_at_once(two: tuple[SQLiteEngine,
     assert reader.reading  # the snapshot is open, as within one pass
     for n in range(3):
         writer.write([put(meta, KEY, item(n))])
-        writer.flush()
+        writer.commit()
         assert value(reader, meta) == b'{"pk":{"S":"p"},"n":{"N":"%d"}}' % n  # no end_reads in between
     reader.end_reads()
     assert not reader.reading
@@ -50,7 +50,7 @@ def test_get_many_reads_one_snapshot(two: tuple[SQLiteEngine, SQLiteEngine]) -> 
     meta = writer.create_table(new_meta())
     keys = [StorageKey(i, b"p%d" % i, b"") for i in range(3)]
     writer.write([put(meta, key, item(1)) for key in keys])
-    writer.flush()
+    writer.commit()
     seen = []
     original = reader._db
 
@@ -69,7 +69,7 @@ def test_get_many_reads_one_snapshot(two: tuple[SQLiteEngine, SQLiteEngine]) -> 
                 self.calls += 1
                 if self.calls == 1:
                     writer.write([put(meta, key, item(2)) for key in keys])
-                    writer.flush()
+                    writer.commit()
             return cursor
 
     reader._db = Interleaved()  # type: ignore[assignment]
@@ -96,16 +96,16 @@ def test_a_write_waiting_for_the_lock_first_releases_its_snapshot(two: tuple[SQL
     holder (its commit waits for the checkpoint), which holds back the reader: every writer of the store stalled
     until the checkpoint gave up. So the snapshot ends before the wait, and the checkpoint can complete."""
     holder, waiter = two
-    waiter.lock_wait = False
+    waiter.session.wait = False
     meta = holder.create_table(new_meta())
     holder.write([put(meta, KEY, item(0))])
-    holder.flush()
+    holder.commit()
     assert value(waiter, meta) is not None
     assert waiter.reading
     holder.write([put(meta, KEY, item(1))])  # holds the writer lock until its flush
     with pytest.raises(EngineBusy):
         waiter.write([put(meta, StorageKey(8, b"q", b"s"), item(2))])
-    holder.flush()
+    holder.commit()
     checkpoint = sqlite3.connect(tmp_path / "openddb.sqlite3", isolation_level=None, timeout=0)
     try:
         busy, _, _ = checkpoint.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
@@ -120,7 +120,7 @@ def test_a_rejected_blind_request_leaves_its_group_as_it_was(two: tuple[SQLiteEn
     writer, reader = two
     meta = writer.create_table(new_meta())
     writer.write([put(meta, KEY, item(1))])
-    assert writer.pending  # the group is open, holding the lock
+    assert writer.session.pending  # the group is open, holding the lock
 
     def reject(old: object) -> None:
         raise ValueError("rejected")
@@ -130,7 +130,7 @@ def test_a_rejected_blind_request_leaves_its_group_as_it_was(two: tuple[SQLiteEn
         writer.write([WriteOp(meta, other, lambda old: item(2), blind=True),
                       WriteOp(meta, StorageKey(7, b"p", b"third"), reject, blind=True)])
     writer.write([WriteOp(meta, StorageKey(7, b"p", b"fourth"), lambda old: item(4), blind=True)])
-    writer.flush()
+    writer.commit()
     reader.end_reads()
     assert value(reader, meta) == orjson.dumps(item(1))
     assert value(reader, meta, other) is None

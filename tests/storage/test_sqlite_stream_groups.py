@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from openddb.storage.base import WriteConflict, WriteOp
+from openddb.storage.base import WriteOp
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_stream_contract import it, records, skey, streamed
 
@@ -18,7 +18,7 @@ from tests.storage.test_stream_contract import it, records, skey, streamed
 def worker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[SQLiteEngine, SQLiteEngine]]:
     """A server's engine (grouping its writes) and a second engine on the same store to look from."""
     engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-    engine.optimistic = request.param
+    engine.session.optimistic = request.param
     other = SQLiteEngine(str(tmp_path))
     yield engine, other
     other.close()
@@ -33,7 +33,7 @@ def test_a_group_records_each_write_in_order(worker: tuple[SQLiteEngine, SQLiteE
     engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2))])
     engine.write([WriteOp(meta, skey("a"), lambda old: None)])
     assert records(other, meta) == []  # nothing before the commit
-    engine.flush()
+    engine.commit()
     got = records(other, meta)
     assert [r.kind for r in got] == ["INSERT", "MODIFY", "REMOVE"]
     assert [orjson.loads(r.old)["n"]["N"] for r in got if r.old] == ["1", "2"]
@@ -42,15 +42,14 @@ def test_a_group_records_each_write_in_order(worker: tuple[SQLiteEngine, SQLiteE
 def test_a_conflicted_group_records_nothing(tmp_path: Path) -> None:
     """A group that loses its check commits no record; its requests run again and record then."""
     engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-    engine.optimistic = True
+    engine.session.optimistic = True
     other = SQLiteEngine(str(tmp_path))
     try:
         meta = streamed(engine)
         engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 1))])
         assert other.get_table(meta.name) is not None
         other.write([WriteOp(meta, skey("a"), lambda old: it("a", 9))])  # another worker changes the row read
-        with pytest.raises(WriteConflict):
-            engine.flush()
+        assert engine.commit() == "conflict"
         assert [r.new and orjson.loads(r.new)["n"]["N"] for r in records(other, meta)] == ["9"]
     finally:
         other.close()

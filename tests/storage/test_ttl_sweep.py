@@ -34,7 +34,7 @@ def ttl_table(engine: Engine, expires: dict[bytes, Item]):  # type: ignore[no-un
             item["exp"] = value
         ops.append(WriteOp(meta, StorageKey(n, b"p", sk), lambda old, item=item: item))
     engine.write(ops)
-    engine.flush()
+    engine.commit()
     return engine.get_table(meta.name)
 
 
@@ -78,7 +78,7 @@ def test_sweep_skips_tables_without_ttl(engine: Engine) -> None:
     meta = engine.create_table(new_meta())
     engine.write([WriteOp(meta, StorageKey(1, b"p", b"x"),
                           lambda old: {"pk": {"S": "p"}, "sk": {"S": "x"}, "exp": {"N": "1"}})])
-    engine.flush()
+    engine.commit()
     ttl.sweep(engine, NOW, lease=False)
     assert stored(engine, meta) == {b"x"}
 

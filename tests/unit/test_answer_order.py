@@ -42,11 +42,11 @@ def test_answers_keep_request_order_when_a_pass_mixes_reads_and_writes(tmp_path,
 
     async def scenario() -> tuple[list[dict], list[dict]]:
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-        engine.optimistic = optimistic
+        engine.session.optimistic = optimistic
         dispatcher = dispatcher_with_table(engine)
         dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
             "TableName": "tbl", "Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}).encode(), False, b"r")
-        engine.flush()
+        engine.commit()
         engine.end_reads()
         clients, protocols = await connect(dispatcher, 2)
         a, b = protocols

@@ -38,7 +38,7 @@ def _transact_put(key: str) -> bytes:  # a token-guarded write: it runs under th
 def test_group_commit_waits_for_another_workers_lock_without_blocking_the_loop(tmp_path) -> None:
     async def scenario() -> dict[str, object]:
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-        engine.optimistic, engine.lock_wait = True, False
+        engine.session.optimistic, engine.session.wait = True, False
         clients, protocols = await connect(dispatcher_with_table(engine), 3)
 
         other_worker = os.open(tmp_path / "openddb.lock", os.O_RDWR)
@@ -101,7 +101,7 @@ def test_an_answer_without_the_dispatcher_waits_behind_a_deferred_request(tmp_pa
 
     async def scenario() -> bytes:
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-        engine.optimistic, engine.lock_wait = True, False
+        engine.session.optimistic, engine.session.wait = True, False
         clients, protocols = await connect(dispatcher_with_table(engine), 1)
         other_worker = os.open(tmp_path / "openddb.lock", os.O_RDWR)
         fcntl.flock(other_worker, fcntl.LOCK_EX)

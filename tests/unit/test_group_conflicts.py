@@ -36,7 +36,7 @@ def _stored(engine: SQLiteEngine, dispatcher: Dispatcher, key: str) -> str:
 def test_conflict_reruns_only_the_failed_group(tmp_path) -> None:
     async def scenario() -> tuple[list[bytes], str, str]:
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
-        engine.optimistic, engine.lock_wait = True, False
+        engine.session.optimistic, engine.session.wait = True, False
         dispatcher = dispatcher_with_table(engine)
         other = SQLiteEngine(str(tmp_path))  # another worker on the same store
         other_dispatcher = Dispatcher(other)

@@ -22,7 +22,7 @@ def _call(dispatcher: Dispatcher, operation: str, body: dict[str, Any]) -> dict[
     status, payload = dispatcher.handle(b"DynamoDB_20120810." + operation.encode(), AUTH.encode(),
                                         json.dumps(body).encode(), False, b"r")
     assert status == 200, payload
-    dispatcher.engine.flush()
+    dispatcher.engine.commit()
     dispatcher.engine.end_reads()
     answer: dict[str, Any] = json.loads(payload)
     return answer

@@ -24,7 +24,7 @@ def test_a_client_not_reading_its_answers_is_not_answered_ahead(tmp_path) -> Non
         dispatcher = dispatcher_with_table(engine)
         dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
             "TableName": "tbl", "Item": {"pk": {"S": "k"}, "blob": {"S": "x" * 4000}}}).encode(), False, b"r")
-        engine.flush()
+        engine.commit()
         engine.end_reads()
         clients, protocols = await connect(dispatcher, 1)
         client, server_side = clients[0], protocols[0]

@@ -139,9 +139,7 @@ def sweep(engine: Engine, now: float, rows: int = SWEEP_ROWS, lease: bool = True
     if not tables or (lease and not engine.try_lease(_LEASE, lease_holder(), _LEASE_SECONDS, time.time())):
         return 0
     deleted = 0
-    optimistic, lock_wait = engine.optimistic, engine.lock_wait
-    engine.optimistic, engine.lock_wait = False, True  # a plain transaction under the lock: no conflict to retry
-    try:
+    with engine.session.serialized():  # a plain transaction under the lock: no conflict to retry
         for meta in tables:
             attribute = meta.ttl_attribute
             assert attribute is not None
@@ -150,8 +148,6 @@ def sweep(engine: Engine, now: float, rows: int = SWEEP_ROWS, lease: bool = True
                 continue
             apply = _expire(attribute, now)
             results = engine.write([WriteOp(meta, key, apply, origin="ttl") for key in keys])
-            engine.flush()
+            engine.commit()
             deleted += sum(1 for result in results if result.old is not None and result.new is None)
-    finally:
-        engine.optimistic, engine.lock_wait = optimistic, lock_wait
     return deleted

@@ -24,7 +24,6 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
-from openddb.storage.base import EngineBusy, WriteConflict
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -307,19 +306,18 @@ class HttpProtocol(asyncio.Protocol):
 
     def _execute(self, request: _Request) -> bool:
         """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
-        engine = self.dispatcher.engine
-        writes = engine.group_writes
+        session = self.dispatcher.engine.session
+        writes = session.writes
         status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
                                                  request.too_large, request.request_id)
         if status == 0:
             return False
         response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
-        if engine.reading:
+        if self.dispatcher.engine.reading:
             self.server.end_pass_soon()
-        if engine.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
+        if session.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
             self.held += 1
-            self.server.hold(self, request, response,
-                             engine.group_commits if engine.group_writes != writes else None)
+            self.server.hold(self, request, response, session.commits if session.writes != writes else None)
             return True
         if self.transport is not None:
             self.server.send_soon(self.transport, response, request.keep_alive)
@@ -365,7 +363,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def _retry(self) -> None:
         self._retry_due = False
-        engine = self.dispatcher.engine
+        session = self.dispatcher.engine.session
         while self._deferred:
             if self._write_paused:  # `resume_writing` calls again
                 return
@@ -377,13 +375,8 @@ class HttpProtocol(asyncio.Protocol):
             self._attempts += 1
             # After a while, wait for the lock outright so that a busy neighbour cannot starve us.
             patient = self._attempts > _MAX_ATTEMPTS
-            if patient:
-                engine.lock_wait = True
-            try:
+            with session.waiting(patient or session.wait):
                 done = self._execute(first)
-            finally:
-                if patient:
-                    engine.lock_wait = False
             if not done:
                 self._schedule_retry(_RETRY_SECONDS)
                 return
@@ -407,7 +400,7 @@ class HttpProtocol(asyncio.Protocol):
 
 
 # A connection, its request, the answer waiting for the commit, and the group the request wrote into (its
-# `Engine.group_commits` when it wrote), or None if it wrote into none.
+# `WriteSession.commits` when it wrote), or None if it wrote into none.
 _Held = tuple[HttpProtocol, _Request, bytes, int | None]
 
 
@@ -417,7 +410,7 @@ class ServerState:
     While the engine holds an open group transaction, responses are held here and released together
     right after one commit, at the end of the current event-loop pass: several requests in flight share one
     durable commit, and nothing is acknowledged before it is durable. If the engine could not commit the group
-    (WriteConflict: another worker changed a row its optimistic writes had read), the held requests are run
+    (a conflict: another worker changed a row its optimistic writes had read), the held requests are run
     again, in order, under the writer lock, and their new answers are sent instead."""
 
     def __init__(self, dispatcher: Dispatcher) -> None:
@@ -438,7 +431,7 @@ class ServerState:
         if self.closing:
             return
         loop = asyncio.get_running_loop()
-        if self.engine.pending or self._held:
+        if self.engine.session.pending or self._held:
             self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
             return
         self.dispatcher.run_background()
@@ -476,21 +469,21 @@ class ServerState:
             asyncio.get_running_loop().call_soon(self.release)
         self._held.append((connection, request, response, group))
 
-    def _commit(self, held: list[_Held]) -> list[_Held]:
+    def _commit(self, held: list[_Held]) -> list[_Held] | None:
         """Commit the group and return the answers to send: the held ones, or after a conflict the new answers of
         the requests that wrote into the failed group, run again (reads and DDL keep their answers: those rest on
-        committed state; so do writes into a group committed earlier in the pass, see `Engine.group_commits`)."""
+        committed state; so do writes into a group committed earlier in the pass, see `WriteSession.commits`);
+        None if another worker holds the writer lock (nothing done)."""
         engine = self.engine
-        try:
-            engine.flush()
+        outcome = engine.commit()
+        if outcome == "busy":
+            return None
+        if outcome == "committed":
             return held
-        except WriteConflict:
-            failed = engine.group_commits
-            log.debug("write conflict with another worker: running %d requests again",
-                      sum(h[3] == failed for h in held))
-        optimistic, lock_wait = engine.optimistic, engine.lock_wait
-        engine.optimistic, engine.lock_wait = False, True
-        try:
+        session = engine.session
+        failed = session.commits
+        log.debug("write conflict with another worker: running %d requests again", sum(h[3] == failed for h in held))
+        with session.serialized():
             answers = []
             for connection, request, response, group in held:
                 if group == failed:
@@ -499,34 +492,31 @@ class ServerState:
                     response = render_response(status, payload, request.content_type, request.request_id,
                                                request.keep_alive)
                 answers.append((connection, request, response, group))
-            engine.flush()
+            if engine.commit() != "committed":  # (under the lock, waiting for it: it cannot conflict)
+                raise RuntimeError("a serialized group failed to commit")
             return answers
-        finally:
-            engine.optimistic, engine.lock_wait = optimistic, lock_wait
 
     def release(self) -> None:
         self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
         held = self._held
         failed = False
         engine = self.engine
-        lock_wait = engine.lock_wait
         # Wait for the lock outright when the group is small (the wait is short, a thread hop dearer) or after
         # many lost races (a busy neighbour cannot starve us); a large group waits beside the event loop.
-        if self._flush_attempts >= _MAX_ATTEMPTS or engine.group_rows < _WAIT_BESIDE_ROWS:
-            engine.lock_wait = True
+        patient = self._flush_attempts >= _MAX_ATTEMPTS or engine.group_rows < _WAIT_BESIDE_ROWS
         try:
-            held = self._commit(held)
-        except EngineBusy:
-            # Another worker is committing. Instead of blocking the event loop until it is done, go on serving:
-            # requests arriving meanwhile join the group, which commits as soon as the lock is free.
-            self._flush_attempts += 1
-            self._await_writer()
-            return
+            with engine.session.waiting(patient or engine.session.wait):
+                answers = self._commit(held)
+            if answers is None:
+                # Another worker is committing. Instead of blocking the event loop until it is done, go on
+                # serving: requests arriving meanwhile join the group, which commits as soon as the lock is free.
+                self._flush_attempts += 1
+                self._await_writer()
+                return
+            held = answers
         except Exception:
             log.exception("group commit failed; answering its %d requests with errors", len(held))
             failed = True
-        finally:
-            engine.lock_wait = lock_wait
         self._held = []
         self._flush_attempts = 0
         for connection, request, response, _ in held:

@@ -13,6 +13,7 @@ import socket
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -243,7 +244,7 @@ def shard_slot(h: int, shards: int) -> int:
 
 
 class EngineBusy(Exception):
-    """`write` could not start: another process holds the store's writer lock and `lock_wait` is off.
+    """`write` could not start: another process holds the store's writer lock and `session.wait` is off.
 
     Raised before anything is read or written, so the whole request can simply be run again later."""
 
@@ -263,39 +264,67 @@ def is_stored_version(stored: bytes | None, expected: TableMeta) -> bool:
     return (found.uuid, found.version) == (expected.uuid, expected.version)
 
 
-class WriteConflict(Exception):
-    """`flush` found that another process changed a row an optimistic write of this group had read: nothing of
-    the group was committed, and its requests must be run again (with `optimistic` off, so they cannot fail so)."""
+CommitResult = Literal["committed", "conflict", "busy"]
+
+
+@dataclass(slots=True)
+class WriteSession:
+    """Group commit's state in one process: owned by its engine, driven by the server.
+
+    An engine may leave the transaction of `write` open so that the writes of several requests share one commit
+    (`Engine.commit`, which answers with a result, never an exception). How writes join the group is the
+    session's configuration (`optimistic`, `wait`), set at start-up and changed only for a scope
+    (`serialized`, `waiting`); the counters tell which group a request wrote into."""
+
+    # Stage writes without the writer lock and check them at commit, which may then answer "conflict": set when
+    # other processes write the same store. Engines without the mode ignore it.
+    optimistic: bool = False
+    # Block on the writer lock when another process holds it; when false, `write` raises EngineBusy and
+    # `commit` answers "busy" instead of blocking the event loop (engines without such a lock ignore it).
+    wait: bool = True
+    # A group is open: nothing may be acknowledged to a client (reads included, since they may have seen the
+    # open transaction) until `commit` makes it durable.
+    pending: bool = False
+    # `write` calls that joined a group; around a request, tells the server whether the request wrote into the
+    # group (and must run again after a conflict) or did all its work outside it (DDL).
+    writes: int = 0
+    # Groups committed, by `commit` or in the middle of a pass (a DDL or token-guarded transaction, an index
+    # backfill chunk commits the open group first): a request that wrote while this was n wrote into the group
+    # committed as the (n+1)-th, so after a conflict only the requests of the failed group run again (those of a
+    # group already committed keep their answers, or they would apply twice).
+    commits: int = 0
+
+    @contextmanager
+    def serialized(self) -> Iterator[None]:
+        """Writes in this scope run under the writer lock, waiting for it, so they cannot conflict: a group's
+        requests run again after a conflict, a background duty's writes."""
+        saved = self.optimistic, self.wait
+        self.optimistic, self.wait = False, True
+        try:
+            yield
+        finally:
+            self.optimistic, self.wait = saved
+
+    @contextmanager
+    def waiting(self, wait: bool = True) -> Iterator[None]:
+        """Block on the writer lock in this scope (or not, with `wait` false)."""
+        saved, self.wait = self.wait, wait
+        try:
+            yield
+        finally:
+            self.wait = saved
 
 
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
 
-    # Set when other processes write the same store: an engine may then stage group writes without its writer
-    # lock and check them at `flush` (which may raise WriteConflict). Engines without the mode ignore it.
-    optimistic: bool = False
-    # Counts `write` calls that joined a group; around a request, tells the server whether the request wrote
-    # into the group (and must run again after a WriteConflict) or did all its work outside it (DDL).
-    group_writes: int = 0
-    # Counts the groups committed, by `flush` or in the middle of a pass (a DDL or token-guarded transaction, an
-    # index backfill chunk commits the open group first): a request that wrote while this was n wrote into the
-    # group committed as the (n+1)-th, so after a WriteConflict only the requests of the failed group run again
-    # (those of a group already committed keep their answers, or they would apply twice).
-    group_commits: int = 0
+    # Group commit (see WriteSession); engines that commit every write keep one whose group is never pending.
+    session: WriteSession
 
     @property
     def group_rows(self) -> int:
         """How many rows the open group would write (0 for engines that stage nothing)."""
         return 0
-
-    # When false, `write` raises EngineBusy instead of blocking the event loop while another worker process
-    # holds the writer lock (engines without such a lock ignore it).
-    lock_wait: bool = True
-
-    # Group commit: an engine may leave the transaction of `write` open so that the writes of several
-    # requests share one commit. While `pending` is true, nothing may be acknowledged to a client (reads
-    # included, since they may have seen the open transaction); `flush()` commits and makes it durable.
-    pending: bool = False
 
     # True while the engine holds a read snapshot shared by the requests of this event-loop pass; the server
     # then calls `end_reads` once the pass is over, so that no snapshot outlives it.
@@ -304,13 +333,15 @@ class Engine(ABC):
     def end_reads(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Let go of the read snapshot, if any."""
 
-    def flush(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Commit whatever `write` left open; a no-op for engines that commit every write. Raises WriteConflict
-        (having committed nothing of the group) only in `optimistic` mode, and EngineBusy (having done nothing:
-        the group stays open, and more writes may join it) only with `lock_wait` off."""
+    def commit(self) -> CommitResult:
+        """Commit whatever `write` left open (engines that commit every write have nothing to do): "committed";
+        "conflict" (only with `session.optimistic`) if another process changed a row the group's writes had
+        read, nothing of the group committed; "busy" (only without `session.wait`) if another process holds the
+        writer lock, nothing done: the group stays open, and more writes may join it."""
+        return "committed"
 
     def wait_for_writer(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Block until the writer lock that made `flush` raise EngineBusy is probably free. Called from a helper
+        """Block until the writer lock that made `commit` answer "busy" is probably free. Called from a helper
         thread, so the event loop keeps serving meanwhile; touches nothing else of the engine."""
 
     # --- catalog ------------------------------------------------------------------------------

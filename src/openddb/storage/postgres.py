@@ -58,6 +58,7 @@ from openddb.storage.base import (
     TokenInUse,
     WriteOp,
     WriteResult,
+    WriteSession,
     add_sort_clauses,
     charged_sizes,
     is_stored_version,
@@ -211,6 +212,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         `listen`: invalidate the table cache through LISTEN/NOTIFY (None: if the server supports it)."""
         self.url = url
         self.location = _redact(url)
+        self.session = WriteSession()  # (every write commits on its own: the group is never pending)
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}

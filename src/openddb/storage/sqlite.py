@@ -8,11 +8,11 @@ Several worker processes may share the store. Writers serialize on a flock (`ope
 transaction, and every committed DDL bumps a counter in a memory-mapped file (`openddb.catalog`), so a worker
 notices another's CreateTable/DeleteTable on its next request at the cost of an 8-byte compare.
 
-Group commit: the writes of one event-loop pass share one transaction, committed by `flush`. A lone worker
+Group commit: the writes of one event-loop pass share one transaction, committed by `commit`. A lone worker
 holds the writer lock for the pass. Workers sharing the store write optimistically instead: each write reads the
-committed row, applies its change into an in-memory overlay, and `flush` takes the lock only to check that every
+committed row, applies its change into an in-memory overlay, and `commit` takes the lock only to check that every
 row read is still as it was, write the overlay and commit; if another worker changed one of those rows, nothing
-of the group is written and the server runs its requests again under the lock (`WriteConflict`). The lock is
+of the group is written and the server runs its requests again under the lock (a "conflict"). The lock is
 then held for the SQL alone, so the workers' request handling runs in parallel.
 
 Reads (with `shared_reads`, as the server opens it) share one read transaction per event-loop pass, renewed
@@ -45,6 +45,7 @@ from openddb.storage.base import (
     Row,
     SortRange,
     StorageKey,
+    WriteSession,
     add_sort_clauses,
     is_stored_version,
 )
@@ -251,12 +252,12 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
                  shared_reads: bool = False) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
 
-        With `group_commit`, `write` leaves its transaction open for `flush` (see `Engine.pending`); with
+        With `group_commit`, `write` leaves its transaction open for `commit` (see `WriteSession`); with
         `shared_reads`, reads share a snapshot until `end_reads` (see `_read`): for a server, which calls it at
         the end of every event-loop pass."""
         self.group_commit = group_commit
         self.shared_reads = shared_reads
-        self.pending = False
+        self.session = WriteSession()
         self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
         # The stream records of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []

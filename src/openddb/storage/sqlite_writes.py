@@ -5,7 +5,7 @@ the pass's read snapshot when a worker writes optimistically — before anything
 writes nothing. What they changed comes out as a list of `Change`s, in request order, and `_persist` is the one
 step that writes changes to storage: each row once (a key changed twice in a group is written once, at its
 final state), its index entries from the stored item to the final one, and one stream record per change. It runs
-in the request's transaction (one worker, or a token-guarded transaction) or in the group's, at `flush`.
+in the request's transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from openddb.model.values import item_size
 from openddb.storage.base import (
     TOKEN_LIFETIME,
     Change,
+    CommitResult,
     EngineBusy,
     RequestToken,
     StorageKey,
     TokenInUse,
-    WriteConflict,
     WriteOp,
     WriteResult,
+    WriteSession,
     charged_sizes,
 )
 from openddb.storage.sqlite_indexes import blob
@@ -106,7 +107,7 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
 
 
 class Staged:
-    """An optimistic write waiting for `flush`: the row as read (`expected`, or BLIND) and the key's state as the
+    """An optimistic write waiting for `commit`: the row as read (`expected`, or BLIND) and the key's state as the
     group leaves it, which later writes of the group read; `written` false if the group only read the row."""
 
     __slots__ = ("data", "expected", "item", "size", "written")
@@ -120,16 +121,12 @@ class Staged:
 
 
 class SQLiteWrites:
-    """`Engine.write`, group commit and `flush` of SQLiteEngine, whose connection, lock and catalog it uses."""
+    """`Engine.write`, group commit and `commit` of SQLiteEngine, whose connection, lock and catalog it uses."""
 
     _db: sqlite3.Connection
     group_commit: bool
     shared_reads: bool
-    optimistic: bool
-    lock_wait: bool
-    pending: bool
-    group_writes: int
-    group_commits: int
+    session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
     _locked: bool  # a group transaction holding the writer lock is open
@@ -156,14 +153,15 @@ class SQLiteWrites:
         def _record_change(self, change: Change, now: float) -> None: ...
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        session = self.session
         if self.group_commit:
             if self._conflict:  # this pass's group is lost and will run again: wait for that, then go
                 raise EngineBusy()
-            self.group_writes += 1
+            session.writes += 1
         # Optimistic: writes whose reads come from one snapshot (one item, items written without reading them,
         # or any items under a shared read snapshot), all checked at commit; writes guarded by a request token
         # run under the lock.
-        if self.optimistic and self.group_commit and not self._locked and token is None and \
+        if session.optimistic and self.group_commit and not self._locked and token is None and \
                 (len(ops) == 1 or self.shared_reads or all(skips_read(op) for op in ops)):
             return self._write_optimistic(ops)
         self._enter_transaction()
@@ -176,14 +174,15 @@ class SQLiteWrites:
             self._begin()
             self._check_catalog()
         elif not self._locked:
+            wait = self.session.wait
             if self._overlay:
-                self._end_group(self.lock_wait)
+                self._end_group(wait)
                 if self._conflict:  # that group is lost: run this after its requests run again
                     raise EngineBusy()
-            self._begin(self.lock_wait)
+            self._begin(wait)
             self._check_catalog()
             self._locked = True
-            self.pending = True
+            self.session.pending = True
 
     def _write_locked(self, ops: Sequence[WriteOp], token: RequestToken | None) -> list[WriteResult]:
         db = self._db
@@ -265,7 +264,7 @@ class SQLiteWrites:
                 self._record_change(change, now)
 
     def _write_optimistic(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
-        """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `flush`.
+        """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `commit`.
 
         Nothing is staged if an `apply` raises, so a rejected request leaves the group as it was."""
         overlay = self._overlay
@@ -290,7 +289,7 @@ class SQLiteWrites:
                                     where in written or (before is not None and before.written))
         if final:
             self._changes.extend(changes)
-            self.pending = True
+            self.session.pending = True
         return results
 
     def _commit_overlay(self, wait: bool = True) -> None:
@@ -318,7 +317,7 @@ class SQLiteWrites:
                         return
             self._persist(changes)
             self._commit()
-            self.group_commits += 1
+            self.session.commits += 1
         except DynamoDBError:  # e.g. an item collection grown too large: run the requests again, one by one
             self._conflict = True
             self._rollback()
@@ -327,7 +326,7 @@ class SQLiteWrites:
             raise
 
     def _end_group(self, wait: bool = True) -> None:
-        """Commit this pass's group (or drop it, if it conflicted; `flush` then reports the conflict). Without
+        """Commit this pass's group (or drop it, if it conflicted; `commit` then reports the conflict). Without
         `wait`, EngineBusy while another process holds the writer lock, the group kept as it is."""
         if self._overlay:
             self._commit_overlay(wait)
@@ -341,19 +340,19 @@ class SQLiteWrites:
                 except BaseException:
                     self._rollback()
                     raise
-                self.group_commits += 1
-        self.pending = False
+                self.session.commits += 1
+        self.session.pending = False
 
-    def flush(self) -> None:
-        """Commit the writes this pass grouped (see `Engine.pending`); WriteConflict if nothing of them could be
-        committed because another worker changed a row they read; EngineBusy (nothing done) if `lock_wait` is off
-        and another worker holds the writer lock."""
+    def commit(self) -> CommitResult:
         try:
-            self._end_group(self.lock_wait)
-        finally:
-            conflict, self._conflict = self._conflict, False
-        if conflict:
-            raise WriteConflict()
+            self._end_group(self.session.wait)
+        except EngineBusy:
+            return "busy"
+        except BaseException:
+            self._conflict = False
+            raise
+        conflict, self._conflict = self._conflict, False
+        return "conflict" if conflict else "committed"
 
     def wait_for_writer(self) -> None:
         self._lock.wait_free()
