@@ -613,7 +613,9 @@ def results_writer(args: argparse.Namespace, run: dict[str, Any]) -> tuple[Calla
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # SIGTERM stops the run as Ctrl-C does: the servers are stopped on the way out
+    # SIGTERM stops the run as Ctrl-C does, through SIGINT's handler: inside the event loop that is asyncio.run's,
+    # which cancels the run (an exception raised here could land in a protocol callback, which the loop only logs).
+    signal.raise_signal(signal.SIGINT)
 
 
 def describe_new() -> str:
@@ -663,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             path = run(args, samples, tmp, loop_name)
         except KeyboardInterrupt:
-            print("\ninterrupted: servers stopped; the figures so far:", file=sys.stderr)
+            print("\ninterrupted: servers stopped" + ("; the figures so far:" if samples else ""), file=sys.stderr)
             status = 130
         except (RuntimeError, ServiceError, OSError, subprocess.CalledProcessError) as error:
             detail = error.stderr if isinstance(error, subprocess.CalledProcessError) else ""
