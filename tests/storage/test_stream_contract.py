@@ -166,3 +166,20 @@ def test_two_processes_record_every_change_once(open_engine: EngineFactory) -> N
     for k in range(3):
         ns = [int(orjson.loads(r.new or b"{}")["n"]["N"]) for r in got if orjson.loads(r.keys)["sk"]["S"] == f"k{k}"]
         assert ns == list(range(k if k else 3, 20, 3)) if k else ns == list(range(0, 20, 3))
+
+
+def test_a_streams_shard_count_is_fixed_at_creation(open_engine: EngineFactory) -> None:
+    """A process started with another shard count still writes a stream's records to the shards it was created
+    with, so each key keeps to one lineage."""
+    first, second = open_engine(), open_engine()
+    first.stream_settings = StreamSettings(shards=2)
+    second.stream_settings = StreamSettings(shards=5)
+    meta = streamed(first)
+    table = second.get_table(meta.name)
+    assert table is not None and meta.stream is not None
+    h = 3_000_000_000
+    second.write([WriteOp(table, skey("a", h=h), lambda old: it("a", 1))])
+    shards = second.list_shards(meta.stream.stream_id)
+    assert len(shards) == 2
+    (holder,) = [s for s in shards if second.read_stream(meta.stream.stream_id, s.shard_id, 0, 10)]
+    assert holder.slot == shard_slot(h, 2)

@@ -262,6 +262,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         # The stream records of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []
         self._open_shards = {}
+        self._stream_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
         self._group_catalog = b""

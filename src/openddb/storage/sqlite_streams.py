@@ -75,6 +75,7 @@ class SQLiteStreams:
     # rollover closes a shard before its stream is disabled, and a rollover happens only once the shard is
     # `shard_seconds` old: a cached shard younger than that is still open.
     _open_shards: dict[tuple[int, int], tuple[int, float]]
+    _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -138,6 +139,15 @@ class SQLiteStreams:
             "UPDATE stream_shards SET ending_seq = coalesce((SELECT max(seq) FROM stream_records WHERE shard_no=?), "
             "starting_seq) WHERE shard_no=?", (shard_no, shard_no))
 
+    def _shard_count(self, sid: int) -> int:
+        """How many shards the stream keeps open: fixed when it was created, so a server restarted with another
+        --stream-shards still sends each key's records to the shards of the same slot."""
+        count = self._stream_shards.get(sid)
+        if count is None:
+            row = self._db.execute("SELECT shards FROM streams WHERE sid=?", (sid,)).fetchone()
+            count = self._stream_shards[sid] = self.stream_settings.shards if row is None else int(row[0])
+        return count
+
     def _current_shard(self, sid: int, slot: int, now: float) -> int:
         """Under the writer lock: the slot's open shard, rolled over first if it is `shard_seconds` old."""
         cached = self._open_shards.get((sid, slot))
@@ -164,7 +174,8 @@ class SQLiteStreams:
             return
         assert live is not None
         view = stream.view_type
-        shard_no = self._current_shard(stream.stream_id, shard_slot(change.key.h, self.stream_settings.shards), now)
+        sid = stream.stream_id
+        shard_no = self._current_shard(sid, shard_slot(change.key.h, self._shard_count(sid)), now)
         keys = orjson.dumps(live.key_of(new if new is not None else old))  # type: ignore[arg-type]
         old_json = new_json = None
         if view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES") and old is not None:
