@@ -264,6 +264,17 @@ class PostgresStreams:
         return [StreamRecord(seq, created_at, _KINDS[kind], origin, keys, old, new)
                 for seq, created_at, kind, origin, keys, old, new in rows]
 
+    def shard_end(self, stream_id: int, shard_id: str) -> int:
+        # (A record still uncommitted has a higher number than every committed one of its shard: see the module's
+        # docstring. So a LATEST iterator starting here misses none that commit after it was made.)
+        if "\x00" in shard_id:
+            return 0
+        row = self._cursor().execute(
+            "SELECT coalesce((SELECT max(seq) + 1 FROM openddb_stream_records r WHERE r.shard_no = s.shard_no), "
+            "s.starting_seq) FROM openddb_stream_shards s WHERE s.sid=%s AND s.shard_id=%s",
+            (stream_id, shard_id)).fetchone()
+        return 0 if row is None else int(row[0])
+
     # --- upkeep ---------------------------------------------------------------------------------------
     def maintain_streams(self, now: float) -> None:
         self._roll_over(now)
