@@ -23,10 +23,12 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
   ListStreamsCommand,
+  ExpiredIteratorException,
   ResourceNotFoundException,
+  TrimmedDataAccessException,
 } from "@aws-sdk/client-dynamodb-streams";
 
-const [endpoint, caseName] = process.argv.slice(2);
+const [endpoint, caseName, ...caseArgs] = process.argv.slice(2);
 
 // Every client as the tests want it: a fixed region, static credentials, our endpoint, and no retries (a retry
 // would hide an error the server gave).
@@ -72,6 +74,8 @@ function errorOf(error) {
     fault: error.$fault,
     status: error.$metadata?.httpStatusCode,
     isResourceNotFound: error instanceof ResourceNotFoundException,
+    isExpiredIterator: error instanceof ExpiredIteratorException,
+    isTrimmedDataAccess: error instanceof TrimmedDataAccessException,
     isServiceException: error instanceof DynamoDBStreamsServiceException,
   };
 }
@@ -323,7 +327,41 @@ async function lineage() {
   return { versions, pks, shards: plain(await shardsOf(arn)), seen, ...log, records: log.records.length };
 }
 
-const CASES = { records, iterators, errors, lineage };
+// GetRecords with the iterator given on the command line: the Python side forges one issued over 15 minutes ago
+// (the server's iterators carry their issue time), which no SDK call can make.
+async function expired() {
+  const [iterator] = caseArgs;
+  return { getRecords: await failure(streams.send(new GetRecordsCommand({ ShardIterator: iterator }))) };
+}
+
+// Past retention (the server runs with --stream-retention-seconds 2), an iterator or a sequence number pointing
+// at a trimmed record is refused, and TRIM_HORIZON starts after what was trimmed.
+async function trimmed() {
+  const table = await streamedTable("NEW_IMAGE");
+  const arn = table.described.LatestStreamArn;
+  await ddb.send(new PutItemCommand({ TableName: table.name, Item: key("old") }));
+  let shardId, iterator, sequenceNumber;
+  for (const shard of await shardsOf(arn)) {
+    const start = await iteratorOf(arn, shard.ShardId, "TRIM_HORIZON");
+    const { records: found } = await drain(start);
+    if (found.length > 0) [shardId, iterator, sequenceNumber] = [shard.ShardId, start, found[0].dynamodb.SequenceNumber];
+  }
+  // Wait for the server's upkeep (about once a second) to trim the record: until AT_SEQUENCE_NUMBER is refused.
+  const deadline = Date.now() + 20_000;
+  let atSequenceNumber;
+  do {
+    await sleep(250);
+    atSequenceNumber = await failure(iteratorOf(arn, shardId, "AT_SEQUENCE_NUMBER", sequenceNumber));
+  } while (atSequenceNumber.unexpectedSuccess !== undefined && Date.now() < deadline);
+  const horizon = await drain(await iteratorOf(arn, shardId, "TRIM_HORIZON"));
+  return {
+    atSequenceNumber,
+    getRecords: await failure(streams.send(new GetRecordsCommand({ ShardIterator: iterator }))),
+    trimHorizon: horizon.records.length,
+  };
+}
+
+const CASES = { records, iterators, errors, lineage, expired, trimmed };
 
 const run = CASES[caseName];
 if (endpoint === undefined || run === undefined) {
