@@ -9,12 +9,17 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
+from openddb.server.workers import _stop_with_parent as stop_with_parent
 from openddb.server.workers import reuseport_socket, supervise
 from openddb.storage.base import Engine, StreamSettings
+
+if TYPE_CHECKING:
+    from openddb.streams.triggers import TriggerConfig
 
 log = logging.getLogger("openddb")
 _STREAM_DEFAULTS = StreamSettings()
@@ -47,7 +52,25 @@ def _parser() -> argparse.ArgumentParser:
                          help="a shard's life before it rolls over to a child shard (default 14400: 4 hours)")
     streams.add_argument("--stream-retention-seconds", type=float, default=_STREAM_DEFAULTS.retention_seconds,
                          metavar="S", help="how long stream records are kept (default 86400: DynamoDB's 24 hours)")
+    streams.add_argument("--trigger", action="append", default=[], metavar="TABLE=URL",
+                         help="POST the table's stream records to URL in batches, as AWS Lambda receives them "
+                              "(repeatable)")
+    streams.add_argument("--config", metavar="FILE",
+                         help="triggers with their settings: a TOML ([[trigger]]) or JSON ({\"trigger\": [...]}) file")
+    _tail_parser(commands)
     return parser
+
+
+def _tail_parser(commands: Any) -> None:
+    streams = commands.add_parser("streams", help="read DynamoDB Streams")
+    actions = streams.add_subparsers(dest="action", required=True)
+    tail = actions.add_parser("tail", help="print a table's stream records as JSON lines as they arrive")
+    tail.add_argument("table")
+    tail.add_argument("--endpoint", default="http://127.0.0.1:8000", metavar="URL",
+                      help="the server (default http://127.0.0.1:8000)")
+    tail.add_argument("--from", dest="start", choices=("trim_horizon", "latest"), default="trim_horizon",
+                      help="trim_horizon: every record kept; latest: only new ones (default trim_horizon)")
+    tail.add_argument("--region", default="us-east-1", help="the region of the table (default us-east-1)")
 
 
 def _stream_settings(args: argparse.Namespace) -> StreamSettings:
@@ -115,10 +138,88 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
         log.info("OpenDDB stopped")
 
 
+def _triggers(args: argparse.Namespace) -> list[TriggerConfig]:
+    """The triggers of --trigger and --config, checked before the server starts; a batch given up on goes to
+    `<data dir>/triggers/failures.jsonl` unless the trigger names its own on-failure file."""
+    from openddb.streams.triggers import load_config, parse_trigger
+
+    try:
+        configs = [parse_trigger(spec) for spec in args.trigger]
+        if args.config:
+            configs += load_config(args.config)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"openddb: {error}") from None
+    names = [config.name for config in configs]
+    if len(set(names)) != len(names):
+        raise SystemExit("openddb: a trigger (table and URL) is given twice")
+    for config in configs:
+        if config.on_failure is None and not args.in_memory:
+            config.on_failure = os.path.join(args.data_dir, "triggers", "failures.jsonl")
+    return configs
+
+
+def _start_deliverer(args: argparse.Namespace, configs: list[TriggerConfig], sock: socket.socket) -> int | None:
+    """Fork the one process that delivers the triggers (whatever the number of workers), before any thread or
+    event loop exists. It is a client of this server's Streams API over loopback: the socket is bound already,
+    so its first requests wait in the listen queue until the server runs."""
+    if not configs:
+        return None
+    from openddb.streams.triggers import run_triggers
+
+    host, port = sock.getsockname()[:2]
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    endpoint = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    state = None if args.in_memory else os.path.join(args.data_dir, "triggers", "state.json")
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        sock.close()
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda _signum, _frame: stop.set())
+        stop_with_parent(parent)
+        run_triggers(configs, endpoint, state, stop)
+        code = 0
+    except BaseException:
+        log.exception("the trigger deliverer failed")
+    finally:
+        os._exit(code)
+
+
+def _stop_deliverer(pid: int | None, sock: socket.socket) -> None:
+    """Stop the deliverer and wait for it (it saves its positions as it goes; a batch cut short is sent again
+    after a restart)."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    # A request it sent as the workers stopped may wait in the listen queue of a socket nobody serves any more
+    # (this process keeps one open): closing it refuses the request instead of leaving it to time out.
+    sock.close()
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # it is gone already (a supervisor reaped it)
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from openddb.streams.tail import tail
+
+    return tail(args.endpoint, args.table, args.start.upper(), args.region)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "streams":
+        return _tail(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    configs = _triggers(args)
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     if args.in_memory:
         workers = 1  # an in-memory store lives in one process
@@ -126,16 +227,25 @@ def main(argv: list[str] | None = None) -> int:
         log.error("--workers must be at least 1")
         return 2
     try:
+        sock = _bind(args.host, args.port) if workers == 1 else reuseport_socket(args.host, args.port)
+    except OSError as error:
+        log.error("cannot listen on %s:%d: %s", args.host, args.port, error)
+        return 1
+    deliverer = _start_deliverer(args, configs, sock)
+    try:
+        return _serve(args, sock, workers)
+    finally:
+        _stop_deliverer(deliverer, sock)
+
+
+def _serve(args: argparse.Namespace, sock: socket.socket, workers: int) -> int:
+    """Serve on the bound socket, in this process or in `workers` forked ones, until stopped."""
+    try:
         import uvloop
 
         runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
-    try:
-        sock = _bind(args.host, args.port) if workers == 1 else reuseport_socket(args.host, args.port)
-    except OSError as error:
-        log.error("cannot listen on %s:%d: %s", args.host, args.port, error)
-        return 1
     if workers == 1:
         runner(_run(args, sock))
         return 0
@@ -153,7 +263,6 @@ def main(argv: list[str] | None = None) -> int:
     # Create the store once before forking, so workers never race to create its schema.
     _engine(args)[0].close()
     return supervise(workers, run_worker)
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
