@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -17,24 +19,62 @@ needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason="set OPENDDB_TEST_P
 EngineFactory = Callable[[], Engine]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=needs_postgres)])
-def open_engine(request: pytest.FixtureRequest) -> Iterator[EngineFactory]:
-    """Opens engines that share one store (like several server processes would); closes them afterwards."""
+@contextmanager
+def scratch_database() -> Iterator[str]:
+    """The URL of a database of its own on the test server, dropped afterwards (skips if the role may not)."""
+    import psycopg
+
+    name = f"openddb_scratch_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
+        try:
+            admin.execute(f"CREATE DATABASE {name}")
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("the test role may not create databases")
+        try:
+            yield str(POSTGRES_URL).rsplit("/", 1)[0] + "/" + name
+        finally:
+            admin.execute(f"DROP DATABASE {name}")
+
+
+@contextmanager
+def _engines(kind: str, url: str | None) -> Iterator[EngineFactory]:
+    """Engines that share one store (like several server processes would), closed afterwards."""
     opened: list[Engine] = []
     with tempfile.TemporaryDirectory() as data_dir:
         def factory() -> Engine:
-            if request.param == "sqlite":
+            if kind == "sqlite":
                 engine: Engine = SQLiteEngine(data_dir)
             else:
                 from openddb.storage.postgres import PostgresEngine
 
-                engine = PostgresEngine(str(POSTGRES_URL))
+                engine = PostgresEngine(str(url))
             opened.append(engine)
             return engine
 
+        try:
+            yield factory
+        finally:
+            for engine in opened:
+                engine.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=needs_postgres)])
+def open_engine(request: pytest.FixtureRequest) -> Iterator[EngineFactory]:
+    """Opens engines that share one store (on PostgreSQL, the test server's database); closes them afterwards."""
+    with _engines(request.param, POSTGRES_URL) as factory:
         yield factory
-        for engine in opened:
-            engine.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=needs_postgres)])
+def open_private_engine(request: pytest.FixtureRequest) -> Iterator[EngineFactory]:
+    """As `open_engine`, on a store no other test uses (a database of its own on PostgreSQL): for tests whose
+    store-wide duties (stream rollover and retention) must not reach the tables of tests running beside them."""
+    if request.param == "sqlite":
+        with _engines("sqlite", None) as factory:
+            yield factory
+        return
+    with scratch_database() as url, _engines("postgres", url) as factory:
+        yield factory
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ sequential scan or a sort; the schema migrates on start."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -15,7 +13,7 @@ from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute
 from openddb.storage.base import HASH_SPACE, IndexKey, SortRange, StorageKey, WriteOp
-from tests.storage.conftest import POSTGRES_URL, needs_postgres
+from tests.storage.conftest import POSTGRES_URL, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import new_meta
 
 pytestmark = needs_postgres
@@ -145,23 +143,6 @@ def test_index_scan_page_is_an_index_range_read(indexed: Any) -> None:
     assert "Index Scan" in text and "Seq Scan" not in text and "Sort" not in text, text
 
 
-@contextmanager
-def scratch_database() -> Iterator[str]:
-    """The URL of a database of its own on the test server, dropped afterwards (skips if the role may not)."""
-    import psycopg
-
-    name = f"openddb_migrate_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
-        try:
-            admin.execute(f"CREATE DATABASE {name}")
-        except psycopg.errors.InsufficientPrivilege:
-            pytest.skip("the test role may not create databases")
-        try:
-            yield str(POSTGRES_URL).rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f"DROP DATABASE {name}")
-
-
 def test_a_version_1_database_migrates_on_start() -> None:
     """A database of schema version 1 gains the index-entries and leases tables, and the tokens' sizes, when a
     node starts."""
@@ -180,7 +161,7 @@ def test_a_version_1_database_migrates_on_start() -> None:
         try:
             version = engine._cursor().execute(
                 "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
-            assert version == SCHEMA_VERSION == 5
+            assert version == SCHEMA_VERSION == 6
             # version 2: index entries; version 3: leases; version 4: the sizes a request token's writes cost
             assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)
             assert engine.try_lease("duty", "node-a", 10, now=1.0)

@@ -19,9 +19,8 @@ import pytest
 from openddb.model import Item
 from openddb.model.schema import StreamMeta, StreamViewType, TableMeta
 from openddb.storage.base import HASH_SPACE, StorageKey, StreamRecord, StreamSettings, WriteOp, shard_slot
-from tests.storage.conftest import POSTGRES_URL, needs_postgres
+from tests.storage.conftest import needs_postgres, scratch_database
 from tests.storage.test_engine_contract import new_meta
-from tests.storage.test_postgres_layout import scratch_database
 
 pytestmark = needs_postgres
 
@@ -29,28 +28,31 @@ KEYS = 6  # items the writers share
 
 
 _OPENED: list[Any] = []  # the engines a test opened, closed after it
+_STORE: list[str] = []  # the URL of the test's own database
 
 
 def engine_with(settings: StreamSettings, url: str | None = None) -> Any:
     from openddb.storage.postgres import PostgresEngine
 
-    engine = PostgresEngine(url or str(POSTGRES_URL))
+    engine = PostgresEngine(url or _STORE[0])
     engine.stream_settings = settings
     _OPENED.append(engine)
     return engine
 
 
 @pytest.fixture(autouse=True)
-def _close_engines() -> Iterator[None]:
-    """Close the test's engines, and delete its tables (whose streams every later upkeep would roll over)."""
-    yield
-    for engine in _OPENED:
-        if not engine._conn.closed:
-            for name in engine.list_tables():
-                if name.startswith(_PREFIX):
-                    engine.delete_table(name)
-            engine.close()
-    _OPENED.clear()
+def _own_database() -> Iterator[None]:
+    """Each test on a database of its own: the upkeep's settings (short rollover, short retention) reach every
+    stream of a store, and must not reach the streams of tests running beside it."""
+    with scratch_database() as url:
+        _STORE[:] = [url]
+        try:
+            yield
+        finally:
+            for engine in _OPENED:
+                if not engine._conn.closed:
+                    engine.close()
+            _OPENED.clear()
 
 
 _PREFIX = "pgstream-"
@@ -103,7 +105,7 @@ def test_nodes_writing_one_stream_record_every_change_once_in_order() -> None:
     meta = streamed(engine)
     assert meta.stream is not None
     context = multiprocessing.get_context("spawn")
-    writers = [context.Process(target=_writer, args=(str(POSTGRES_URL), meta.name, 150)) for _ in range(2)]
+    writers = [context.Process(target=_writer, args=(_STORE[0], meta.name, 150)) for _ in range(2)]
     for process in writers:
         process.start()
     while any(process.is_alive() for process in writers):
@@ -251,7 +253,7 @@ def test_the_sequence_number_is_taken_after_the_shard_lock() -> None:
     meta = streamed(engine)
     assert meta.stream is not None
     (shard,) = engine.list_shards(meta.stream.stream_id)
-    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as holder:
+    with psycopg.connect(_STORE[0], autocommit=True) as holder:
         holder.execute("BEGIN")
         holder.execute("SELECT 1 FROM openddb_stream_shards WHERE shard_id=%s FOR UPDATE", (shard.shard_id,))
         writer = threading.Thread(target=engine.write, args=([WriteOp(meta, skey(0), bump(0))],))

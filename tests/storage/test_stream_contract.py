@@ -111,10 +111,10 @@ def test_disable_and_delete_keep_the_stream_readable(engine: Engine) -> None:
     assert gone is not None and gone.disabled_at is not None
 
 
-def test_rollover_keeps_lineage_and_order(open_engine: EngineFactory) -> None:
+def test_rollover_keeps_lineage_and_order(open_private_engine: EngineFactory) -> None:
     """A shard older than its period closes at its last record; its child (same hash range, naming it as
     parent) takes the later records, so one item's records read in order across the lineage."""
-    engine = open_engine()
+    engine = open_private_engine()
     engine.stream_settings = StreamSettings(shards=2, shard_seconds=0.2, retention_seconds=3600)
     meta = streamed(engine)
     assert meta.stream is not None
@@ -135,8 +135,8 @@ def test_rollover_keeps_lineage_and_order(open_engine: EngineFactory) -> None:
         assert all(r.seq <= (shard.ending_seq or 0) for r in inside)
 
 
-def test_retention_trims_records(open_engine: EngineFactory) -> None:
-    engine = open_engine()
+def test_retention_trims_records(open_private_engine: EngineFactory) -> None:
+    engine = open_private_engine()
     engine.stream_settings = StreamSettings(shards=1, shard_seconds=3600, retention_seconds=0.3)
     meta = streamed(engine)
     engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 1))])
