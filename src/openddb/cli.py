@@ -164,12 +164,15 @@ def _start_deliverer(args: argparse.Namespace, configs: list[TriggerConfig], soc
     so its first requests wait in the listen queue until the server runs."""
     if not configs:
         return None
-    from openddb.streams.triggers import run_triggers
+    from openddb.streams.triggers import StateStore, run_triggers
 
     host, port = sock.getsockname()[:2]
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     endpoint = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-    state = None if args.in_memory else os.path.join(args.data_dir, "triggers", "state.json")
+    try:
+        state = StateStore(None if args.in_memory else os.path.join(args.data_dir, "triggers", "state.json"))
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"openddb: {error}") from None
     parent = os.getpid()
     pid = os.fork()
     if pid:

@@ -371,8 +371,11 @@ def test_one_deliverer_with_several_workers(tmp_path: Any, receiver: Receiver) -
 
 
 def test_bad_trigger_settings_stop_the_server_before_it_starts(tmp_path: Any) -> None:
-    for args in (["--trigger", "orders"], ["--config", str(tmp_path / "missing.toml")]):
-        done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--in-memory", "--port", "0", *args],
+    (tmp_path / "triggers").mkdir()
+    (tmp_path / "triggers" / "state.json").write_text("not json")
+    for args in (["--in-memory", "--trigger", "orders"], ["--in-memory", "--config", str(tmp_path / "x.toml")],
+                 ["--data-dir", str(tmp_path), "--trigger", "orders=http://127.0.0.1:9/"]):
+        done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--port", "0", *args],
                               capture_output=True, text=True, timeout=30)
         assert done.returncode != 0
         assert "openddb:" in done.stderr
@@ -414,3 +417,22 @@ def test_streams_tail_from_latest_skips_what_was_there(server: ServerProcess) ->
     finally:
         tail.send_signal(signal.SIGINT)
         tail.communicate(timeout=10)
+
+
+def test_ttl_deletion_reaches_the_trigger_with_lambdas_user_identity(receiver: Receiver) -> None:
+    # Lambda marks a TTL deletion with userIdentity {"type": "Service", "principalId": "dynamodb.amazonaws.com"}.
+    table = unique_name("trig")
+    server = ServerProcess(None, "--trigger", f"{table}={receiver.url}")
+    try:
+        ddb = make_client(server.endpoint)
+        stream_table(ddb, table, "OLD_IMAGE")
+        ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
+        ddb.put_item(TableName=table, Item={"pk": {"S": "gone"}, "ttl": {"N": str(int(time.time()) - 10)}})
+        wait_for(lambda: len(receiver.records()) >= 2)
+        insert, remove = receiver.records()
+        assert "userIdentity" not in insert
+        assert remove["eventName"] == "REMOVE"
+        assert remove["userIdentity"] == {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+        assert remove["dynamodb"]["OldImage"]["pk"] == {"S": "gone"}
+    finally:
+        server.finish()

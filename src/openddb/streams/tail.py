@@ -159,7 +159,6 @@ class Follower:
         self.known = known or {}
         self.first = first
         self.shards: dict[str, Shard] = {}  # by key, in stream order then DescribeStream's (parents first)
-        self.gone: list[Shard] = []  # shards that left the listing (past retention) since the last `refresh`
 
     def refresh(self) -> None:
         """Learn the table's streams and shards; forget those past retention."""
@@ -170,7 +169,10 @@ class Follower:
                 shard = self._shard(arn, order, wire)
                 if shard is not None:
                     listed[shard.key] = shard
-        self.gone.extend(shard for key, shard in self.shards.items() if key not in listed)
+        for key, shard in self.shards.items():
+            if key not in listed and not shard.done:
+                log.warning("stream records of table %s passed retention before they were read (%s)",
+                            self.table, shard.shard_id)
         self.shards = listed
         self.first = False
 

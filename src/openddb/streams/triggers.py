@@ -194,7 +194,12 @@ class StateStore:
         self.triggers: dict[str, Any] = {}
         if path is not None and os.path.exists(path):
             with open(path, "rb") as file:
-                self.triggers = orjson.loads(file.read()).get("triggers", {})
+                data = file.read()
+            try:
+                self.triggers = orjson.loads(data)["triggers"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"{path}: not a trigger state file (move it away to start the triggers "
+                                 f"afresh)") from None
 
     def get(self, name: str) -> tuple[bool, dict[str, Position]]:
         """Whether the trigger has started before (its starting position then no longer applies), and where."""
@@ -287,6 +292,7 @@ class Trigger:
         while not self.stop.is_set():
             try:
                 self.follower.refresh()
+                self._forget_gone_shards()
                 self._save()
                 problem = ""
                 self._deliver_until(time.monotonic() + REFRESH_SECONDS)
@@ -301,6 +307,12 @@ class Trigger:
                 self.stop.wait(REFRESH_SECONDS)
         self.client.close()
         self.endpoint.close()
+
+    def _forget_gone_shards(self) -> None:
+        """Drop the unsent records of shards past retention (the follower has said they were lost)."""
+        for key in [key for key in self.buffers if key not in self.follower.shards]:
+            del self.buffers[key]
+            self.since.pop(key, None)
 
     def _save(self) -> None:
         self.store.put(self.config.name, list(self.follower.shards.values()))
@@ -397,11 +409,8 @@ def _cut(buffer: list[dict[str, Any]], batch_size: int) -> list[dict[str, Any]]:
     return buffer[:batch_size]
 
 
-def run_triggers(configs: list[TriggerConfig], endpoint: str, state_path: str | None,
-                 stop: threading.Event) -> None:
-    """Deliver every trigger, each in its own thread, until `stop` is set; positions are kept in `state_path`
-    (None: in memory)."""
-    store = StateStore(state_path)
+def run_triggers(configs: list[TriggerConfig], endpoint: str, store: StateStore, stop: threading.Event) -> None:
+    """Deliver every trigger, each in its own thread, until `stop` is set."""
     triggers = [Trigger(config, endpoint, store, stop) for config in configs]
     threads = [threading.Thread(target=trigger.run, name=f"trigger {trigger.config.table}", daemon=True)
                for trigger in triggers]
