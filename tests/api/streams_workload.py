@@ -3,7 +3,10 @@ consumer that follows shard lineage as KCL-style consumers do.
 
 Each writer owns its keys (no other writer touches them), so the order of one item's changes is the order its
 writer saw them acknowledged. Every write gives its item a new version `v`, never reused, even by a write that is
-refused: a change is named by its key, kind and the versions of its old and new images.
+refused: a change is named by its key, kind and the versions of its old and new images. A few items are shared:
+every writer increments their version on the condition that it is still the one it read, so that writes race
+(across the server's workers: conflicts, requests run again) and yet each version is made by one write only, in
+the order of the versions.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ SERVICE = {"Type": "Service", "PrincipalId": "dynamodb.amazonaws.com"}  # a TTL 
 
 def version(image: Image | None) -> int | None:
     return None if image is None else int(image["v"]["N"])
+
+
+def attempt(key: str, image: Image) -> tuple[str, int | None, str | None]:
+    """What names a write's new image: key, version and (on a shared item) the writer that wrote it."""
+    return key, version(image), image.get("by", {}).get("N")
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,10 @@ class Writer:
     index: int
     seed: int
     keys_owned: int = 30
+    shared: list[str] = field(default_factory=list)  # the keys every writer increments
     dying: threading.Event = field(default_factory=threading.Event)
     acked: dict[str, list[Change]] = field(default_factory=dict)
-    rejected: list[tuple[str, int]] = field(default_factory=list)
+    rejected: list[tuple[str, int | None, str | None]] = field(default_factory=list)  # refused `attempt`s
     ttl_keys: list[str] = field(default_factory=list)
     in_flight: InFlight | None = None
     requests: int = 0
@@ -119,7 +128,7 @@ class Writer:
         (a thread's exception would be lost)."""
         operations: list[tuple[Callable[[], None], int]] = [
             (self.put, 25), (self.update, 25), (self.refused_update, 5), (self.delete, 10), (self.batch, 15),
-            (self.transact, 15), (self.ttl_put, 5)]
+            (self.transact, 15), (self.ttl_put, 5), (self.contend, 10 if self.shared else 0)]
         actions, weights = zip(*operations)
         try:
             while time.monotonic() < until:
@@ -170,15 +179,15 @@ class Writer:
     def refused_update(self) -> None:
         """An update whose condition fails (a version never written, or an absent item): it must leave no record."""
         key = self.rng.choice(self.keys)
-        attempt, never = self._next(key), self._next(key)
+        tried, never = self._next(key), self._next(key)
         condition = "v = :seen" if self.state[key] is not None else "attribute_exists(pk)"
-        values = {":new": {"N": str(attempt)}} | ({":seen": {"N": str(never)}} if ":seen" in condition else {})
+        values = {":new": {"N": str(tried)}} | ({":seen": {"N": str(never)}} if ":seen" in condition else {})
         try:
             self.client.update_item(TableName=self.table, Key={"pk": {"S": key}}, UpdateExpression="SET v = :new",
                                     ConditionExpression=condition, ExpressionAttributeValues=values)
         except ClientError as error:
             assert error.response["Error"]["Code"] == "ConditionalCheckFailedException", error.response
-            self.rejected.append((key, attempt))
+            self.rejected.append((key, tried, None))
             return
         raise AssertionError(f"the update of {key} on a condition that cannot hold was accepted")
 
@@ -243,7 +252,7 @@ class Writer:
             self._send(made, True, self.client.transact_write_items, TransactItems=actions)
         except ClientError as error:
             assert cancel and error.response["Error"]["Code"] == "TransactionCanceledException", error.response
-            self.rejected += [(c.key, version(c.new) or 0) for c in made if c.new is not None]
+            self.rejected += [attempt(c.key, c.new) for c in made if c.new is not None]
             return
         assert not cancel, "a transaction whose condition cannot hold was accepted"
         self._ack(made)
@@ -270,6 +279,32 @@ class Writer:
         new = {"pk": {"S": key}, "v": {"N": "1"}, TTL_ATTRIBUTE: {"N": str(int(time.time()) - 5)}}
         made = [change(key, None, new)]
         self._send(made, True, self.client.put_item, TableName=self.table, Item=new)
+        self._ack(made)
+
+
+    def create_shared(self) -> None:
+        """Put the shared items at version 0 (before the writers start)."""
+        for key in self.shared:
+            new = {"pk": {"S": key}, "v": {"N": "0"}}
+            self.client.put_item(TableName=self.table, Item=new)
+            self._ack([change(key, None, new)])
+
+    def contend(self) -> None:
+        """Increment a shared item's version from the one read, unless another writer got there first (refused:
+        then no record may name this writer at that version)."""
+        key = self.rng.choice(self.shared)
+        old = self.client.get_item(TableName=self.table, Key={"pk": {"S": key}}, ConsistentRead=True)["Item"]
+        new = {**old, "v": {"N": str(int(old["v"]["N"]) + 1)}, "by": {"N": str(self.index)}}
+        made = [change(key, old, new)]
+        try:
+            self._send(made, True, self.client.update_item, TableName=self.table, Key={"pk": {"S": key}},
+                       UpdateExpression="SET v = :next, #by = :me", ConditionExpression="v = :seen",
+                       ExpressionAttributeNames={"#by": "by"},
+                       ExpressionAttributeValues={":next": new["v"], ":me": new["by"], ":seen": old["v"]})
+        except ClientError as error:
+            assert error.response["Error"]["Code"] == "ConditionalCheckFailedException", error.response
+            self.rejected.append(attempt(key, new))
+            return
         self._ack(made)
 
 

@@ -21,12 +21,23 @@ from typing import Any
 
 import pytest
 
-from tests.api.streams_workload import SERVICE, TTL_ATTRIBUTE, Change, Consumer, Writer, change, change_of, version
+from tests.api.streams_workload import (
+    SERVICE,
+    TTL_ATTRIBUTE,
+    Change,
+    Consumer,
+    Writer,
+    attempt,
+    change,
+    change_of,
+    version,
+)
 from tests.conftest import ServerProcess, make_client, unique_name
 
 SOAK_SECONDS = float(os.environ.get("OPENDDB_SOAK_SECONDS", "60"))
 WRITERS = 4
 KILL_AFTER = 10.0  # seconds of writing before kill -9
+SHARED = ["shared-0", "shared-1", "shared-2"]  # items every writer increments
 SEED = int(os.environ.get("OPENDDB_SOAK_SEED", str(random.randrange(1 << 30))))
 
 
@@ -66,8 +77,12 @@ def streamed_table(ddb: Any) -> tuple[str, str]:
 
 
 def writers_for(endpoint: str, table: str, dying: threading.Event | None = None) -> list[Writer]:
+    """The writers, the shared items created."""
     print(f"\nsoak seed {SEED} (OPENDDB_SOAK_SEED reproduces each writer's choices)")
-    return [Writer(endpoint, table, index, SEED + index, dying=dying or threading.Event()) for index in range(WRITERS)]
+    dying = dying or threading.Event()
+    writers = [Writer(endpoint, table, index, SEED + index, shared=SHARED, dying=dying) for index in range(WRITERS)]
+    writers[0].create_shared()
+    return writers
 
 
 def run_threads(targets: list[tuple[Any, tuple[Any, ...]]]) -> list[threading.Thread]:
@@ -140,20 +155,29 @@ def check_records(records: list[dict[str, Any]], writers: list[Writer]) -> dict[
                 f"{key}: a record whose OldImage is not the image before it: {names(changes[:index + 1])}"
             before = made.new
     refused = {made for writer in writers for made in writer.rejected}
-    written = {(made.key, version(made.new)) for changes in actual.values() for made in changes}
+    written = {attempt(made.key, made.new) for changes in actual.values() for made in changes if made.new}
     assert not refused & written, f"records of refused writes: {sorted(refused & written)[:10]}"
     return actual
 
 
-def expected_changes(writers: list[Writer]) -> dict[str, list[Change]]:
-    """Each item's acknowledged changes in order, and after each expired item's insertion its removal by TTL."""
+def acknowledged(writers: list[Writer]) -> dict[str, list[Change]]:
+    """Each item's acknowledged changes in order: as its writer saw them, or a shared item's by version."""
     expected: dict[str, list[Change]] = {}
     for writer in writers:
         for key, changes in writer.acked.items():
-            expected[key] = list(changes)
+            expected.setdefault(key, []).extend(changes)
+    for key in SHARED:
+        expected[key].sort(key=lambda made: version(made.new) or 0)
+    return expected
+
+
+def expected_changes(writers: list[Writer]) -> dict[str, list[Change]]:
+    """Each item's acknowledged changes in order, and after each expired item's insertion its removal by TTL."""
+    expected = acknowledged(writers)
+    for writer in writers:
         for key in writer.ttl_keys:
-            if key in writer.acked:
-                expected[key].append(change(key, writer.acked[key][-1].new, None, ttl=True))
+            if key in expected:
+                expected[key].append(change(key, expected[key][-1].new, None, ttl=True))
     return expected
 
 
@@ -188,18 +212,21 @@ def test_soak_every_acknowledged_change_once_in_order(soak_server):
     assert consumer.error is None and consumer.finished(), consumer.error
     assert len(consumer.shards) > 4 * (SOAK_SECONDS // 3) * 0.5, "too few rollovers"
     actual = check_records(consumer.records, writers)
-    check_exactly_once(actual, expected_changes(writers))
-    final = {key: writer.state[key] for writer in writers for key in writer.keys if writer.state[key] is not None}
+    expected = expected_changes(writers)
+    check_exactly_once(actual, expected)
+    final = {key: changes[-1].new for key, changes in expected.items() if changes[-1].new is not None}
     assert table_items(ddb, table) == final
     # Read again from TRIM_HORIZON (shards in another order): the same records, each item's in the same order,
     # with the same event ids; and GetRecords' pace on its own.
     again, took = read_all(soak_server.endpoint, arn)
     assert by_key(again.records) == actual
     assert sorted(r["eventID"] for r in again.records) == sorted(r["eventID"] for r in consumer.records)
-    acknowledged = sum(writer.acknowledged() for writer in writers)
+    changes = sum(writer.acknowledged() for writer in writers)
     print(f"soak: {WRITERS} writers, {wrote:.0f} s, {sum(w.requests for w in writers)} requests, "
-          f"{acknowledged} acknowledged changes ({acknowledged / wrote:.0f} writes/s), "
-          f"{sum(len(w.ttl_keys) for w in writers)} TTL expiries, {len(consumer.shards)} shards; consumer saw "
+          f"{changes} acknowledged changes ({changes / wrote:.0f} writes/s), "
+          f"{sum(len(w.ttl_keys) for w in writers)} TTL expiries, {sum(len(expected[k]) - 1 for k in SHARED)} "
+          f"increments of shared items ({sum(k in SHARED for w in writers for k, *_ in w.rejected)} lost races), "
+          f"{len(consumer.shards)} shards; consumer saw "
           f"{seen_while_writing} records while the writers wrote ({seen_while_writing / wrote:.0f} records/s), "
           f"{len(consumer.records)} in all; a second reading: {len(again.records) / took:.0f} records/s")
 
@@ -252,19 +279,22 @@ def kill_while_writing(data_dir: str) -> tuple[str, str, list[Writer]]:
 
 def check_after_kill(actual: dict[str, list[Change]], items: dict[str, dict[str, Any]],
                      writers: list[Writer]) -> None:
-    """Each item's records: its acknowledged changes, in order, then at most the change in flight at the kill (or
-    the TTL sweep's removal); its last record leaves it as it is now; a transaction cut short all or nothing."""
-    in_flight = {made.key: made for writer in writers if writer.in_flight for made in writer.in_flight.changes}
+    """Each item's records: its acknowledged changes, once each and in order, and besides them only a change in
+    flight at the kill (or the TTL sweep's removal); its last record leaves it as it is now; a transaction cut
+    short has all its records or none."""
+    acked = acknowledged(writers)
+    in_flight = [made for writer in writers if writer.in_flight for made in writer.in_flight.changes]
+    expiring = {key for writer in writers for key in writer.ttl_keys}
+    for key in sorted({key for writer in writers for key in writer.keys} | expiring | set(SHARED)):
+        expected, got = acked.get(key, []), actual.get(key, [])
+        assert [made for made in got if made in expected] == expected, \
+            f"{key}: records {names(got)}, acknowledged {names(expected)}"
+        for extra in (made for made in got if made not in expected):
+            assert extra in in_flight or (extra.ttl and key in expiring), \
+                f"{key}: a record of no change made: {extra.name()}, acknowledged {names(expected)}"
+        assert items.get(key) == (got[-1].new if got else None), \
+            f"{key}: the item is {items.get(key)}, its records {names(got)}"
     for writer in writers:
-        for key in writer.keys + writer.ttl_keys:
-            acked, got = writer.acked.get(key, []), actual.get(key, [])
-            assert got[:len(acked)] == acked, \
-                f"{key}: records {names(got)} do not begin with the acknowledged {names(acked)}"
-            for extra in got[len(acked):]:
-                assert extra == in_flight.get(key) or (extra.ttl and key in writer.ttl_keys), \
-                    f"{key}: a record of no change made: {extra.name()} after {names(acked)}"
-            assert items.get(key) == (got[-1].new if got else None), \
-                f"{key}: the item is {items.get(key)}, its records {names(got)}"
         if writer.in_flight is not None and writer.in_flight.atomic:
             made = [change in actual.get(change.key, []) for change in writer.in_flight.changes]
             assert all(made) or not any(made), f"a transaction cut short made part of its changes: {made}"
