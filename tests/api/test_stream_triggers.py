@@ -133,6 +133,7 @@ class Receiver:
     def __init__(self, fail_rate: float = 0.0) -> None:
         self.fail_rate = fail_rate
         self.failing = False
+        self.poison: str | None = None  # a key whose batches fail
         self.batches: list[dict[str, Any]] = []
         self.attempts = 0
         self.lock = threading.Lock()
@@ -145,7 +146,8 @@ class Receiver:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with receiver.lock:
                     receiver.attempts += 1
-                    fail = receiver.failing or random.random() < receiver.fail_rate
+                    fail = receiver.failing or random.random() < receiver.fail_rate or any(
+                        record["dynamodb"]["Keys"].get("pk") == {"S": receiver.poison} for record in body["Records"])
                     if not fail:
                         receiver.batches.append(body)
                 self.send_response(500 if fail else 200)
@@ -434,5 +436,24 @@ def test_ttl_deletion_reaches_the_trigger_with_lambdas_user_identity(receiver: R
         assert remove["eventName"] == "REMOVE"
         assert remove["userIdentity"] == {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
         assert remove["dynamodb"]["OldImage"]["pk"] == {"S": "gone"}
+    finally:
+        server.finish()
+
+
+def test_a_failing_batch_holds_back_its_own_shard_only(receiver: Receiver) -> None:
+    # As in Lambda, a batch being retried blocks the shard it came from; the other shards go on delivering, and
+    # once the endpoint takes the batch everything arrives, in order per item.
+    table = unique_name("trig")
+    server = ServerProcess(None, "--trigger", f"{table}={receiver.url}", "--stream-shards", "4")
+    try:
+        ddb = make_client(server.endpoint)
+        stream_table(ddb, table)
+        receiver.poison = "k0"
+        total = write_versions(ddb, table, keys=24, versions=2, delete=False)
+        wait_for(lambda: len(receiver.records()) >= 6)
+        assert receiver.attempts > len(receiver.batches)  # k0's batch is being retried meanwhile
+        receiver.poison = None
+        wait_for(lambda: len(receiver.records()) >= total)
+        assert per_item(receiver.records()) == expected_per_item(24, 2, delete=False)
     finally:
         server.finish()

@@ -273,6 +273,21 @@ class Endpoint:
             self._connection = None
 
 
+@dataclass(slots=True)
+class Attempt:
+    """A batch on its way: the event, how many records of its shard's buffer it holds, its retries so far and
+    when it may be tried next."""
+
+    event: dict[str, Any]
+    count: int
+    retries: int = 0
+    next_at: float = 0.0
+    body: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.body = orjson.dumps(self.event)
+
+
 class Trigger:
     """Delivers one table's records to one URL, in its own thread (`run`), until `stop` is set."""
 
@@ -286,6 +301,7 @@ class Trigger:
         self.endpoint = Endpoint(config.url)
         self.buffers: dict[str, list[dict[str, Any]]] = {}  # per shard: read, not yet delivered
         self.since: dict[str, float] = {}  # per shard: when its buffer's oldest record was read
+        self.attempts: dict[str, Attempt] = {}  # per shard: the batch being delivered (the buffer's head)
 
     def run(self) -> None:
         problem = ""  # the last trouble reported, so a server that stays away is not reported every second
@@ -313,6 +329,7 @@ class Trigger:
         for key in [key for key in self.buffers if key not in self.follower.shards]:
             del self.buffers[key]
             self.since.pop(key, None)
+            self.attempts.pop(key, None)
 
     def _save(self) -> None:
         self.store.put(self.config.name, list(self.follower.shards.values()))
@@ -328,34 +345,40 @@ class Trigger:
                     return
                 if self.stop.is_set():
                     return
-            if not busy:
-                self.stop.wait(POLL_SECONDS)
+            if not busy:  # idle: poll again shortly, or when the next retry is due if that is sooner
+                retry = min((attempt.next_at for attempt in self.attempts.values()), default=float("inf"))
+                self.stop.wait(max(0.0, min(POLL_SECONDS, retry - time.monotonic())))
 
     def _serve(self, shard: Shard) -> bool:
-        """One step on a shard: read more records if the batch has room, deliver a batch if one is due.
-        Whether anything happened."""
-        buffer = self.buffers.setdefault(shard.key, [])
+        """One step on a shard: read more records if the batch has room, make a batch if one is due, try it if
+        its time has come. A batch being retried holds back its own shard only, as in Lambda. Whether anything
+        happened."""
+        key = shard.key
+        buffer = self.buffers.setdefault(key, [])
         fetched: list[dict[str, Any]] = []
         if len(buffer) < self.config.batch_size:
             fetched = self.follower.fetch(shard, min(GET_RECORDS_MAX, self.config.batch_size - len(buffer)))
             if fetched and not buffer:
-                self.since[shard.key] = time.monotonic()
+                self.since[key] = time.monotonic()
             buffer.extend(fetched)
-        delivered = False
-        if buffer and self._due(shard, buffer):
+        attempt = self.attempts.get(key)
+        if attempt is None and buffer and self._due(shard, buffer):
             batch = _cut(buffer, self.config.batch_size)
-            if not self._deliver(shard, batch):
-                return True  # stopping: the batch stays undelivered, and a restart sends it again
-            del buffer[:len(batch)]
-            self.since[shard.key] = time.monotonic()
-            shard.acked = batch[-1]["dynamodb"]["SequenceNumber"]
-            delivered = True
+            event = {"Records": [lambda_record(record, shard.stream_arn) for record in batch]}
+            attempt = self.attempts[key] = Attempt(event, len(batch))
+        finished = attempt is not None and time.monotonic() >= attempt.next_at and self._try(shard, attempt)
+        if finished:
+            assert attempt is not None
+            del buffer[:attempt.count]
+            del self.attempts[key]
+            self.since[key] = time.monotonic()
+            shard.acked = attempt.event["Records"][-1]["dynamodb"]["SequenceNumber"]
         if not buffer and shard.exhausted:
             shard.done = True
-            self.buffers.pop(shard.key, None)
-        if delivered or shard.done:
+            self.buffers.pop(key, None)
+        if finished or shard.done:
             self._save()
-        return bool(fetched) or delivered
+        return bool(fetched) or finished
 
     def _due(self, shard: Shard, buffer: list[dict[str, Any]]) -> bool:
         """Lambda invokes when the batch is full, the batching window has passed, or (our addition) the shard
@@ -363,25 +386,21 @@ class Trigger:
         waited = time.monotonic() - self.since.get(shard.key, 0.0)
         return len(buffer) >= self.config.batch_size or shard.exhausted or waited >= self.config.batching_window
 
-    def _deliver(self, shard: Shard, batch: list[dict[str, Any]]) -> bool:
-        """POST the batch until the endpoint answers 2xx or the retries run out (then the batch goes to the
-        on-failure file). False if the server is stopping first."""
-        event = {"Records": [lambda_record(record, shard.stream_arn) for record in batch]}
-        body = orjson.dumps(event)
-        retries = 0
-        while True:
-            status = self.endpoint.post(body)
-            if 200 <= status < 300:
-                return True
-            if 0 <= self.config.max_retries <= retries:
-                self._give_up(failure_record(self.config, shard, event, retries + 1, status))
-                return True
-            if retries == 0:
-                log.info("trigger %s: the endpoint answered %s; retrying", self.config.name, status or "nothing")
-            delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(retries, 20))
-            retries += 1
-            if self.stop.wait(delay * random.uniform(0.8, 1.2)):  # (a little jitter, as Lambda's backoff has)
-                return False
+    def _try(self, shard: Shard, attempt: Attempt) -> bool:
+        """POST the batch once. True once it is finished with: delivered (2xx), or given up after the last
+        retry (then it goes to the on-failure file); otherwise the next try is scheduled with backoff."""
+        status = self.endpoint.post(attempt.body)
+        if 200 <= status < 300:
+            return True
+        if 0 <= self.config.max_retries <= attempt.retries:
+            self._give_up(failure_record(self.config, shard, attempt.event, attempt.retries + 1, status))
+            return True
+        if attempt.retries == 0:
+            log.info("trigger %s: the endpoint answered %s; retrying", self.config.name, status or "nothing")
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(attempt.retries, 20))
+        attempt.next_at = time.monotonic() + delay * random.uniform(0.8, 1.2)  # (jitter, as Lambda's has)
+        attempt.retries += 1
+        return False
 
     def _give_up(self, record: dict[str, Any]) -> None:
         info = record["DDBStreamBatchInfo"]
