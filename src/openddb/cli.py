@@ -14,8 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
-from openddb.server.workers import _stop_with_parent as stop_with_parent
-from openddb.server.workers import reuseport_socket, supervise
+from openddb.server.workers import reuseport_socket, stop_with_parent, supervise
 from openddb.storage.base import Engine, StreamSettings
 
 if TYPE_CHECKING:
@@ -118,9 +117,9 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     from openddb.server.http import serve
     engine, where = _engine(args)
     # Workers sharing a store do not block their event loop on another's write lock; they retry shortly.
-    engine.lock_wait = not shared
+    engine.session.wait = not shared
     # ... and they stage their writes without the lock, taking it only to check and commit them.
-    engine.optimistic = shared
+    engine.session.optimistic = shared
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

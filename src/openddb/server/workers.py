@@ -36,7 +36,7 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _stop_with_parent(parent: int) -> None:
+def stop_with_parent(parent: int) -> None:
     """Ask the kernel to send this worker SIGTERM when the supervisor dies, even by kill -9, so no orphaned
     worker keeps serving (and holding the store) after its server is gone."""
     if sys.platform.startswith("linux"):
@@ -70,7 +70,7 @@ def supervise(count: int, run_worker: Callable[[int], int]) -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
-        _stop_with_parent(parent)
+        stop_with_parent(parent)
         code = 1
         try:
             code = run_worker(index)
