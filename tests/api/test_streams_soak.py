@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.api.streams_workload import (
     SERVICE,
@@ -35,7 +36,7 @@ from tests.api.streams_workload import (
 from tests.conftest import ServerProcess, make_client, unique_name
 
 SOAK_SECONDS = float(os.environ.get("OPENDDB_SOAK_SECONDS", "60"))
-WRITERS = 4
+WRITERS = int(os.environ.get("OPENDDB_SOAK_WRITERS", "4"))
 KILL_AFTER = 10.0  # seconds of writing before kill -9
 SHARED = ["shared-0", "shared-1", "shared-2"]  # items every writer increments
 SEED = int(os.environ.get("OPENDDB_SOAK_SEED", str(random.randrange(1 << 30))))
@@ -219,8 +220,8 @@ def test_soak_every_acknowledged_change_once_in_order(soak_server):
     # Read again from TRIM_HORIZON (shards in another order): the same records, each item's in the same order,
     # with the same event ids; and GetRecords' pace on its own.
     again, took = read_all(soak_server.endpoint, arn)
+    assert {r["eventID"]: r for r in again.records} == {r["eventID"]: r for r in consumer.records}
     assert by_key(again.records) == actual
-    assert sorted(r["eventID"] for r in again.records) == sorted(r["eventID"] for r in consumer.records)
     changes = sum(writer.acknowledged() for writer in writers)
     print(f"soak: {WRITERS} writers, {wrote:.0f} s, {sum(w.requests for w in writers)} requests, "
           f"{changes} acknowledged changes ({changes / wrote:.0f} writes/s), "
@@ -255,14 +256,17 @@ def await_gone(pids: list[int], port: int, seconds: float = 20) -> None:
         time.sleep(0.05)
 
 
-def kill_while_writing(data_dir: str) -> tuple[str, str, list[Writer]]:
-    """Write for KILL_AFTER seconds, then kill -9 the server under the writers: (table, stream ARN, writers)."""
+def kill_while_writing(data_dir: str) -> tuple[str, str, list[Writer], Consumer]:
+    """Write (and read the stream) for KILL_AFTER seconds, then kill -9 the server under the writers: (table,
+    stream ARN, writers, the consumer that read meanwhile)."""
     first = start(data_dir)
     try:
         table, arn = streamed_table(make_client(first.endpoint))
         dying = threading.Event()
         writers = writers_for(first.endpoint, table, dying)
-        threads = run_threads([(writer.run, (time.monotonic() + 10 * KILL_AFTER,)) for writer in writers])
+        consumer = Consumer(first.endpoint, arn)
+        threads = run_threads([(writer.run, (time.monotonic() + 10 * KILL_AFTER,)) for writer in writers] +
+                              [(consumer.run, (time.monotonic() + 10 * KILL_AFTER,))])
         time.sleep(KILL_AFTER)
         pids = workers_of(first.process.pid)
         dying.set()  # from here on a failed request is one the kill cut short
@@ -274,7 +278,9 @@ def kill_while_writing(data_dir: str) -> tuple[str, str, list[Writer]]:
     finally:
         first.log.close()
     assert [writer.error for writer in writers] == [None] * WRITERS
-    return table, arn, writers
+    # The consumer stopped at the kill, unable to connect; an error the server answered would be a fault.
+    assert consumer.records and not isinstance(consumer.error, ClientError), consumer.error
+    return table, arn, writers, consumer
 
 
 def check_after_kill(actual: dict[str, list[Change]], items: dict[str, dict[str, Any]],
@@ -304,8 +310,8 @@ def test_kill_9_during_the_soak(data_dir):
     """kill -9 of a two-worker server while writers write across rollovers: after a restart on the same store,
     every acknowledged change has its record, and every record's change is the item's history (the item as read
     now is its last record's NewImage); a request in flight at the kill has all its records or none, as its
-    changes."""
-    table, arn, writers = kill_while_writing(data_dir)
+    changes; a record a consumer read before the kill is still there, the same (it was of a committed change)."""
+    table, arn, writers, before = kill_while_writing(data_dir)
     second = start(data_dir)
     try:
         ddb = make_client(second.endpoint)
@@ -315,9 +321,13 @@ def test_kill_9_during_the_soak(data_dir):
         consumer, _ = read_all(second.endpoint, arn)
         actual = check_records(consumer.records, writers)
         check_after_kill(actual, items, writers)
+        after = {record["eventID"]: record for record in consumer.records}
+        lost = [record for record in before.records if after.get(record["eventID"]) != record]
+        assert not lost, f"{len(lost)} records read before the kill are not there after it, e.g. {lost[0]}"
         cut = [made for writer in writers if writer.in_flight is not None for made in writer.in_flight.changes]
         print(f"kill -9 after {KILL_AFTER:.0f} s: {sum(w.acknowledged() for w in writers)} acknowledged changes, "
-              f"{len(consumer.records)} records in {len(consumer.shards)} shards; {len(cut)} changes in flight at "
+              f"{len(consumer.records)} records in {len(consumer.shards)} shards ({len(before.records)} read before "
+              f"the kill); {len(cut)} changes in flight at "
               f"the kill, {sum(made in actual.get(made.key, []) for made in cut)} of them made")
     finally:
         second.finish()
