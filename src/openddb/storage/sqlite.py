@@ -294,6 +294,13 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             db.execute("PRAGMA wal_autocheckpoint = 0")
             db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
             self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"))
+        self._create_schema()
+        self._tables: dict[str, TableMeta] = {}
+        self._token_writes = 0
+
+    def _create_schema(self) -> None:
+        """Create (or bring up to date) the store's tables, under the writer lock."""
+        db = self._db
         self._begin()
         try:
             for statement in ";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA)).split(";"):
@@ -309,8 +316,6 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         except BaseException:
             self._rollback()
             raise
-        self._tables: dict[str, TableMeta] = {}
-        self._token_writes = 0
 
     # --- catalog ------------------------------------------------------------------------------
     def _read(self) -> sqlite3.Connection:
