@@ -271,13 +271,13 @@ def _start_key(meta: TableMeta, raw: Any, mismatch: str) -> StorageKey:
         key = validate_item(raw, path="ExclusiveStartKey")
     except ValidationException as error:
         raise ValidationException(f"{_START_INVALID}: {error.message}") from None
-    if len(key) != len(meta.key_names):
-        raise ValidationException(mismatch)
+    if len(key) != len(meta.key_names) or any(name not in key for name in meta.key_names):
+        raise ValidationException(mismatch)  # other attributes than the key's (a sort key the table lacks...)
     for attribute in (meta.hash_key, meta.range_key):
-        if attribute is not None:
-            value = key.get(attribute.name)
-            if value is None or attribute.type not in value:
-                raise ValidationException(mismatch)
+        # The key's attributes, a value of the wrong type: "The provided key element does not match the schema"
+        # for a Query too (issue 30, from DynamoDB's responses), where other attributes get the bare message.
+        if attribute is not None and attribute.type not in key[attribute.name]:
+            raise ValidationException(_START_SCHEMA)
     try:
         return storage_key(meta, key)
     except ValidationException as error:
