@@ -94,6 +94,18 @@ def test_long_attribute_names_are_refused_in_projections_and_conditions(ddb, has
                    ExpressionAttributeNames={"#n": "xx" + "é" * 32767}).endswith(LONG_NAME)
 
 
+def test_long_attribute_names_are_refused_in_legacy_parameters(ddb, hash_table):
+    """AttributesToGet and the legacy condition maps allow 65,535 characters, but a name is limited in bytes: one of
+    65,536 bytes in fewer characters is refused as in an item."""
+    name = "xx" + "é" * 32767  # 32,769 characters, 65,536 bytes
+    assert refusal(ddb.get_item, TableName=hash_table, Key=fresh_key(), AttributesToGet=[name]).endswith(LONG_NAME)
+    assert refusal(ddb.scan, TableName=hash_table, AttributesToGet=[name]).endswith(LONG_NAME)
+    assert refusal(ddb.scan, TableName=hash_table,
+                   ScanFilter={name: {"ComparisonOperator": "NOT_NULL"}}).endswith(LONG_NAME)
+    assert refusal(ddb.delete_item, TableName=hash_table, Key=fresh_key(),
+                   Expected={name: {"Exists": False}}).endswith(LONG_NAME)
+
+
 # --- REMOVE of nested paths ----------------------------------------------------------------------------------
 
 
