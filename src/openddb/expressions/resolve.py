@@ -7,6 +7,7 @@ from typing import Any, cast
 import orjson
 
 from ..errors import ValidationException
+from ..model.values import MAX_NAME_BYTES, MSG_LONG_NAME
 from .ast import ExpressionError, Path
 
 AttributeValue = dict[str, Any]
@@ -47,6 +48,11 @@ class ExpressionAttributes:
                 f"attribute name: {ref}"
             ) from None
         self.used_names.add(ref)
+        # A name longer than any item may hold (PutItem's limit) is refused wherever it is used: an update's target,
+        # a projection, a condition's path. The text is the one recorded for an update's target and an item; for
+        # reads and conditions it is a best guess (the same limit, so taken to be the same answer).
+        if len(real) * 4 > MAX_NAME_BYTES and len(real.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise ValidationException(MSG_LONG_NAME)
         return real
 
     def value(self, ref: str) -> AttributeValue:

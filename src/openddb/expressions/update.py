@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import ValidationException
 from ..model.numbers import add_numbers, subtract_numbers
-from ..model.values import MAX_NAME_BYTES, MAX_NESTING_DEPTH, MSG_LONG_NAME, MSG_NESTING, type_of
+from ..model.values import MAX_NESTING_DEPTH, MSG_NESTING, type_of
 from .ast import Arith, Call, ExpressionError, Operand, Path, UpdateAst, ValueRef
 from .evaluate import operand_type_error
 from .projection import build_trie, project
@@ -63,13 +63,18 @@ class Update:
         """Top-level attributes this update writes or removes."""
         return self.assigned_top_level_names
 
-    def apply(self, item: Item | None) -> Item:
-        """The item after the update; ``item`` (None = no item yet) is left untouched."""
+    def apply(self, item: Item | None, *, missing: bool = False) -> Item:
+        """The item after the update; ``item`` (None = no item yet) is left untouched. ``missing``: there is no
+        item, and ``item`` holds only the key of the one the update creates."""
         old: Item = item if item is not None else {}
+        missing = missing or item is None
         # Compute every new value against the old item before writing anything.
         writes: list[tuple[Resolved, AttributeValue | None]] = [(p, value(old)) for p, value in self._sets]
         for path in self._removes:
-            writes.append((path, None))
+            # REMOVE a.b on an item that does not exist removes nothing and is no error (DynamoDB answers it as a
+            # no-op, issue 30), while on an item without `a` the path is invalid, as for SET.
+            if not (missing and len(path) > 1):
+                writes.append((path, None))
         for path, operand in self._adds:
             writes.append((path, _add(get_path(old, path), operand)))
         for path, operand in self._deletes:
@@ -295,10 +300,6 @@ class _UpdateCompiler:
         deletes = [(self.attrs.path(p), self.set_operand("DELETE", v)) for p, v in node.delete]
         targets = [p for p, _ in sets] + removes + [p for p, _ in adds] + [p for p, _ in deletes]
         check_no_overlap(targets)
-        # A name from ExpressionAttributeNames may be longer than any item may hold (PutItem's limit).
-        if any(len(el.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
-               for path in targets for el in path if type(el) is str and len(el) * 4 > MAX_NAME_BYTES):
-            raise ValidationException(MSG_LONG_NAME)
         return Update(sets, removes, adds, deletes)
 
 
