@@ -49,15 +49,82 @@ _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/
 _PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
 
-def _handlers() -> dict[bytes, Handler]:
+# Every operation of DynamoDB (API version 2012-08-10) and of DynamoDB Streams, as botocore's service models list
+# them (botocore 1.43: data/dynamodb/2012-08-10 and data/dynamodbstreams/2012-08-10). Committed here, not read from
+# botocore at run time (botocore is a test dependency only); tests/api/test_operations_registry.py compares them
+# with the installed botocore, so a new DynamoDB operation shows up there as a failing test.
+DYNAMODB_OPERATIONS = frozenset({
+    "BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable",
+    "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup",
+    "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport",
+    "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination",
+    "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive",
+    "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement",
+    "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups",
+    "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource",
+    "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan",
+    "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups",
+    "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem",
+    "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive",
+})
+STREAMS_OPERATIONS = frozenset({"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"})
+
+
+class UnsupportedOperationException(DynamoDBError):
+    """An operation DynamoDB has that OpenDDB does not implement yet (one DynamoDB does not have stays
+    UnknownOperationException).
+
+    Why not DynamoDB Local's answer: for operations it lacks, DynamoDB Local answers 400 UnknownOperationException
+    "An unknown operation was requested." (quoted in localstack issues 709, 908 and 6909, aws-sdk-php issue 1687,
+    aws-sdk-js issue 2502), and those threads show it misleading users into looking for a typo, a wrong endpoint
+    or an outdated SDK. This names the operation and says what is missing instead. 501 Not Implemented is HTTP's
+    status for exactly this, and no SDK retries it: botocore's legacy and standard retry modes retry 500, 502, 503,
+    504 and throttling codes only (retries/standard.py, data/_retry.json), so a client fails at once instead of
+    backing off into the same answer, as it would on a 500 InternalFailure (LocalStack's choice). The name is the
+    one AWS services give an operation they do not support (IoT Events' UnsupportedOperationException is a 501
+    fault; Directory Service's reads "The operation is not supported."); SDKs key on the part after "#", and the
+    coral namespace marks it, like UnknownOperationException, as decided before any DynamoDB logic ran."""
+
+    namespace = "com.amazon.coral.service#"
+    status = 501
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation} is not supported by OpenDDB yet (docs/OPERATIONS.md lists the operations "
+                         "it implements)")
+
+
+def _unsupported(operation: str) -> Handler:
+    def handler(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+        raise UnsupportedOperationException(operation)
+    return handler
+
+
+def _implemented() -> dict[bytes, dict[str, Handler]]:
+    """This server's handlers, by target prefix and operation name."""
     from openddb.api import batch, items, reads, tables, tags, transactions, ttl
     from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
     for module in (tables, tags, items, reads, batch, transactions, ttl):
         table.update(module.HANDLERS)
-    routes = {TARGET_PREFIX + name.encode(): handler for name, handler in table.items()}
-    routes.update({STREAMS_TARGET_PREFIX + name.encode(): handler for name, handler in streams.HANDLERS.items()})
+    return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
+
+
+def implemented_operations() -> dict[str, frozenset[str]]:
+    """The operations this server implements, by service ("dynamodb", "dynamodbstreams", botocore's names)."""
+    handlers = _implemented()
+    return {"dynamodb": frozenset(handlers[TARGET_PREFIX]),
+            "dynamodbstreams": frozenset(handlers[STREAMS_TARGET_PREFIX])}
+
+
+def _handlers() -> dict[bytes, Handler]:
+    """Every X-Amz-Target DynamoDB (or DynamoDB Streams) answers, to its handler; an operation OpenDDB lacks gets
+    one that says so. A target not here is unknown to DynamoDB too, and stays UnknownOperationException."""
+    known = {TARGET_PREFIX: DYNAMODB_OPERATIONS, STREAMS_TARGET_PREFIX: STREAMS_OPERATIONS}
+    routes: dict[bytes, Handler] = {}
+    for prefix, handlers in _implemented().items():
+        for name in known[prefix] | handlers.keys():
+            routes[prefix + name.encode()] = handlers.get(name) or _unsupported(name)
     return routes
 
 
@@ -157,7 +224,7 @@ class Dispatcher:
         request: dict[str, Any] | None = None
         try:
             handler = self.handlers.get(target)
-            if handler is None:
+            if handler is None:  # (an operation DynamoDB has but OpenDDB lacks has a handler: see _handlers)
                 raise UnknownOperationException()
             if authorization is None:
                 raise MissingAuthenticationTokenException()
