@@ -12,7 +12,7 @@ import pytest
 
 from openddb.model.keys import encode_key, partition_hash
 from openddb.storage.base import StorageKey, WriteOp
-from tests.storage.conftest import POSTGRES_URL, needs_postgres
+from tests.storage.conftest import POSTGRES_URL, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import new_meta
 
 pytestmark = needs_postgres
@@ -54,14 +54,20 @@ def test_an_idle_connection_closed_by_the_server_is_replaced_before_the_next_cal
 def test_a_table_change_held_back_past_the_lock_timeout_is_limit_exceeded_not_a_failure() -> None:
     """Table changes take turns on one row, which a DeleteTable of a large table holds while it deletes the rows:
     another table change that waits past the lock timeout is answered LimitExceededException (which SDKs retry),
-    and the engine serves on."""
+    and the engine serves on. (On a database of its own: the held row would hold back the table changes of every
+    test running beside it.)"""
+    with scratch_database() as url:
+        _held_back_table_changes(url)
+
+
+def _held_back_table_changes(url: str) -> None:
     from openddb.errors import LimitExceededException
     from openddb.storage.postgres import PostgresEngine
 
-    engine = PostgresEngine(str(POSTGRES_URL))
+    engine = PostgresEngine(url)
     meta = engine.create_table(new_meta(f"turns-{uuid.uuid4().hex[:8]}"))
     try:
-        with psycopg.connect(str(POSTGRES_URL), autocommit=True) as other:
+        with psycopg.connect(url, autocommit=True) as other:
             other.execute("BEGIN")
             other.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")  # a table change underway
             for change in (lambda: engine.create_table(new_meta(f"turns-{uuid.uuid4().hex[:8]}")),
