@@ -313,7 +313,9 @@ def test_exclusive_start_key_mid_range(ddb, table):
 @pytest.mark.parametrize(("start", "message"), [
     ({"pk": {"S": "p"}}, "The provided starting key is invalid"),
     ({"pk": {"S": "p"}, "sk": {"S": "k"}, "x": {"S": "y"}}, "The provided starting key is invalid"),
-    ({"pk": {"S": "p"}, "sk": {"N": "1"}}, "The provided starting key is invalid"),
+    # The key's attributes with a value of the wrong type: the schema mismatch is named (issue 30).
+    ({"pk": {"S": "p"}, "sk": {"N": "1"}},
+     "The provided starting key is invalid: The provided key element does not match the schema"),
     ({"pk": {"S": "p"}, "other": {"S": "k"}}, "The provided starting key is invalid"),
     ({"pk": {"S": "q"}, "sk": {"S": "k01"}},
      "The provided starting key is outside query boundaries based on provided condition"),
