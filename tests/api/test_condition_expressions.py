@@ -266,15 +266,16 @@ def test_reserved_words_through_names(ddb, hash_table):
 
 
 def test_expression_size_limit(ddb, hash_table, stored):
-    """A ConditionExpression may be at most 4 KB (UTF-8 bytes)."""
+    """An expression may be at most 4 KB (UTF-8 bytes); every kind's refusal ends with the size (issue 30)."""
     ok = "n = :v" + " " * (4096 - 6)
     ddb.put_item(TableName=hash_table, Item=stored, ConditionExpression=ok, ExpressionAttributeValues=v(v=N("5")))
     with pytest.raises(ClientError) as excinfo:
         ddb.put_item(TableName=hash_table, Item=stored, ConditionExpression=ok + " ",
                      ExpressionAttributeValues=v(v=N("5")))
     assert error_of(excinfo) == ("ValidationException", "1 validation error detected: Invalid ConditionExpression: "
-                                                        "Expression size has exceeded the maximum allowed size;")
-    with pytest.raises(ClientError) as excinfo:  # only a filter's refusal gives the size
+                                                        "Expression size has exceeded the maximum allowed size; "
+                                                        "expression size: 4097")
+    with pytest.raises(ClientError) as excinfo:
         ddb.scan(TableName=hash_table, FilterExpression=ok + " ", ExpressionAttributeValues=v(v=N("5")))
     assert error_of(excinfo)[1] == ("Invalid FilterExpression: Expression size has exceeded the maximum allowed "
                                     "size; expression size: 4097")
@@ -282,11 +283,11 @@ def test_expression_size_limit(ddb, hash_table, stored):
         ddb.update_item(TableName=hash_table, Key={"pk": stored["pk"]}, UpdateExpression="SET n = :v" + " " * 4090,
                         ExpressionAttributeValues=v(v=N("5")))
     assert error_of(excinfo)[1] == ("1 validation error detected: Invalid UpdateExpression: Expression size has "
-                                    "exceeded the maximum allowed size;")
-    with pytest.raises(ClientError) as excinfo:  # (captured in 2021)
+                                    "exceeded the maximum allowed size; expression size: 4100")
+    with pytest.raises(ClientError) as excinfo:
         ddb.get_item(TableName=hash_table, Key={"pk": stored["pk"]}, ProjectionExpression="n," * 2048 + "n")
     assert error_of(excinfo) == ("ValidationException", "Invalid ProjectionExpression: Expression size has exceeded "
-                                                        "the maximum allowed size;")
+                                                        "the maximum allowed size; expression size: 4097")
 
 
 def test_substitution_variables_limit(ddb, hash_table, stored):

@@ -120,7 +120,6 @@ def test_remove_of_a_nested_path_with_a_missing_parent_is_refused_on_an_item(ddb
                        **extra) == BAD_PATH
 
 
-@pytest.mark.xfail(strict=True, reason="needs the api diff in issue 30's expression report: Update.apply(missing=)")
 def test_remove_of_a_nested_path_on_a_missing_item_is_a_no_op(ddb, hash_table):
     """With no item at all, REMOVE a.b removes nothing and creates nothing (issue 30's statement of DynamoDB's
     behaviour); beside a SET, the item is created with what the SET writes."""
@@ -156,7 +155,6 @@ def _size_tail(member: str) -> str:
     return f"Invalid {member}: Expression size has exceeded the maximum allowed size; expression size: 4100"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the api/common.py diff in issue 30's expression report")
 def test_every_expression_kind_over_4_kb_gives_its_size(ddb, range_table):
     """Every kind's refusal ends with the expression's size, not only a filter's."""
     key = {"pk": {"S": "x"}, "sk": {"S": "y"}}

@@ -246,10 +246,11 @@ def expression_text(request: dict[str, Any], member: str) -> str | None:
     if not text:
         raise ValidationException(f"Invalid {member}: The expression can not be empty;")
     if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES and not generated(request, member):
-        # Only a filter's refusal gives the size: captured without it for a projection (2021) and an update
-        # expression (2023), with it for a Query's filter (2021); a 2026 report says so of every other kind.
-        size = f" expression size: {len(text.encode('utf-8'))}" if member == "FilterExpression" else ""
-        raise ValidationException(f"Invalid {member}: Expression size has exceeded the maximum allowed size;{size}")
+        # Every kind's refusal ends with the size (issue 30; quoted from real responses for a ConditionExpression,
+        # "expression size: 200004" (scylladb), and a Query's FilterExpression, "expression size: 5872").
+        size = len(text.encode("utf-8"))
+        raise ValidationException(f"Invalid {member}: Expression size has exceeded the maximum allowed size; "
+                                  f"expression size: {size}")
     return text
 
 

@@ -201,7 +201,7 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         if update is None:
             return base  # no update: an existing item is left untouched, a missing one is created key-only
         try:
-            new = update.apply(base)
+            new = update.apply(base, missing=old is None)
         except ValidationException as error:
             if legacy_updates and error.message == WRONG_TYPE:
                 raise ValidationException("Type mismatch for attribute to update") from None
