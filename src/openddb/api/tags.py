@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import unicodedata
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from openddb.api import validation as v
 from openddb.api.common import invalid
@@ -22,6 +24,13 @@ from openddb.model.schema import TableMeta
 TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))  # (their presence and lengths: `check_tags`)
 MAX_TAGS = 50
 _TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+# TagResource and UntagResource have no output shape (botocore's model; the only operations without one): on success
+# DynamoDB "sends back an HTTP 200 response with an empty HTTP body" (API Reference), not `{}` (erlcloud PR 502 had
+# to learn to read it). The dispatcher writes a handler's answer with orjson, which writes a Fragment's bytes as
+# they are, so this one is an empty body with Content-Length 0. (Typed as the handlers' answer: the dispatcher only
+# serialises it; a `None` answer meaning "no body" in the dispatcher would say so without the cast.)
+NO_BODY = cast(dict[str, Any], orjson.Fragment(b""))
 
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(TAGS.member, required=True)})
@@ -57,7 +66,7 @@ def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
     meta.tags = with_tags(meta.tags, request["Tags"])
     context.engine.update_table(meta)
-    return {}
+    return NO_BODY
 
 
 def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +81,7 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     removed = set(request["TagKeys"])
     meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
     context.engine.update_table(meta)
-    return {}
+    return NO_BODY
 
 
 def _tag_text(text: str, shortest: int, longest: int) -> bool:
