@@ -7,6 +7,8 @@ call, so a batch rejected for any reason writes nothing.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +45,45 @@ MAX_GET_KEYS = 100
 MAX_WRITE_REQUESTS = 25
 MAX_GET_RESPONSE_BYTES = 16 * 1024 * 1024
 _DUPLICATES = "Provided list of item keys contains duplicates"
-_TABLE_KEY = (1, 1024)  # a table name or ARN keys each batch map (the API's TableArn shape)
+_ARN_LENGTH = (1, 1024)  # a table ARN keying a batch map (the API's TableArn shape)
+_TABLE_NAME = re.compile(v.TABLE_NAME_PATTERN)
+
+
+def _table_key_rules(keys: Iterable[str]) -> str | None:
+    """The constraints a batch map's table keys break, as DynamoDB lists them, or None. A name (not an ARN) is
+    held to a table name's rules, all three listed whichever it breaks (BatchGetItem for 'bad!name', in public
+    conformance recordings of 2026); a key outside 1-1024 characters to the TableArn shape's lengths (those are
+    listed alone: best guess, no recording found)."""
+    keys = list(keys)
+    if any(not _ARN_LENGTH[0] <= len(key) <= _ARN_LENGTH[1] for key in keys):
+        return (f"Member must have length less than or equal to {_ARN_LENGTH[1]}, Member must have length greater "
+                f"than or equal to {_ARN_LENGTH[0]}")
+    if any(not key.startswith("arn:") and not (3 <= len(key) <= 255 and _TABLE_NAME.fullmatch(key)) for key in keys):
+        return ("Member must have length less than or equal to 255, Member must have length greater than or equal "
+                f"to 3, Member must satisfy regular expression pattern: {v.TABLE_NAME_PATTERN}")
+    return None
+
+
+@dataclass
+class _TableMap(v.Map):
+    """A batch's RequestItems: a map keyed by table name or ARN. A key breaking its rules is reported against the
+    whole map, printed as the JSON it was sent as (as recorded of DynamoDB in 2026, see `_table_key_rules`)."""
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        super().check(value, path, errors)
+        rules = _table_key_rules(value)  # (a dict: `Map.check` raised otherwise)
+        if rules is not None:
+            shown = orjson.dumps(value).decode()
+            errors.append(f"Value '{shown}' at '{path}' failed to satisfy constraint: Map keys must satisfy "
+                          f"constraint: [{rules}]")
+
+
+def _check_table_references(context: RequestContext, names: Iterable[str]) -> None:
+    """Table ARNs name tables of this region: checked with the request's shape, before any table is looked up."""
+    for name in names:
+        if name.startswith("arn:"):
+            context.check_table_arn(name)
+
 
 KEYS_AND_ATTRIBUTES = v.Struct({
     "Keys": v.List(v.Any_(), required=True, min_len=1, max_len=MAX_GET_KEYS),
@@ -54,7 +94,7 @@ KEYS_AND_ATTRIBUTES = v.Struct({
 })
 _GET_OPTIONS = tuple(name for name in KEYS_AND_ATTRIBUTES.fields if name != "Keys")
 BATCH_GET_ITEM = v.Struct({
-    "RequestItems": v.Map(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS, key_len=_TABLE_KEY),
+    "RequestItems": _TableMap(KEYS_AND_ATTRIBUTES, required=True, min_len=1, max_len=MAX_GET_KEYS),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
 WRITE_REQUEST = v.Struct({
@@ -62,8 +102,8 @@ WRITE_REQUEST = v.Struct({
     "DeleteRequest": v.Struct({"Key": v.Any_(required=True)}),
 })
 BATCH_WRITE_ITEM = v.Struct({
-    "RequestItems": v.Map(v.List(WRITE_REQUEST), required=True, max_len=MAX_WRITE_REQUESTS, key_len=_TABLE_KEY,
-                          value_len=(1, MAX_WRITE_REQUESTS)),
+    "RequestItems": _TableMap(v.List(WRITE_REQUEST), required=True, max_len=MAX_WRITE_REQUESTS,
+                               value_len=(1, MAX_WRITE_REQUESTS)),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
     "ReturnItemCollectionMetrics": v.RETURN_ITEM_COLLECTION_METRICS,
 })
@@ -97,8 +137,7 @@ def _checked_spec(spec: dict[str, Any]) -> Projection | None:
     return projection
 
 
-def _table_get(context: RequestContext, name: str, spec: dict[str, Any], projection: Projection | None) -> _TableGet:
-    meta = context.table(name)
+def _table_get(meta: TableMeta, name: str, spec: dict[str, Any], projection: Projection | None) -> _TableGet:
     part = _TableGet(name, meta, spec, projection, bool(spec.get("ConsistentRead")))
     # Keys are duplicates only as sent (`_checked_spec`): the same number written two ways ("1", "1.0") is read
     # twice, as DynamoDB does (observed against it, scylladb PR 29501).
@@ -145,9 +184,13 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
     request_items: dict[str, Any] = request["RequestItems"]
     if sum(len(spec["Keys"]) for spec in request_items.values()) > MAX_GET_KEYS:
         raise ValidationException("Too many items requested for the BatchGetItem call")
+    _check_table_references(context, request_items)
     projections = [_checked_spec(spec) for spec in request_items.values()]
-    parts = [_table_get(context, name, spec, projection)
-             for (name, spec), projection in zip(request_items.items(), projections, strict=True)]
+    # Every table is looked up before any key is held to its table's schema: a table missing wins over a key that
+    # does not fit (existence comes before the key schema, as for GetItem).
+    metas = [context.table(name) for name in request_items]
+    parts = [_table_get(meta, name, spec, projection)
+             for meta, (name, spec), projection in zip(metas, request_items.items(), projections, strict=True)]
     rows = context.engine.get_many([(part.meta, key) for part in parts for _, key in part.keys])
 
     responses: dict[str, list[Item]] = {part.name: [] for part in parts}
@@ -190,12 +233,31 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
 # --- BatchWriteItem --------------------------------------------------------------------------------------
 
 
-def _put(item: Item) -> Any:
+def _put(item: Item) -> Callable[[Item | None], Item | None]:
     return lambda old: item
 
 
 def _delete(old: Item | None) -> None:
     return None
+
+
+def _write_op(meta: TableMeta, write: dict[str, Any]) -> tuple[StorageKey, Callable[[Item | None], Item | None]]:
+    """One PutRequest or DeleteRequest held to its table: its key and what it does to the item."""
+    put = write.get("PutRequest")
+    if put is None:  # a DeleteRequest (exactly one of the two was checked)
+        _, key = parse_key(meta, write["DeleteRequest"]["Key"])
+        return key, _delete
+    item = validate_item(put["Item"])
+    try:
+        _, key = item_key(meta, item)
+    except KeySchemaMismatch:
+        # A table key missing, wrong-typed or non-scalar is answered with the key-only wording here (captured
+        # against DynamoDB, as reported in paritysuite/dynamodb-conformance PRs 46 and 60 and dynoxide issue 39).
+        raise ValidationException(SCHEMA_MISMATCH) from None
+    check_index_keys(meta, item)
+    if exceeds_item_size(meta, item):
+        raise ValidationException("Item size has exceeded the maximum allowed size")
+    return key, _put(item)
 
 
 def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -210,40 +272,26 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
     if sum(len(requests) for requests in request_items.values()) > MAX_WRITE_REQUESTS:
         raise ValidationException("Too many items requested for the BatchWriteItem call")
 
-    ops: list[WriteOp] = []
-    tables: list[tuple[TableMeta, int]] = []  # each table and how many ops it owns, in request order
+    for requests in request_items.values():  # every request in itself, before any table is looked up
+        for write in requests:
+            if (write.get("PutRequest") is None) == (write.get("DeleteRequest") is None):
+                # Best guess at the wording: no capture of DynamoDB's message was found.
+                raise invalid("A WriteRequest must contain exactly one of PutRequest or DeleteRequest")
+    _check_table_references(context, request_items)
+    metas = [context.table(name) for name in request_items]  # every table, before any item meets its schema
     wants_capacity = request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES")
+    ops: list[WriteOp] = []
     seen_by_table: dict[int, set[StorageKey]] = {}  # by table id: a table may be named by name and by ARN
-    for name, requests in request_items.items():
-        meta = context.table(name)
+    for meta, requests in zip(metas, request_items.values(), strict=True):
         blind = not wants_capacity and not meta.indexes  # no old items needed: write without reading them
         seen = seen_by_table.setdefault(meta.table_id, set())
         for write in requests:
-            put, delete = write.get("PutRequest"), write.get("DeleteRequest")
-            if (put is None) == (delete is None):
-                # Best guess at the wording: no capture of DynamoDB's message was found.
-                raise invalid("A WriteRequest must contain exactly one of PutRequest or DeleteRequest")
-            if put is not None:
-                item = validate_item(put["Item"])
-                try:
-                    _, key = item_key(meta, item)
-                except KeySchemaMismatch:
-                    # A table key missing, wrong-typed or non-scalar is answered with the key-only wording here
-                    # (captured against DynamoDB, as reported in paritysuite/dynamodb-conformance PRs 46 and 60
-                    # and dynoxide issue 39).
-                    raise ValidationException(SCHEMA_MISMATCH) from None
-                check_index_keys(meta, item)
-                if exceeds_item_size(meta, item):
-                    raise ValidationException("Item size has exceeded the maximum allowed size")
-                apply = _put(item)
-            else:
-                _, key = parse_key(meta, delete["Key"])
-                apply = _delete
+            key, apply = _write_op(meta, write)
             if key in seen:
                 raise ValidationException(_DUPLICATES)
             seen.add(key)
             ops.append(WriteOp(meta, key, apply, blind))
-        tables.append((meta, len(requests)))
+    tables = [(meta, len(requests)) for meta, requests in zip(metas, request_items.values(), strict=True)]
 
     results = context.engine.write(ops)
 

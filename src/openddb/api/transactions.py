@@ -65,24 +65,28 @@ MAX_ACTIONS = 100
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
 
 _ON_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
+# A member's table: an ARN, or a name held to a table name's rules (3-255 characters of [a-zA-Z0-9_.-]), refused
+# as a constraint of that member ('transactItems.1.member.get.tableName', as DynamoDB's own DAX client mirrors the
+# service's refusal; 'transactItems.1.member.put.tableName' in public conformance recordings of 2026).
+TABLE_REFERENCE = v.ItemTableName(required=True, min_len=1, max_len=1024)
 _EXPRESSIONS = {"ExpressionAttributeNames": v.EXPRESSION_NAMES, "ExpressionAttributeValues": v.EXPRESSION_VALUES}
 _CONDITION_CHECK = v.Struct({
     "Key": v.Any_(required=True),
-    "TableName": v.table_name_or_arn(),
+    "TableName": TABLE_REFERENCE,
     "ConditionExpression": v.Str(required=True),
     **_EXPRESSIONS,
     "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
 })
 _PUT = v.Struct({
     "Item": v.Any_(required=True),
-    "TableName": v.table_name_or_arn(),
+    "TableName": TABLE_REFERENCE,
     "ConditionExpression": v.Str(),
     **_EXPRESSIONS,
     "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
 })
 _DELETE = v.Struct({
     "Key": v.Any_(required=True),
-    "TableName": v.table_name_or_arn(),
+    "TableName": TABLE_REFERENCE,
     "ConditionExpression": v.Str(),
     **_EXPRESSIONS,
     "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
@@ -90,7 +94,7 @@ _DELETE = v.Struct({
 _UPDATE = v.Struct({
     "Key": v.Any_(required=True),
     "UpdateExpression": v.Str(required=True),
-    "TableName": v.table_name_or_arn(),
+    "TableName": TABLE_REFERENCE,
     "ConditionExpression": v.Str(),
     **_EXPRESSIONS,
     "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
@@ -105,7 +109,7 @@ TRANSACT_WRITE_ITEMS = v.Struct({
 TRANSACT_GET_ITEMS = v.Struct({
     "TransactItems": v.List(v.Struct({"Get": v.Struct({
         "Key": v.Any_(required=True),
-        "TableName": v.table_name_or_arn(),
+        "TableName": TABLE_REFERENCE,
         "ProjectionExpression": v.Str(),
         "ExpressionAttributeNames": v.EXPRESSION_NAMES,
     }, required=True)}), required=True, min_len=1, max_len=MAX_ACTIONS),
@@ -151,7 +155,7 @@ class _Action:
             return old, None
         assert self.update is not None
         try:
-            new = self.update.apply(old if old is not None else self.key_item)
+            new = self.update.apply(old if old is not None else self.key_item, missing=old is None)
         except ValidationException as error:
             return old, {"Code": "ValidationError", "Message": error.message}
         if old is None and len(new) == len(self.key_item):
@@ -195,10 +199,23 @@ def _condition(body: dict[str, Any], attrs: Any) -> Condition | None:
     return None if text is None else compile_condition(text, attrs, "ConditionExpression")
 
 
-def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tuple[_Action | None, int, str | None]:
-    """Validate one TransactItems entry as its single-item twin would be; returns it with its size in bytes, or
-    (None, size, message) if its key does not fit the key schema, which cancels the transaction rather than
-    refusing it (see `transact_write_items`)."""
+@dataclass(slots=True)
+class _Draft:
+    """One TransactItems entry checked in itself, before any table is looked up: its kind and compiled expressions
+    (its item and key are checked against the table later, in `_bind`)."""
+
+    kind: str
+    body: dict[str, Any]
+    attrs: ExpressionAttributes | None
+    condition: Condition | None = None
+    update: Update | None = None
+    cancel: str | None = None  # a refusal that cancels the transaction at this action (a value too deep)
+
+
+def _draft(context: RequestContext, entry: dict[str, Any] | None) -> _Draft:
+    """What one entry says in itself: one action, a table ARN of this region, expressions that parse and use every
+    placeholder. DynamoDB checks these for every action before it looks any table up (a malformed action 2 is
+    refused though action 1's table does not exist), as PutItem checks its expressions before its table."""
     kinds = [kind for kind in _KINDS if entry is not None and entry.get(kind) is not None]
     if len(kinds) > 1:
         raise ValidationException("TransactItems can only contain one of Check, Put, Update or Delete")
@@ -208,7 +225,55 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
     assert entry is not None
     kind = kinds[0]
     body: dict[str, Any] = entry[kind]
-    meta = context.table(body["TableName"])
+    check_table_reference(context, body["TableName"])
+    if kind != "Update":
+        attrs = _member_attributes(body, ("ConditionExpression",), compared_only=kind == "ConditionCheck")
+        condition = _condition(body, attrs)
+        attrs.check_all_used()
+        return _Draft(kind, body, attrs, condition)
+    # A value nested deeper than an item may be is refused only where it would be written: an Update writing one
+    # cancels the transaction at this action; one only compared, by a ConditionCheck or an Update's condition, is
+    # evaluated (both captured against DynamoDB in most regions, paritysuite PR 178 and issues 228-229).
+    deep: str | None = None  # an Update's first value too deep for an item, as refused: it wins over later errors
+    members = ("UpdateExpression", "ConditionExpression")
+    try:
+        attrs = expression_attributes(body, members)
+    except ValidationException as error:
+        if MSG_NESTING not in (error.message or ""):
+            raise
+        deep = error.message
+        try:
+            attrs = expression_attributes(body, members, compared_only=True)
+        except ValidationException:
+            return _Draft(kind, body, None, cancel=deep)
+    try:
+        text = expression_text(body, "UpdateExpression")
+        assert text is not None
+        update = compile_update(text, attrs)
+        written = _written_too_deep(attrs) if deep is not None else None
+        if written is not None:
+            return _Draft(kind, body, None, cancel=written)
+        condition = _condition(body, attrs)
+        attrs.check_all_used()
+    except ValidationException:
+        if deep is not None:
+            return _Draft(kind, body, None, cancel=deep)
+        raise
+    return _Draft(kind, body, attrs, condition, update)
+
+
+def check_table_reference(context: RequestContext, name: str) -> None:
+    """A TableName given as an ARN names a table of this region, checked with the request's shape; a name's own
+    constraints are the request shape's (`TABLE_REFERENCE`)."""
+    if name.startswith("arn:"):
+        context.check_table_arn(name)
+
+
+def _bind(draft: _Draft, meta: TableMeta) -> tuple[_Action | None, int, str | None]:
+    """A drafted action against its table, as its single-item twin would be checked; returns it with its size in
+    bytes, or (None, size, message) if its key does not fit the key schema, which cancels the transaction rather
+    than refusing it (see `transact_write_items`)."""
+    kind, body = draft.kind, draft.body
     on_failure = body.get("ReturnValuesOnConditionCheckFailure")
     if kind == "Put":
         item = validate_item(body["Item"])
@@ -221,59 +286,26 @@ def _parse_action(context: RequestContext, entry: dict[str, Any] | None) -> tupl
         size = item_size(item)
         if exceeds_item_size(meta, item, size):
             raise ValidationException("Item size has exceeded the maximum allowed size")
-        attrs = _member_attributes(body, ("ConditionExpression",))
-        condition = _condition(body, attrs)
-        attrs.check_all_used()
         if mismatch is not None:
             return None, size, mismatch
-        return _Action(kind, meta, key_item, key, condition, on_failure, item=item), size, None
+        return _Action(kind, meta, key_item, key, draft.condition, on_failure, item=item), size, None
     try:
         key_item, key = parse_key(meta, body["Key"])
     except KeySchemaMismatch as error:
         mismatch = error.message
     else:
         mismatch = None
-    update: Update | None = None
-    # A value nested deeper than an item may be is refused only where it would be written: an Update writing one
-    # cancels the transaction at this action; one only compared, by a ConditionCheck or an Update's condition, is
-    # evaluated (both captured against DynamoDB in most regions, paritysuite PR 178 and issues 228-229).
-    deep: str | None = None  # an Update's first value too deep for an item, as refused: it wins over later errors
-    if kind == "Update":
-        members = ("UpdateExpression", "ConditionExpression")
-        try:
-            attrs = expression_attributes(body, members)
-        except ValidationException as error:
-            if MSG_NESTING not in (error.message or ""):
-                raise
-            deep = error.message
-            try:
-                attrs = expression_attributes(body, members, compared_only=True)
-            except ValidationException:
-                return None, 0, deep
-    else:
-        attrs = _member_attributes(body, ("ConditionExpression",), compared_only=kind == "ConditionCheck")
-    try:
-        if kind == "Update":
-            text = expression_text(body, "UpdateExpression")
-            assert text is not None
-            update = compile_update(text, attrs)
-            written = _written_too_deep(attrs) if deep is not None else None
-            if written is not None:
-                return None, 0, written
-        condition = _condition(body, attrs)
-        attrs.check_all_used()
-    except ValidationException:
-        if deep is not None:
-            return None, 0, deep
-        raise
-    check_key_untouched(meta, update)
+    if draft.cancel is not None:
+        return None, 0, draft.cancel
+    check_key_untouched(meta, draft.update)
     if mismatch is not None:
         return None, 0, mismatch
     # An Update counts what it may write (its values) beside its key: 'the aggregate size of the items' grows by
     # them, so eleven Updates writing 410 KB each are as far past 4 MB as eleven such Puts. (How DynamoDB sizes an
     # Update is not recorded; a Delete or ConditionCheck writes nothing and counts its key, as before.)
-    size = item_size(key_item) + (item_size(attrs.values) if kind == "Update" and attrs.values else 0)
-    return _Action(kind, meta, key_item, key, condition, on_failure, update=update), size, None
+    values = draft.attrs.values if draft.attrs is not None else None
+    size = item_size(key_item) + (item_size(values) if kind == "Update" and values else 0)
+    return _Action(kind, meta, key_item, key, draft.condition, on_failure, update=draft.update), size, None
 
 
 def _same_request(existing: RequestToken, record: RequestToken) -> None:
@@ -384,11 +416,15 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_A
 
 def transact_write_items(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(TRANSACT_WRITE_ITEMS, request)
+    # Every action in itself, then every table, then each action against its table: a malformed action is refused
+    # whatever table is missing, and a missing table whatever key does not fit its schema.
+    drafts = [_draft(context, entry) for entry in request["TransactItems"]]
+    metas = [context.table(draft.body["TableName"]) for draft in drafts]
     actions: list[_Action] = []
     total_size = 0
     first_mismatch: tuple[int, str] | None = None
-    for position, entry in enumerate(request["TransactItems"]):
-        action, size, mismatch = _parse_action(context, entry)
+    for position, (draft, meta) in enumerate(zip(drafts, metas, strict=True)):
+        action, size, mismatch = _bind(draft, meta)
         if action is not None:
             actions.append(action)
         elif first_mismatch is None:
@@ -444,17 +480,19 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
     gets: list[tuple[TableMeta, StorageKey]] = []
     projections: list[Projection | None] = []
     first_mismatch: tuple[int, str] | None = None
-    for position, entry in enumerate(request["TransactItems"]):
-        body = entry["Get"]
-        meta = context.table(body["TableName"])
-        try:
-            _, key = parse_key(meta, body["Key"])
-        except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
-            first_mismatch = first_mismatch or (position, error.message or "")
+    bodies = [entry["Get"] for entry in request["TransactItems"]]
+    for body in bodies:  # every member in itself first, then every table (as in TransactWriteItems)
+        check_table_reference(context, body["TableName"])
         attrs = _member_attributes(body, ("ProjectionExpression",))
         text = expression_text(body, "ProjectionExpression")
         projections.append(None if text is None else compile_projection(text, attrs))
         attrs.check_all_used()
+    metas = [context.table(body["TableName"]) for body in bodies]
+    for position, (body, meta) in enumerate(zip(bodies, metas, strict=True)):
+        try:
+            _, key = parse_key(meta, body["Key"])
+        except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
+            first_mismatch = first_mismatch or (position, error.message or "")
         if first_mismatch is None:
             gets.append((meta, key))
     if first_mismatch is not None:
