@@ -54,6 +54,29 @@ class UnknownOperationException(DynamoDBError):
         super().__init__(message)
 
 
+class UnsupportedOperationException(DynamoDBError):
+    """An operation DynamoDB has that OpenDDB does not implement yet (one DynamoDB does not have stays
+    UnknownOperationException).
+
+    Why not DynamoDB Local's answer: for operations it lacks, DynamoDB Local answers 400 UnknownOperationException
+    "An unknown operation was requested." (quoted in localstack issues 709, 908 and 6909, aws-sdk-php issue 1687,
+    aws-sdk-js issue 2502), and those threads show it misleading users into looking for a typo, a wrong endpoint
+    or an outdated SDK. This names the operation and says what is missing instead. 501 Not Implemented is HTTP's
+    status for exactly this, and no SDK retries it: botocore's legacy and standard retry modes retry 500, 502, 503,
+    504 and throttling codes only (retries/standard.py, data/_retry.json), so a client fails at once instead of
+    backing off into the same answer, as it would on a 500 InternalFailure (LocalStack's choice). The name is the
+    one AWS services give an operation they do not support (IoT Events' UnsupportedOperationException is a 501
+    fault; Directory Service's reads "The operation is not supported."); SDKs key on the part after "#", and the
+    coral namespace marks it, like UnknownOperationException, as decided before any DynamoDB logic ran."""
+
+    namespace = _CORAL_SERVICE
+    status = 501
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation} is not supported by OpenDDB yet (docs/OPERATIONS.md lists the operations "
+                         "it implements)")
+
+
 class MissingAuthenticationTokenException(DynamoDBError):
     namespace = _CORAL_SERVICE
 
