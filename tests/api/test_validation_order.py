@@ -205,3 +205,36 @@ def test_tagging_answers_with_an_empty_body(server, ddb, table, operation, membe
                           target=f"DynamoDB_20120810.{operation}")
     assert (response.status, data, response.getheader("Content-Length")) == (200, b"", "0")
     assert response.getheader("x-amz-crc32") == "0"  # the CRC32 of no bytes
+
+
+def test_batch_get_malformed_table_name_listed_before_other_violations(server):
+    """Several constraint violations are listed in member order, the table key's first (as recorded of
+    BatchGetItem with 'bad!name' and an unknown ReturnConsumedCapacity, 2026)."""
+    items = {"bad!name": {"Keys": [item()]}}
+    body = {"RequestItems": items, "ReturnConsumedCapacity": "BOGUS"}
+    assert raw_error(server, "BatchGetItem", body) == (
+        "ValidationException",
+        f"2 validation errors detected: Value '{json.dumps(items, separators=(',', ':'))}' at 'requestItems' failed "
+        f"to satisfy constraint: {NAME_RULES}; Value 'BOGUS' at 'returnConsumedCapacity' failed to satisfy "
+        "constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]")
+
+
+# --- wording by operation family ---------------------------------------------------------------------
+
+# Since 2026 PutItem and UpdateItem count these refusals ("1 validation error detected: ..."); batches and
+# transactions still answer them bare, in the older form (issue 30's survey of DynamoDB's wording by family).
+_BARE = [
+    pytest.param({"pk": {"S": "a"}, "n": {"N": "x1"}}, "The parameter cannot be converted to a numeric value: x1",
+                 id="number"),
+    pytest.param({"pk": {"S": "a"}, "s": {"SS": []}},
+                 "One or more parameter values were invalid: An string set  may not be empty", id="empty-set"),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), _BARE)
+def test_batch_and_transaction_writes_answer_value_errors_bare(server, table, value, message):
+    """The same bad value is refused in the older, bare form by BatchWriteItem and TransactWriteItems."""
+    bodies = {"BatchWriteItem": {"RequestItems": {table: [{"PutRequest": {"Item": value}}]}},
+              "TransactWriteItems": {"TransactItems": [{"Put": {"TableName": table, "Item": value}}]}}
+    for operation, body in bodies.items():
+        assert raw_error(server, operation, body) == ("ValidationException", message), operation

@@ -39,7 +39,7 @@ from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size, validate_item
-from openddb.storage.base import StorageKey, WriteOp
+from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 MAX_GET_KEYS = 100
 MAX_WRITE_REQUESTS = 25
@@ -294,7 +294,12 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
     tables = [(meta, len(requests)) for meta, requests in zip(metas, request_items.values(), strict=True)]
 
     results = context.engine.write(ops)
+    return _write_response(context, request, tables, ops, results)
 
+
+def _write_response(context: RequestContext, request: dict[str, Any], tables: list[tuple[TableMeta, int]],
+                    ops: list[WriteOp], results: list[WriteResult]) -> dict[str, Any]:
+    """BatchWriteItem's answer: nothing unprocessed, and the capacity and item collection metrics asked for."""
     response: dict[str, Any] = {"UnprocessedItems": {}}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
