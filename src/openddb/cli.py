@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
                        help="normal: durable across a crash of the server; full: fsync each commit")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--cors", default="*", metavar="ORIGINS",
+                       help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
+                            "(default *: any origin)")
     streams = serve.add_argument_group("DynamoDB Streams")
     streams.add_argument("--stream-shards", type=int, default=_STREAM_DEFAULTS.shards, metavar="N",
                          help=f"shards open at once per stream, by partition-hash range "
@@ -125,7 +128,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     ready = asyncio.Event()
-    task = asyncio.create_task(serve(Dispatcher(engine), args.host, args.port, sock=sock, ready=ready, stop=stop))
+    task = asyncio.create_task(serve(Dispatcher(engine), args.host, args.port, sock=sock, ready=ready, stop=stop,
+                                     cors=args.cors))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
