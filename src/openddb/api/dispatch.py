@@ -36,7 +36,9 @@ from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holde
 
 log = logging.getLogger("openddb.api")
 
-Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any]]
+# A handler's answer: the response document, or None for an operation whose output shape is empty, answered
+# with an empty body as DynamoDB does (TagResource, UntagResource).
+Handler = Callable[[RequestContext, dict[str, Any]], dict[str, Any] | None]
 
 TARGET_PREFIX = b"DynamoDB_20120810."
 STREAMS_TARGET_PREFIX = b"DynamoDBStreams_20120810."  # DynamoDB Streams, on the same port (signed for "dynamodb")
@@ -232,6 +234,8 @@ class Dispatcher:
                         raise
                     if attempt:  # changes racing on one table: a little jitter lets the queue drain
                         time.sleep(random.uniform(0, 0.002 * attempt))
+            if response is None:
+                return 200, b""
             if context.arns is not None:
                 response = as_requested(response, context.arns)
             return 200, orjson.dumps(response)

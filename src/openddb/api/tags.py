@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import copy
 import unicodedata
-from typing import Any, cast
-
-import orjson
+from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.common import invalid
@@ -27,10 +25,7 @@ _TAG_PUNCTUATION = frozenset("_.:/=+-@")
 
 # TagResource and UntagResource have no output shape (botocore's model; the only operations without one): on success
 # DynamoDB "sends back an HTTP 200 response with an empty HTTP body" (API Reference), not `{}` (erlcloud PR 502 had
-# to learn to read it). The dispatcher writes a handler's answer with orjson, which writes a Fragment's bytes as
-# they are, so this one is an empty body with Content-Length 0. (Typed as the handlers' answer: the dispatcher only
-# serialises it; a `None` answer meaning "no body" in the dispatcher would say so without the cast.)
-NO_BODY = cast(dict[str, Any], orjson.Fragment(b""))
+# to learn to read it). A handler's None answer is that empty body (the dispatcher's Handler type).
 
 TAG_RESOURCE = v.Struct({"ResourceArn": v.Str(required=True, min_len=1, max_len=1283),
                          "Tags": v.List(TAGS.member, required=True)})
@@ -58,7 +53,7 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
     return meta
 
 
-def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def tag_resource(context: RequestContext, request: dict[str, Any]) -> None:
     v.validate(TAG_RESOURCE, request)
     if not request["Tags"]:
         raise ValidationException("Atleast one Tag needs to be provided as Input.")
@@ -66,10 +61,10 @@ def tag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     meta = copy.deepcopy(_table_for_arn(context, request["ResourceArn"]))
     meta.tags = with_tags(meta.tags, request["Tags"])
     context.engine.update_table(meta)
-    return NO_BODY
+    return None
 
 
-def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def untag_resource(context: RequestContext, request: dict[str, Any]) -> None:
     v.validate(UNTAG_RESOURCE, request)
     if not request["TagKeys"]:
         raise ValidationException("Atleast one Tag Key needs to be provided as Input.")
@@ -81,7 +76,7 @@ def untag_resource(context: RequestContext, request: dict[str, Any]) -> dict[str
     removed = set(request["TagKeys"])
     meta.tags = [tag for tag in meta.tags if tag["Key"] not in removed]
     context.engine.update_table(meta)
-    return NO_BODY
+    return None
 
 
 def _tag_text(text: str, shortest: int, longest: int) -> bool:
