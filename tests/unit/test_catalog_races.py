@@ -26,7 +26,7 @@ def call(dispatcher: Dispatcher, operation: str, body: dict[str, Any]) -> tuple[
     status, payload = dispatcher.handle(f"DynamoDB_20120810.{operation}".encode(), AUTH.encode(),
                                         json.dumps(body).encode(), False, b"r")
     dispatcher.engine.end_reads()
-    return status, json.loads(payload)
+    return status, json.loads(payload) if payload else {}
 
 
 def before_first(monkeypatch: pytest.MonkeyPatch, engine: SQLiteEngine, method: str,

@@ -22,6 +22,8 @@ class RequestContext:
     request_id: str = ""
     # Tables the request named by ARN (name -> ARN): the response then names them so too (`as_requested`).
     arns: dict[str, str] | None = None
+    # The request's Host header: the address the client reached this server at (DescribeEndpoints answers with it).
+    host: bytes = b""
 
     def table(self, name_or_arn: str) -> TableMeta:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""

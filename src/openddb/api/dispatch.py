@@ -200,7 +200,7 @@ class Dispatcher:
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
-               request_id: bytes) -> tuple[int, bytes]:
+               request_id: bytes, host: bytes = b"") -> tuple[int, bytes]:
         request: dict[str, Any] | None = None
         try:
             handler = self.handlers.get(target)
@@ -225,7 +225,7 @@ class Dispatcher:
             given = request if rewrite is None else rewrite(request)
             REQUEST_BYTES.set(len(body))
             for attempt in range(_CATALOG_ATTEMPTS):
-                context = RequestContext(self.engine, region, self.account, request_id.decode())
+                context = RequestContext(self.engine, region, self.account, request_id.decode(), host=host)
                 try:
                     response = handler(context, given)
                     break

@@ -758,7 +758,7 @@ def describe_endpoints(context: RequestContext, request: dict[str, Any]) -> dict
     """DynamoDB answers with the address of its regional endpoint (`dynamodb.<region>.amazonaws.com`); here the
     address that reaches this server is the one the client used (its Host header, port included), so a client that
     follows the answer stays local. Without a Host header (HTTP/1.0), the regional name, as DynamoDB gives it."""
-    host: bytes = getattr(context, "host", b"")  # (the dispatcher passes it on once it carries it)
+    host = context.host
     address = host.decode("latin-1") if host else f"dynamodb.{context.region}.amazonaws.com"
     return {"Endpoints": [{"Address": address, "CachePeriodInMinutes": 1440}]}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import logging
 import os
 import queue
@@ -18,7 +17,6 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
 from email.utils import formatdate
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -528,8 +526,6 @@ class ServerState:
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         # DescribeEndpoints answers with the address the client used: given to a dispatcher whose `handle` takes it.
-        self.handle = self._handle_with_host if "host" in inspect.signature(dispatcher.handle).parameters \
-            else self._handle
         self.connections: set[HttpProtocol] = set()
         self.closing = False
         self._held: list[_Held] = []
@@ -539,14 +535,9 @@ class ServerState:
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
 
-    def _handle(self, request: _Request) -> tuple[int, bytes]:
+    def handle(self, request: _Request) -> tuple[int, bytes]:
         return self.dispatcher.handle(request.target, request.authorization, request.body, request.too_large,
-                                      request.request_id)
-
-    def _handle_with_host(self, request: _Request) -> tuple[int, bytes]:
-        handle: Callable[..., tuple[int, bytes]] = self.dispatcher.handle  # (one that takes `host`: see __init__)
-        return handle(request.target, request.authorization, request.body, request.too_large, request.request_id,
-                      host=request.host)
+                                      request.request_id, request.host)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes
@@ -610,9 +601,7 @@ class ServerState:
             answers = []
             for connection, request, response, group in held:
                 if group == failed:
-                    status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
-                                                             request.too_large, request.request_id)
-                    response = request.render(status, payload)
+                    response = request.render(*self.handle(request))
                 answers.append((connection, request, response, group))
             if engine.commit() != "committed":  # (under the lock, waiting for it: it cannot conflict)
                 raise RuntimeError("a serialized group failed to commit")
