@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -42,17 +43,18 @@ CREATE TABLE IF NOT EXISTS stream_shards (
     created_at REAL NOT NULL, trimmed_seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS stream_shards_by_stream ON stream_shards (sid, shard_no);
-CREATE TABLE IF NOT EXISTS stream_records (
+CREATE TABLE IF NOT EXISTS stream_log (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
     origin TEXT NOT NULL, keys BLOB NOT NULL, old BLOB, new BLOB
 );
-CREATE INDEX IF NOT EXISTS stream_records_by_shard ON stream_records (shard_no, seq);
-CREATE INDEX IF NOT EXISTS stream_records_by_age ON stream_records (created_at);
+CREATE INDEX IF NOT EXISTS stream_log_by_shard ON stream_log (shard_no, seq);
 """
 
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
-_INSERT_RECORD = ("INSERT INTO stream_records (shard_no, created_at, kind, origin, keys, old, new) "
+# A record's sequence number is its AUTOINCREMENT key, given under the writer lock: commit order across every
+# worker, and never given twice (trimming every record does not rewind it).
+_INSERT_RECORD = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?)")
 _OPEN_SHARD = "SELECT shard_no, shard_id, created_at FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL"
 
@@ -122,8 +124,8 @@ class SQLiteStreams:
 
     def _next_seq(self) -> int:
         """The sequence number the next record will get (AUTOINCREMENT: one past the highest ever given)."""
-        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='stream_records'").fetchone()
-        return 1 if row is None else row[0] + 1
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='stream_log'").fetchone()
+        return 1 if row is None else int(row[0]) + 1
 
     def _open_shard(self, sid: int, slot: int, parent: str | None, start: int, now: float) -> int:
         shard_no: int = self._db.execute(
@@ -136,7 +138,7 @@ class SQLiteStreams:
     def _close_shard(self, shard_no: int) -> None:
         """End a shard at its last record (an empty shard ends at its starting sequence number)."""
         self._db.execute(
-            "UPDATE stream_shards SET ending_seq = coalesce((SELECT max(seq) FROM stream_records WHERE shard_no=?), "
+            "UPDATE stream_shards SET ending_seq = coalesce((SELECT max(seq) FROM stream_log WHERE shard_no=?), "
             "starting_seq) WHERE shard_no=?", (shard_no, shard_no))
 
     def _shard_count(self, sid: int) -> int:
@@ -164,14 +166,22 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside write's transaction) ------------------------------------------------------------
-    def _record_change(self, change: Change, now: float) -> None:
-        """Append the stream record of one item change, if the table's current description has a stream and
-        the item really changed."""
+    def _record_changes(self, changes: Sequence[Change], now: float) -> None:
+        """Append the stream records of item changes (in order), for those whose table's current description has
+        a stream and whose item really changed."""
+        db = self._db
+        for change in changes:
+            row = self._stream_row(change, now)
+            if row is not None:
+                db.execute(_INSERT_RECORD, row)
+
+    def _stream_row(self, change: Change, now: float) -> tuple[Any, ...] | None:
+        """A change's record as stored, but for its sequence number (the shard's number first), or None."""
         old, new = change.old, change.new
         live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled or old == new:
-            return
+            return None
         assert live is not None
         view = stream.view_type
         sid = stream.stream_id
@@ -182,8 +192,7 @@ class SQLiteStreams:
             old_json = change.old_data if change.old_data is not None else orjson.dumps(old)
         if view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES") and new is not None:
             new_json = change.new_data if change.new_data is not None else orjson.dumps(new)
-        self._db.execute(_INSERT_RECORD, (shard_no, now, change_kind(old, new), change.origin, keys, old_json,
-                                          new_json))
+        return shard_no, now, change_kind(old, new), change.origin, keys, old_json, new_json
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
@@ -210,7 +219,7 @@ class SQLiteStreams:
 
     def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
         rows = self._read().execute(
-            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new FROM stream_records r "
+            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new FROM stream_log r "
             "WHERE r.shard_no = (SELECT shard_no FROM stream_shards WHERE shard_id=? AND sid=?) AND r.seq >= ? "
             "ORDER BY r.seq LIMIT ?", (shard_id, stream_id, start, limit))
         return [StreamRecord(seq, created, kind, origin, bytes(keys), None if old is None else bytes(old),
@@ -219,7 +228,7 @@ class SQLiteStreams:
 
     def shard_end(self, stream_id: int, shard_id: str) -> int:
         row = self._read().execute(
-            "SELECT coalesce((SELECT max(seq) + 1 FROM stream_records WHERE shard_no = s.shard_no), s.starting_seq) "
+            "SELECT coalesce((SELECT max(seq) + 1 FROM stream_log WHERE shard_no = s.shard_no), s.starting_seq) "
             "FROM stream_shards s WHERE s.sid=? AND s.shard_id=?", (stream_id, shard_id)).fetchone()
         return 0 if row is None else int(row[0])
 
@@ -234,17 +243,31 @@ class SQLiteStreams:
                 (now - period,)).fetchall()
             for sid, slot in expired:
                 self._current_shard(sid, slot, now)  # (rolls it over)
-            trimmed = db.execute("SELECT shard_no, max(seq) FROM stream_records WHERE created_at < ? GROUP BY shard_no",
-                                 (horizon,)).fetchall()
-            for shard_no, last in trimmed:
-                db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))
-            db.execute("DELETE FROM stream_records WHERE created_at < ?", (horizon,))
+            for (shard_no,) in db.execute("SELECT shard_no FROM stream_shards").fetchall():
+                self._trim(shard_no, horizon)
             # A closed shard whose records are all past retention is gone with them (its last record's time, or
             # its creation if it never had one).
             db.execute(
                 "DELETE FROM stream_shards WHERE ending_seq IS NOT NULL AND created_at < ? AND NOT EXISTS "
-                "(SELECT 1 FROM stream_records r WHERE r.shard_no = stream_shards.shard_no)", (horizon,))
+                "(SELECT 1 FROM stream_log r WHERE r.shard_no = stream_shards.shard_no)", (horizon,))
             gone = [sid for (sid,) in db.execute("SELECT sid FROM streams WHERE disabled_at < ?", (horizon,))]
             for sid in gone:
+                db.execute("DELETE FROM stream_log WHERE shard_no IN (SELECT shard_no FROM stream_shards WHERE sid=?)",
+                           (sid,))
                 db.execute("DELETE FROM stream_shards WHERE sid=?", (sid,))
                 db.execute("DELETE FROM streams WHERE sid=?", (sid,))
+
+    def _trim(self, shard_no: int, horizon: float) -> None:
+        """Delete a shard's records older than `horizon`: a prefix of the shard, as its records are in commit
+        order (read along the shard's key, no index on age needed); `trimmed_seq` says where the rest starts."""
+        db = self._db
+        oldest = db.execute("SELECT created_at FROM stream_log WHERE shard_no=? ORDER BY seq LIMIT 1",
+                            (shard_no,)).fetchone()
+        if oldest is None or oldest[0] >= horizon:
+            return
+        kept = db.execute("SELECT seq FROM stream_log WHERE shard_no=? AND created_at >= ? ORDER BY seq LIMIT 1",
+                          (shard_no, horizon)).fetchone()
+        end = (1 << 62) if kept is None else kept[0]
+        last = db.execute("SELECT max(seq) FROM stream_log WHERE shard_no=? AND seq < ?", (shard_no, end)).fetchone()[0]
+        db.execute("DELETE FROM stream_log WHERE shard_no=? AND seq < ?", (shard_no, end))
+        db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))

@@ -150,7 +150,7 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _record_change(self, change: Change, now: float) -> None: ...
+        def _record_changes(self, changes: Sequence[Change], now: float) -> None: ...
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         session = self.session
@@ -225,7 +225,6 @@ class SQLiteWrites:
         records). Inside the caller's transaction."""
         if not changes:
             return
-        db = self._db
         spans: dict[Where, list[Change]] = {}  # each key's first and last change
         for change in changes:
             key = change.key
@@ -235,6 +234,24 @@ class SQLiteWrites:
                 spans[where] = [change, change]
             else:
                 span[1] = change
+        self._write_rows(spans)
+        streamed = [change for change in changes if change.table.stream is not None]
+        if streamed:
+            self._record_changes(streamed, time.time())
+
+    def _write_rows(self, spans: dict[Where, list[Change]]) -> None:
+        """Each changed row at its final state, with its index entries (see `_persist`)."""
+        db = self._db
+        if len(spans) == 1:  # (one item: a single write's usual case, with no lists to build)
+            ((where, (first, last)),) = spans.items()
+            if last.table.indexes:
+                self._maintain_indexes(last.table, last.key, first.old, last.new)
+            if last.new_data is None:
+                db.execute(_DELETE, bound(where))
+            else:
+                db.execute(UPSERT, (where[0], where[1], blob(where[2]), blob(where[3]), last.new_size,
+                                    blob(last.new_data)))
+            return
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for where, (first, last) in spans.items():
@@ -257,11 +274,6 @@ class SQLiteWrites:
                 db.execute(sql, params[0])
             elif params:
                 db.executemany(sql, params)
-        now = 0.0
-        for change in changes:
-            if change.table.stream is not None:
-                now = now or time.time()
-                self._record_change(change, now)
 
     def _write_optimistic(self, ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Apply `ops` to the committed rows (or this group's staged ones) and stage the outcome for `commit`.
