@@ -24,6 +24,12 @@ _TERMINATOR = b"\x00\x01"
 # An item collection (a partition key's items plus their LSI entries) may hold at most 10 GB. The environment
 # variable exists so tests can reach the limit without writing 10 GB.
 ITEM_COLLECTION_LIMIT = int(os.environ.get("OPENDDB_ITEM_COLLECTION_LIMIT", 10 * 1024 ** 3))
+# The longest value a key attribute may hold: 2,048 bytes in a partition key, 1,024 in a sort key (the Developer
+# Guide's "Constraints"; the API layer refuses a write beyond them with its own copy of these numbers).
+MAX_PARTITION_BYTES = 2048
+MAX_SORT_BYTES = 1024
+# Below this many characters a string or base64 value cannot exceed either limit (4 bytes a character at most).
+_SURELY_SHORT = MAX_SORT_BYTES // 4
 
 
 @dataclass(slots=True)
@@ -66,26 +72,36 @@ def project(table: TableMeta, index: IndexMeta, item: Item) -> Item:
     return {name: value for name, value in item.items() if name in names}
 
 
-def _key_values(item: Item, attributes: list[KeyAttribute]) -> list[AttributeValue] | None:
+def _key_values(item: Item, attributes: list[KeyAttribute], limit: int) -> list[AttributeValue] | None:
+    """The item's values for `attributes`, or None if one is absent or cannot be a key: of another type than the
+    index defines, an empty string or binary, or longer than `limit` bytes."""
     values = []
     for attribute in attributes:
         value = item.get(attribute.name)
         if value is None or attribute.type not in value:
             return None
+        if attribute.type != "N":
+            text = value[attribute.type]
+            if text == "" or (len(text) > _SURELY_SHORT and len(encode_key(value)) > limit):
+                return None
         values.append(value)
     return values
 
 
 def entry_of(table: TableMeta, index: IndexMeta, item: Item | None, size: int | None = None) -> IndexEntry | None:
     """The entry `index` holds for `item`, or None: an item lacking an index key attribute is not in the index
-    (sparse indexes). A value of the wrong type is also left out; the API layer refuses such writes first.
+    (sparse indexes). Nor is one whose value for an index key attribute cannot be a key (another type, an empty
+    string or binary, a value over the key size limits): the API layer refuses writes of such items, so only
+    items written before a GSI was added can be so, and the Developer Guide ("Detecting and correcting index key
+    violations") says its backfill leaves them out of the index without interrupting it. Each attribute of a
+    multi-attribute key is held to its own limit, as `api.common.check_index_keys` holds a write to it.
     `size`, the item's size if the caller knows it, saves recounting it for ALL projections."""
     if item is None:
         return None
-    hash_values = _key_values(item, index.hash_keys)
+    hash_values = _key_values(item, index.hash_keys, MAX_PARTITION_BYTES)
     if hash_values is None:
         return None
-    range_values = _key_values(item, index.range_keys)
+    range_values = _key_values(item, index.range_keys, MAX_SORT_BYTES)
     if range_values is None:
         return None
     pk = encode_parts(hash_values)
