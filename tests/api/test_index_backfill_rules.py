@@ -139,3 +139,20 @@ def test_a_new_index_may_not_retype_an_attribute_a_key_uses(ddb):
     # The same type is fine: a second index on the same attribute.
     add_index(ddb, name, gsi("byG2", "g", ranges=0), g="S")
     assert indexed(ddb, name, "byG2") == {"one"}
+
+
+def test_an_item_the_backfill_left_out_can_be_read_and_deleted_but_not_updated(ddb):
+    """An item left out for a wrongly typed index key stays readable; any write keeping that value is refused
+    ("How to accidentally create read-only DynamoDB items", tecracer 2024); deleting it is fine."""
+    name = populated(ddb, {"number": {"g": {"N": "1"}, "n": {"N": "0"}}})
+    add_index(ddb, name, gsi("byG", "g", ranges=0), g="S")
+    key = {"pk": {"S": "number"}}
+    assert ddb.get_item(TableName=name, Key=key)["Item"]["g"] == {"N": "1"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.update_item(TableName=name, Key=key, UpdateExpression="SET n = :n",
+                        ExpressionAttributeValues={":n": {"N": "1"}})
+    code, message = error_of(excinfo)
+    assert code == "ValidationException" and "Type mismatch for Index Key g Expected: S Actual: N" in message
+    ddb.delete_item(TableName=name, Key=key)
+    assert ddb.scan(TableName=name, Select="COUNT")["Count"] == 0
+    assert indexed(ddb, name, "byG") == set()
