@@ -1,0 +1,96 @@
+"""The 2024-2026 additions to the control plane (global-table settings, witnesses, replicas of a table that has
+none, point-in-time recovery's description) and the wording of enumerations and missing members, through boto3
+and raw requests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.api.test_protocol import call
+from tests.conftest import make_client, unique_name
+
+DEFS = [{"AttributeName": "pk", "AttributeType": "S"}]
+SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}]
+ENUM = "failed to satisfy constraint: Member must satisfy enum value set: "
+
+
+def raw(server, operation: str, body: dict[str, Any]) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    """Status, error type (without its namespace) and message of a raw DynamoDB request."""
+    response, data = call(server, json.dumps(body), target=f"DynamoDB_20120810.{operation}")
+    answer = json.loads(data) if data else {}
+    return response.status, str(answer.get("__type", "")).rsplit("#", 1)[-1], str(
+        answer.get("message", answer.get("Message", "")))
+
+
+def refusal(call_it: Any, **request: Any) -> tuple[str, str]:
+    with pytest.raises(ClientError) as excinfo:
+        call_it(**request)
+    error = excinfo.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+# --- enumerations, listed in DynamoDB's order -------------------------------------------------------------------
+
+
+def _table(**members: Any) -> dict[str, Any]:
+    return {"TableName": unique_name(), "AttributeDefinitions": DEFS, "KeySchema": SCHEMA,
+            "BillingMode": "PAY_PER_REQUEST", **members}
+
+
+@pytest.mark.parametrize(("operation", "body", "at", "values"), [
+    ("CreateTable", _table(AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "BOOL"}]),
+     "attributeDefinitions.1.member.attributeType", "[B, N, S]"),
+    ("CreateTable", _table(AttributeDefinitions=[*DEFS, {"AttributeName": "g", "AttributeType": "S"}],
+                           GlobalSecondaryIndexes=[{"IndexName": "gsi", "KeySchema": [
+                               {"AttributeName": "g", "KeyType": "HASH"}], "Projection": {"ProjectionType": "X"}}]),
+     "globalSecondaryIndexes.1.member.projection.projectionType", "[ALL, INCLUDE, KEYS_ONLY]"),
+    ("CreateTable", _table(TableClass="COLD"), "tableClass", "[STANDARD_INFREQUENT_ACCESS, STANDARD]"),
+    ("CreateTable", _table(SSESpecification={"SSEType": "X"}), "sSESpecification.sSEType", "[AES256, KMS]"),
+    ("CreateTable", _table(GlobalTableSettingsReplicationMode="X"), "globalTableSettingsReplicationMode",
+     "[ENABLED, ENABLED_WITH_OVERRIDES, DISABLED]"),
+    ("Query", {"TableName": "any-table", "KeyConditionExpression": "pk = :p",
+               "ExpressionAttributeValues": {":p": {"S": "a"}}, "Select": "all"},
+     "select", "[SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]"),
+    ("PutItem", {"TableName": "any-table", "Item": {"pk": {"S": "a"}}, "ConditionalOperator": "XOR"},
+     "conditionalOperator", "[OR, AND]"),
+    ("UpdateItem", {"TableName": "any-table", "Key": {"pk": {"S": "a"}},
+                    "AttributeUpdates": {"a": {"Action": "XX", "Value": {"S": "x"}}}},
+     "attributeUpdates.a.member.action", "[ADD, DELETE, PUT]"),
+], ids=["attribute-type", "projection-type", "table-class", "sse-type", "replication-mode", "select",
+        "conditional-operator", "attribute-action"])
+def test_enumerations_are_listed_in_dynamodb_order(server, operation, body, at, values):
+    """DynamoDB lists an enumeration's values in its hash-set order, not the API model's: recorded texts ([B, N, S],
+    [ALL, INCLUDE, KEYS_ONLY], [SPECIFIC_ATTRIBUTES, COUNT, ...], [OR, AND]) and the rule they follow for the rest."""
+    status, kind, message = raw(server, operation, body)
+    assert (status, kind) == (400, "ValidationException")
+    assert message == f"1 validation error detected: Value '{body_value(body, at)}' at '{at}' {ENUM}{values}"
+
+
+def body_value(body: dict[str, Any], at: str) -> str:
+    """The refused value at a message path (`a.1.member.b`), read back from the request."""
+    node: Any = body
+    for part in at.split("."):
+        if part == "member":
+            continue
+        if part.isdigit():
+            node = node[int(part) - 1]
+        else:
+            node = next(value for key, value in node.items() if key.lower() == part.lower())
+    return str(node)
+
+
+def test_shard_iterator_type_is_listed_in_dynamodb_order(server, ddb):
+    """The Streams API shares the rule: [AFTER_SEQUENCE_NUMBER, LATEST, AT_SEQUENCE_NUMBER, TRIM_HORIZON]."""
+    name = unique_name()
+    arn = ddb.create_table(**_table(TableName=name, StreamSpecification={
+        "StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}))["TableDescription"]["LatestStreamArn"]
+    streams = make_client(server.endpoint, "dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    code, message = refusal(streams.get_shard_iterator, StreamArn=arn, ShardId=shard, ShardIteratorType="FIRST")
+    assert (code, message) == ("ValidationException", "1 validation error detected: Value 'FIRST' at "
+                               f"'shardIteratorType' {ENUM}[AFTER_SEQUENCE_NUMBER, LATEST, AT_SEQUENCE_NUMBER, "
+                               "TRIM_HORIZON]")
