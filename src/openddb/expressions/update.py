@@ -34,7 +34,7 @@ class Update:
     """A compiled UpdateExpression."""
 
     __slots__ = ("_adds", "_deletes", "_removes", "_sets", "_targets", "_trie", "action_counts",
-                 "assigned_top_level_names")
+                 "arithmetic_sets", "assigned_top_level_names")
 
     def __init__(
         self,
@@ -42,6 +42,7 @@ class Update:
         removes: list[Resolved],
         adds: list[tuple[Resolved, AttributeValue]],
         deletes: list[tuple[Resolved, AttributeValue]],
+        arithmetic_sets: int = 0,
     ) -> None:
         self._sets = sets
         self._removes = removes
@@ -54,6 +55,8 @@ class Update:
         # a compiled update is cached and reused.
         self.action_counts = (len(sets) + len(adds) + len(deletes), len(removes),
                               sum(1 for path, _ in sets if any(isinstance(step, int) for step in path)))
+        # SET actions whose value is `a + b` or `a - b`: DynamoDB's UpdateItem size measure charges them extra.
+        self.arithmetic_sets = arithmetic_sets
 
     def written_paths(self) -> list[Resolved]:
         """The path each SET, ADD and DELETE action writes."""
@@ -300,7 +303,7 @@ class _UpdateCompiler:
         deletes = [(self.attrs.path(p), self.set_operand("DELETE", v)) for p, v in node.delete]
         targets = [p for p, _ in sets] + removes + [p for p, _ in adds] + [p for p, _ in deletes]
         check_no_overlap(targets)
-        return Update(sets, removes, adds, deletes)
+        return Update(sets, removes, adds, deletes, sum(1 for _, value in node.set if isinstance(value, Arith)))
 
 
 def compile_update_ast(node: UpdateAst, attrs: ExpressionAttributes) -> Update:

@@ -29,7 +29,11 @@ MSG_NULL_FALSE = _INVALID + "Null attribute value types must have the value of t
 MSG_NESTING = (
     "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
 )
+# PutItem, BatchWriteItem and a transaction's Put (a real PutItem response is quoted in
+# justinram11/langgraph-checkpoint-dynamodb issue 2); UpdateItem and a transaction's Update word it apart (a real
+# UpdateItem response is quoted in linuxfoundation/easycla issue 205, 2019).
 MSG_ITEM_SIZE = "Item size has exceeded the maximum allowed size"
+MSG_UPDATE_SIZE = "Item size to update has exceeded the maximum allowed size"
 # Best guess: no capture of DynamoDB's wording for an empty attribute name was found.
 MSG_EMPTY_NAME = _INVALID + "An attribute name cannot be empty"
 MAX_NAME_BYTES = 65535  # "less than 64 KB"
