@@ -94,3 +94,36 @@ def test_shard_iterator_type_is_listed_in_dynamodb_order(server, ddb):
     assert (code, message) == ("ValidationException", "1 validation error detected: Value 'FIRST' at "
                                f"'shardIteratorType' {ENUM}[AFTER_SEQUENCE_NUMBER, LATEST, AT_SEQUENCE_NUMBER, "
                                "TRIM_HORIZON]")
+
+
+# --- a missing required member, in the form each operation uses ----------------------------------------------
+
+REQUIRED = "The parameter 'TableName' is required but was not present in the request"
+
+
+@pytest.mark.parametrize(("operation", "body"), [
+    ("CreateTable", {}),
+    ("CreateTable", {"AttributeDefinitions": DEFS, "KeySchema": SCHEMA, "BillingMode": "PAY_PER_REQUEST"}),
+    ("DescribeTable", {}),
+    ("DeleteTable", {}),
+    ("UpdateTable", {"DeletionProtectionEnabled": True}),
+    ("UpdateTable", {}),
+    ("DescribeContinuousBackups", {}),
+])
+def test_control_plane_names_a_missing_table_name_alone(server, operation, body):
+    """The table operations of the control plane refuse a request without TableName in their own form, alone,
+    whatever else is missing."""
+    assert raw(server, operation, body) == (400, "ValidationException", REQUIRED)
+
+
+def test_item_operations_keep_the_enveloped_form(server):
+    """GetItem reports the same absence inside the "validation error detected" envelope, with its other errors."""
+    assert raw(server, "GetItem", {"Key": {"pk": {"S": "a"}}}) == (
+        400, "ValidationException", "1 validation error detected: Value null at 'tableName' failed to satisfy "
+        "constraint: Member must not be null")
+
+
+def test_a_member_of_the_wrong_type_is_still_refused_first(server):
+    """Deserialization comes before any check: a wrong JSON type beside a missing TableName is that error."""
+    assert raw(server, "CreateTable", {"KeySchema": "pk"}) == (
+        400, "SerializationException", "Unrecognized collection type class java.lang.String")

@@ -202,7 +202,7 @@ def _throughput_mode_as_billing_mode(request: dict[str, Any]) -> None:
 
 
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(CREATE_TABLE, request)
+    v.validate_named(CREATE_TABLE, request)
     _throughput_mode_as_billing_mode(request)
     definitions = request["AttributeDefinitions"]
     types: dict[str, str] = {}
@@ -398,7 +398,7 @@ def _require_index_support(context: RequestContext) -> None:
 
 
 def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(DESCRIBE_TABLE, request)
+    v.validate_named(DESCRIBE_TABLE, request)
     meta = context.described_table(request["TableName"])
     return {"Table": describe(context, meta)}
 
@@ -491,7 +491,7 @@ def _update_changes(request: dict[str, Any]) -> list[str]:
     """UpdateTable's request-only rules, checked before the table is looked up: the members that ask for a change
     (an empty WarmThroughput or OnDemandThroughput counts as absent, an empty GlobalSecondaryIndexUpdates is
     refused)."""
-    v.validate(UPDATE_TABLE, request)
+    v.validate_named(UPDATE_TABLE, request)
     _throughput_mode_as_billing_mode(request)
     if not str(request["TableName"]).startswith("arn:"):  # a name, not an ARN: a table name's constraints, first
         v.validate(_TABLE_NAME, {"TableName": request["TableName"]})
@@ -719,7 +719,7 @@ _NOT_IN_DELETE_ANSWER = frozenset({"KeySchema", "AttributeDefinitions", "Creatio
 
 
 def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(DELETE_TABLE, request)
+    v.validate_named(DELETE_TABLE, request)
     meta = context.described_table(request["TableName"])
     if meta.deletion_protection:
         raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
@@ -742,7 +742,7 @@ DESCRIBE_CONTINUOUS_BACKUPS = v.Struct({"TableName": v.table_name_or_arn()})
 def describe_continuous_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Continuous backups are on for every DynamoDB table; point-in-time recovery is off unless enabled (which
     needs restores, not built yet: UpdateContinuousBackups stays unknown rather than pretending)."""
-    v.validate(DESCRIBE_CONTINUOUS_BACKUPS, request)
+    v.validate_named(DESCRIBE_CONTINUOUS_BACKUPS, request)
     name = table_name_from(request["TableName"])
     if name != request["TableName"]:
         context.check_table_arn(request["TableName"])

@@ -290,6 +290,22 @@ def validate(shape: Struct, request: dict[str, Any]) -> None:
         raise ValidationException(validation_message(errors))
 
 
+def validate_named(shape: Struct, request: dict[str, Any], member: str = "TableName") -> None:
+    """`validate` for the control-plane operations that name their table before anything else is checked
+    (CreateTable, DescribeTable, UpdateTable, DeleteTable, DescribeContinuousBackups): without it, whatever else
+    is wrong, the request is refused in this form alone (DescribeTable: aws/aws-sdk-java issue 977, 2017;
+    CreateTable: captured against DynamoDB since 2013 and in 2026 conformance recordings). The item and read
+    operations report it as "Value null at 'tableName'" in the envelope instead (Netflix-Skunkworks/iep-apps
+    PR 527, 2024). A value of the wrong JSON type is still a SerializationException first."""
+    try:
+        validate(shape, request)
+    except ValidationException:
+        if request.get(member) is None:
+            raise ValidationException(f"The parameter '{member}' is required but was not present in the request") \
+                from None
+        raise
+
+
 # The request checks of the item operations DynamoDB moved to in 2026 (31 of 33 regions by 2026-10, as captured
 # in paritysuite's sweeps): an empty TableName is reported alone, without the value and with the member's own
 # name; an UpdateItem ReturnValues outside the enum, with at most ReturnConsumedCapacity also wrong, is reported
