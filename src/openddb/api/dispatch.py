@@ -53,22 +53,23 @@ _PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
 
 # Every operation of DynamoDB (API version 2012-08-10) and of DynamoDB Streams, as botocore's service models list
-# them (botocore 1.43: data/dynamodb/2012-08-10 and data/dynamodbstreams/2012-08-10). Committed here, not read from
-# botocore at run time (botocore is a test dependency only); tests/api/test_operations_registry.py compares them
-# with the installed botocore, so a new DynamoDB operation shows up there as a failing test.
+# them (botocore 1.44.8: data/dynamodb/2012-08-10 and data/dynamodbstreams/2012-08-10). Committed here, not read
+# from botocore at run time (botocore is a test dependency only); tests/api/test_operations_registry.py checks that
+# every name is botocore's and names the operations a newer botocore adds, for the next update of this list.
 DYNAMODB_OPERATIONS = frozenset({
-    "BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable",
-    "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup",
-    "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport",
-    "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination",
-    "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive",
-    "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement",
+    "BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CancelBulkOperation", "CreateBackup",
+    "CreateGlobalTable", "CreateTable", "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable",
+    "DescribeBackup", "DescribeBulkOperation", "DescribeContinuousBackups", "DescribeContributorInsights",
+    "DescribeEndpoints", "DescribeExport", "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport",
+    "DescribeKinesisStreamingDestination", "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling",
+    "DescribeTimeToLive", "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement",
     "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups",
-    "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource",
-    "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan",
-    "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups",
-    "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem",
-    "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive",
+    "ListBulkOperations", "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables",
+    "ListTagsOfResource", "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup",
+    "RestoreTableToPointInTime", "Scan", "SearchVectors", "StartBulkPutItems", "TagResource", "TransactGetItems",
+    "TransactWriteItems", "UntagResource", "UpdateContinuousBackups", "UpdateContributorInsights", "UpdateGlobalTable",
+    "UpdateGlobalTableSettings", "UpdateItem", "UpdateKinesisStreamingDestination", "UpdateTable",
+    "UpdateTableReplicaAutoScaling", "UpdateTimeToLive",
 })
 STREAMS_OPERATIONS = frozenset({"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"})
 
