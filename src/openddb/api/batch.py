@@ -38,7 +38,7 @@ from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import item_size, validate_item
+from openddb.model.values import MSG_ITEM_SIZE, item_size, validate_item
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 MAX_GET_KEYS = 100
@@ -256,7 +256,7 @@ def _write_op(meta: TableMeta, write: dict[str, Any]) -> tuple[StorageKey, Calla
         raise ValidationException(SCHEMA_MISMATCH) from None
     check_index_keys(meta, item)
     if exceeds_item_size(meta, item):
-        raise ValidationException("Item size has exceeded the maximum allowed size")
+        raise ValidationException(MSG_ITEM_SIZE)
     return key, _put(item)
 
 

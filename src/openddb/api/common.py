@@ -16,7 +16,6 @@ from openddb.api import validation as v
 from openddb.api.legacy import generated
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes, Update
-from openddb.expressions.resolve import get_path
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import entry_of
 from openddb.model.keys import encode_key, partition_hash
@@ -314,33 +313,6 @@ def exceeds_item_size(meta: TableMeta, item: Item, size: int | None = None) -> b
         if entry is not None:
             total += entry.size
     return total > MAX_ITEM_SIZE
-
-
-def update_too_large(meta: TableMeta, update: Update, new: Item) -> bool:
-    """True if UpdateItem's finished item is over 400 KB, or what it writes is. DynamoDB holds an UpdateItem to
-    what it writes (each written value, under its attribute's name) plus 3 bytes for the update, 19 for each
-    action that writes a value (one more through a list index, whose element counts as in a list) and 2 for each
-    that removes one; key attributes and attributes it does not write are left out. Measured by bisecting the
-    limit in eu-west-2 (dynoxide PR 187, issue 210); so UpdateItem refuses the 409,600-byte item a transaction's
-    Update writes at the same one-character key, as captured in 31 of 33 regions (2026-10). The finished item is
-    still held to 400 KB as well: whether DynamoDB stores a larger one whose untouched attributes buy it room is
-    not recorded."""
-    writes, removes, through_index = update.action_counts
-    charge = 3 + 19 * writes + 2 * removes + through_index
-    local = sum(1 for index in meta.indexes if not index.is_global) if meta.indexes else 0
-    # The item's JSON is never shorter than its size, nor than what the update writes: one encoding clears both.
-    if len(orjson.dumps(new)) * (1 + local) + charge <= MAX_ITEM_SIZE:
-        return False
-    if exceeds_item_size(meta, new):
-        return True
-    written = 0
-    for path in update.written_paths():
-        value = get_path(new, path)
-        if value is not None:
-            written += item_size({str(path[0]): value})
-            if isinstance(path[-1], int):  # an element is counted in a list: its wrapper's 3 bytes and its own 1
-                written += 4  # (issue 210: one byte more than the plain SET of that one-element list)
-    return written + charge > MAX_ITEM_SIZE
 
 
 # --- secondary indexes ---------------------------------------------------------------------------------

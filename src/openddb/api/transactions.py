@@ -58,7 +58,7 @@ from openddb.expressions import (
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import MSG_NESTING, item_size, validate_item, validate_value
+from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, MSG_UPDATE_SIZE, item_size, validate_item, validate_value
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
@@ -122,7 +122,6 @@ _CONDITION_FAILED = "ConditionalCheckFailed"
 _CONDITION_FAILED_MESSAGE = "The conditional request failed"
 MULTIPLE_OPERATIONS = "Transaction request cannot include multiple operations on one item"
 TOO_LARGE = "Transaction request size has exceeded the maximum allowed size of 4 MB"  # best guess at AWS's text
-UPDATE_TOO_LARGE = "Item size to update has exceeded the maximum allowed size"
 TOKEN_MISMATCH = "The request uses the same client token as a previous, but non-identical request."
 
 
@@ -161,7 +160,7 @@ class _Action:
         if old is None and len(new) == len(self.key_item):
             return None, None  # only REMOVE/DELETE actions on a missing item: not created, as by UpdateItem
         if exceeds_item_size(self.meta, new):
-            return old, {"Code": "ValidationError", "Message": UPDATE_TOO_LARGE}
+            return old, {"Code": "ValidationError", "Message": MSG_UPDATE_SIZE}
         try:
             check_index_keys(self.meta, new, updating=True)
         except ValidationException as error:
@@ -285,7 +284,7 @@ def _bind(draft: _Draft, meta: TableMeta) -> tuple[_Action | None, int, str | No
             mismatch = error.message
         size = item_size(item)
         if exceeds_item_size(meta, item, size):
-            raise ValidationException("Item size has exceeded the maximum allowed size")
+            raise ValidationException(MSG_ITEM_SIZE)
         if mismatch is not None:
             return None, size, mismatch
         return _Action(kind, meta, key_item, key, draft.condition, on_failure, item=item), size, None
