@@ -127,3 +127,58 @@ def test_a_member_of_the_wrong_type_is_still_refused_first(server):
     """Deserialization comes before any check: a wrong JSON type beside a missing TableName is that error."""
     assert raw(server, "CreateTable", {"KeySchema": "pk"}) == (
         400, "SerializationException", "Unrecognized collection type class java.lang.String")
+
+
+# --- global-table members: this server keeps no replicas ------------------------------------------------------
+
+
+@pytest.mark.parametrize("members", [
+    {"ReplicaUpdates": [{"Create": {"RegionName": "us-west-2"}}]},
+    {"ReplicaUpdates": [{"Delete": {"RegionName": "us-west-2"}}]},
+    {"GlobalTableWitnessUpdates": [{"Create": {"RegionName": "us-west-2"}}]},
+    {"GlobalTableSettingsReplicationMode": "ENABLED"},
+], ids=["replica-create", "replica-delete", "witness-create", "settings-replication"])
+def test_global_table_changes_are_refused_by_name(server, ddb, members):
+    """A replica, witness or settings-replication change is refused by name (nothing pretends it was made), only
+    once the table is found; the table stays a regional table without replicas."""
+    name = unique_name()
+    ddb.create_table(**_table(TableName=name))
+    member = next(iter(members))
+    assert raw(server, "UpdateTable", {"TableName": "no-such-table", **members})[1] == "ResourceNotFoundException"
+    status, kind, message = raw(server, "UpdateTable", {"TableName": name, **members})
+    assert (status, kind) == (501, "UnsupportedOperationException")
+    assert message.startswith(f"UpdateTable's {member} is not supported by OpenDDB")
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["TableStatus"] == "ACTIVE"
+    assert not {"Replicas", "GlobalTableVersion", "GlobalTableWitnesses", "MultiRegionConsistency",
+                "GlobalTableSettingsReplicationMode"} & set(table)
+
+
+@pytest.mark.parametrize(("members", "what"), [
+    ({"TableClass": "STANDARD_INFREQUENT_ACCESS", "ReplicaUpdates": [{"Delete": {"RegionName": "us-west-2"}}]},
+     "TableClass"),
+    ({"DeletionProtectionEnabled": True, "GlobalTableWitnessUpdates": [{"Delete": {"RegionName": "us-west-2"}}]},
+     "DeletionProtection"),
+    ({"SSESpecification": {"Enabled": True}, "GlobalTableSettingsReplicationMode": "DISABLED"},
+     "Server-Side Encryption"),
+], ids=["class-with-replicas", "protection-with-witness", "sse-with-settings-replication"])
+def test_alone_members_count_global_table_members_as_operations(server, ddb, members, what):
+    """TableClass, deletion protection and encryption must be the only operation of an UpdateTable: a global-table
+    member beside them is another one, refused the same way (before, the replica change was silently dropped)."""
+    name = unique_name()
+    ddb.create_table(**_table(TableName=name))
+    assert raw(server, "UpdateTable", {"TableName": name, **members}) == (
+        400, "ValidationException", f"One or more parameter values were invalid: {what} modification must be the "
+        "only operation in the request")
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert (table["DeletionProtectionEnabled"], "TableClassSummary" in table) == (False, False)
+
+
+def test_point_in_time_recovery_is_described_off(ddb):
+    """DescribeContinuousBackups: continuous backups on, point-in-time recovery off (it is not implemented), so
+    no RecoveryPeriodInDays or restorable times, which DynamoDB gives only while it is enabled."""
+    name = unique_name()
+    ddb.create_table(**_table(TableName=name))
+    description = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
+    assert description == {"ContinuousBackupsStatus": "ENABLED",
+                           "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}

@@ -27,6 +27,7 @@ from openddb.errors import (
     LimitExceededException,
     ResourceInUseException,
     TableNotFoundException,
+    UnsupportedOperationException,
     ValidationException,
 )
 from openddb.model.schema import IndexMeta, KeyAttribute, StreamMeta, StreamViewType, TableMeta
@@ -429,14 +430,28 @@ _ALONE = (("SSESpecification", "Server-Side Encryption"), ("TableClass", "TableC
           ("DeletionProtectionEnabled", "DeletionProtection"))
 
 
+# UpdateTable's global-table members: operations on replicas, witnesses and settings replication, which this
+# server (one region, one account, no replicas) cannot carry out.
+_GLOBAL_MEMBERS = ("ReplicaUpdates", "MultiRegionConsistency", "GlobalTableWitnessUpdates",
+                   "GlobalTableSettingsReplicationMode")
+
+
+def _global_members(request: dict[str, Any]) -> list[str]:
+    # MultiRegionConsistency alone asks for nothing (DynamoDB's recorded "At least one of ..." refusal).
+    return [m for m in _GLOBAL_MEMBERS if request.get(m) is not None and m != "MultiRegionConsistency"]
+
+
 def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     """UpdateTable makes one kind of change per call: encryption, table class, deletion protection and warm
-    throughput each come alone, and OnDemandThroughput only with BillingMode."""
+    throughput each come alone (a global-table member beside them counts as another operation), and
+    OnDemandThroughput only with BillingMode."""
+    if len(changes) + len(_global_members(request)) > 1:
+        for member, what in _ALONE:
+            if member in changes:
+                raise _invalid(f"{what} modification must be the only operation in the request")
+    _refuse_global_members(request)
     if len(changes) == 1:
         return
-    for member, what in _ALONE:
-        if member in changes:
-            raise _invalid(f"{what} modification must be the only operation in the request")
     if "OnDemandThroughput" in changes and set(changes) - {"OnDemandThroughput", "BillingMode"}:
         raise ValidationException("OnDemandThroughput can only be combined with BillingMode in an UpdateTable request")
     online = [update for update in request.get("GlobalSecondaryIndexUpdates") or []
@@ -451,6 +466,16 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     if "ProvisionedThroughput" in changes and isinstance(stream, dict) and stream.get("StreamEnabled"):
         # (quoted from DynamoDB in terraform-provider-aws issue 35673, 2024)
         raise _invalid("You cannot modify stream status while updating table IOPS")
+
+
+def _refuse_global_members(request: dict[str, Any]) -> None:
+    """A table here never has replicas or a witness, and settings replication needs another account: a request
+    for one of them is refused by name (once the table is found and the request's own rules are met), never
+    answered as if it had been carried out."""
+    for member in _global_members(request):
+        raise UnsupportedOperationException(
+            f"UpdateTable's {member} is not supported by OpenDDB: its tables have no replicas in other Regions or "
+            "accounts (docs/OPERATIONS.md)")
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -501,7 +526,8 @@ def _update_changes(request: dict[str, Any]) -> list[str]:
                if request.get(k) is not None and not (k in _THROUGHPUT_LIMITS and request[k] == {})]
     if request.get("GlobalSecondaryIndexUpdates") == [] and len(changes) > 1:
         raise _invalid("List of GlobalSecondaryIndexUpdates is empty")
-    if changes in ([], ["GlobalSecondaryIndexUpdates"]) and not request.get("GlobalSecondaryIndexUpdates"):
+    if changes in ([], ["GlobalSecondaryIndexUpdates"]) and not request.get("GlobalSecondaryIndexUpdates") \
+            and not _global_members(request):
         # The list leaves out a member the request carried to no effect (recorded for MultiRegionConsistency).
         named = [m for m in _AT_LEAST_ONE if request.get(m) is None or m in _COUNTED_ABSENT]
         raise ValidationException(f"At least one of {', '.join(named[:-1])} or {named[-1]} is required")
