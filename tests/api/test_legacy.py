@@ -399,7 +399,7 @@ def test_empty_attribute_updates_creates_the_key_only_item(ddb, hash_table):
     ({"pk": {"Action": "DELETE"}}, INVALID + "Cannot update attribute pk. This attribute is part of the key"),
     ({"a": {"Action": "XX", "Value": {"S": "x"}}},
      "1 validation error detected: Value 'XX' at 'attributeUpdates.a.member.action' failed to satisfy constraint: "
-     "Member must satisfy enum value set: [ADD, PUT, DELETE]"),
+     "Member must satisfy enum value set: [ADD, DELETE, PUT]"),
 ])
 def test_attribute_updates_validation(ddb, hash_table, updates, message):
     """Invalid AttributeUpdates get DynamoDB's messages and write nothing."""

@@ -249,8 +249,8 @@ def test_select_enum(ddb, table):
                           ExpressionAttributeValues=PK, Select="all")
     assert code == "ValidationException"
     assert message == ("1 validation error detected: Value 'all' at 'select' failed to satisfy constraint: Member "
-                       "must satisfy enum value set: [ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES, "
-                       "SPECIFIC_ATTRIBUTES, COUNT]")
+                       "must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, "
+                       "ALL_PROJECTED_ATTRIBUTES]")
 
 
 @pytest.mark.parametrize(("condition", "values", "message"), [

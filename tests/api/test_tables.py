@@ -100,7 +100,7 @@ def test_key_type_enum(ddb):
     assert error_of(excinfo) == (
         "ValidationException",
         "1 validation error detected: Value 'BOOL' at 'attributeDefinitions.1.member.attributeType' failed to "
-        "satisfy constraint: Member must satisfy enum value set: [S, N, B]")
+        "satisfy constraint: Member must satisfy enum value set: [B, N, S]")
 
 
 
@@ -175,8 +175,7 @@ def test_missing_required_members(server):
     body = json.loads(data)
     assert response.status == 400
     assert body["__type"] == "com.amazon.coral.validate#ValidationException"
-    assert body["message"].startswith("3 validation errors detected: ")
-    assert "Value null at 'tableName' failed to satisfy constraint: Member must not be null" in body["message"]
+    assert body["message"] == "The parameter 'TableName' is required but was not present in the request"
 
 
 def test_list_tables_paginates(ddb):
@@ -996,7 +995,7 @@ def test_describe_continuous_backups(ddb):
     ({"GlobalTableWitnessUpdates": [{"Create": {"RegionName": "a"}}, {"Delete": {"RegionName": "b"}}]},
      "ValidationException", "length less than or equal to 1"),
     ({"GlobalTableSettingsReplicationMode": "BAD"}, "ValidationException",
-     "Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_OVERRIDES]"),
+     "Member must satisfy enum value set: [ENABLED, ENABLED_WITH_OVERRIDES, DISABLED]"),
 ], ids=["consistency-enum", "consistency-type", "replicas-empty", "replica-region-null", "witnesses-two",
         "mode-enum"])
 def test_update_table_global_table_members_are_checked_for_shape(server, ddb, members, status, error):
