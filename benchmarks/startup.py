@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddbclient import Connection, Endpoint, openddb_command, peer_command
-from run import Server, ensure_peers, free_port
+from servers import Server, ensure_peers, free_port
 
 DATA = "x" * 150
 

@@ -18,8 +18,9 @@ table, as servers before streams do, those rows are n/a). Both tables hold `--it
 read through the Streams API (DescribeStream, GetShardIterator TRIM_HORIZON per shard, GetRecords Limit 1000 until
 a call returns no records): records/s, beside the put rate.
 
-Self-contained on purpose (it runs from a clone alone): its own HTTP/1.1 client on asyncio (uvloop if importable),
-with a well-formed SigV4 Authorization header whose signature OpenDDB parses but does not verify.
+It runs from a clone alone, on the repository's client (ddbclient.py: HTTP/1.1 keep-alive on asyncio, uvloop if
+importable), each request with one well-formed SigV4 Authorization header signed once, which OpenDDB parses but
+does not verify (so the client's HMAC per request does not bound the figures).
 """
 
 from __future__ import annotations
@@ -29,9 +30,7 @@ import asyncio
 import os
 import random
 import resource
-import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,8 @@ from types import FrameType
 from typing import Any
 
 import orjson
+from ddbclient import Connection, DynamoError, Endpoint, error_of
+from servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -52,109 +53,6 @@ STREAMS = "DynamoDBStreams_20120810."
 PLAIN, STREAMED = "bench-plain", "bench-streamed"
 PARTITION = 10  # items per partition key: what one query reads
 DATA = ("abcdefghijklmnopqrstuvwxyz0123456789" * 5)[:150]  # with the keys and counters: ~200-byte items
-# Signed for DynamoDB with a fixed date: the server checks the header's shape and scope, not the signature.
-AUTHORIZATION = ("AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/dynamodb/aws4_request, "
-                 f"SignedHeaders=host;x-amz-date, Signature={secrets.token_hex(32)}")
-AMZ_DATE = "20260101T000000Z"
-
-
-class ServiceError(Exception):
-    """A non-200 answer."""
-
-    def __init__(self, status: int, body: bytes) -> None:
-        super().__init__(f"HTTP {status}: {body[:300].decode('utf-8', 'replace')}")
-        self.status, self.body = status, body
-
-    @property
-    def kind(self) -> str:
-        try:
-            return str(orjson.loads(self.body).get("__type", "")).rsplit("#", 1)[-1]
-        except (orjson.JSONDecodeError, AttributeError):
-            return ""
-
-
-# ---------------------------------------------------------------------------------------------- the HTTP client
-
-class _Response(asyncio.Protocol):
-    """Reads Content-Length framed HTTP/1.1 answers (all OpenDDB sends) and hands each to the waiting request."""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ConnectionError("connection lost with a request in flight"))
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        head_end = self.buffer.find(b"\r\n\r\n")
-        if head_end < 0:
-            return
-        head = bytes(self.buffer[:head_end]).lower()
-        at = head.find(b"\r\ncontent-length:")
-        line_end = head.find(b"\r\n", at + 2)
-        length = int(head[at + 17:line_end if line_end >= 0 else len(head)]) if at >= 0 else 0
-        end = head_end + 4 + length
-        if len(self.buffer) < end:
-            return
-        body = bytes(self.buffer[head_end + 4:end])
-        del self.buffer[:end]
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((int(head[9:12]), body))
-
-
-class Connection:
-    """One keep-alive connection, one request in flight at a time; request heads are built once per target."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.transport: asyncio.Transport | None = None
-        self.protocol = _Response()
-        self._heads: dict[str, bytes] = {}
-
-    async def open(self) -> Connection:
-        loop = asyncio.get_running_loop()
-        transport, self.protocol = await loop.create_connection(_Response, "127.0.0.1", self.port)
-        self.transport = transport
-        return self
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-    def head(self, target: str) -> bytes:
-        head = self._heads.get(target)
-        if head is None:
-            head = self._heads[target] = (
-                f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/x-amz-json-1.0\r\n"
-                f"X-Amz-Target: {target}\r\nX-Amz-Date: {AMZ_DATE}\r\nAuthorization: {AUTHORIZATION}\r\n"
-                "Content-Length: ").encode()
-        return head
-
-    async def call(self, target: str, body: bytes) -> tuple[int, bytes]:
-        """Send one request (`target` is the full X-Amz-Target); its (HTTP status, body)."""
-        assert self.transport is not None
-        waiter: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
-        self.protocol.waiter = waiter
-        self.transport.write(b"%s%d\r\n\r\n%s" % (self.head(target), len(body), body))
-        return await waiter
-
-    async def json(self, target: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """A JSON request's parsed answer; ServiceError unless it is a 200."""
-        status, body = await self.call(target, orjson.dumps(payload))
-        if status != 200:
-            raise ServiceError(status, body)
-        answer: dict[str, Any] = orjson.loads(body)
-        return answer
-
-
-# ----------------------------------------------------------------------------------------------------- servers
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -212,8 +110,13 @@ class Server:
                 continue
 
 
+def connect(port: int) -> Connection:
+    """A connection to a local server (signed once: see ddbclient.Endpoint)."""
+    return Connection(Endpoint(f"http://127.0.0.1:{port}", sign=False))
+
+
 async def _list_tables(port: int) -> None:
-    connection = await Connection(port).open()
+    connection = connect(port)
     try:
         await connection.json(DYNAMODB + "ListTables", {})
     finally:
@@ -317,7 +220,7 @@ async def drive(port: int, label: str, round_: int, server: str, args: argparse.
     operation, table = WORKLOADS[label]
     make, expect = request_maker(operation, table, args.items)
     target = DYNAMODB + operation
-    connections = await asyncio.gather(*(Connection(port).open() for _ in range(args.connections)))
+    connections = [connect(port) for _ in range(args.connections)]
     latencies: list[float] = []
     errors: dict[str, int] = {}
     start = time.perf_counter()
@@ -332,13 +235,13 @@ async def drive(port: int, label: str, round_: int, server: str, args: argparse.
                 except ConnectionError:
                     status, body = 0, b"connection lost"
                     connection.close()
-                    connection = await Connection(port).open()
+                    connection = connect(port)
                 if began < measure_from:
                     continue
                 if status == 200 and (expect is None or expect in body):
                     latencies.append(time.perf_counter() - began)
                 else:
-                    kind = ServiceError(status, body).kind or body[:80].decode("utf-8", "replace")
+                    kind = error_of(status, body).error_type or body[:80].decode("utf-8", "replace")
                     errors[f"{status} {kind}"] = errors.get(f"{status} {kind}", 0) + 1
         finally:
             connection.close()
@@ -377,7 +280,7 @@ async def load(port: int, table: str, items: int, connections: int) -> None:
     batches = iter(range(0, items, 25))
 
     async def worker() -> None:
-        connection = await Connection(port).open()
+        connection = connect(port)
         try:
             for first in batches:
                 requests = [{"PutRequest": {"Item": orjson.loads(item_json(index, 0))}}
@@ -394,14 +297,14 @@ async def load(port: int, table: str, items: int, connections: int) -> None:
 
 async def prepare(server: Server, args: argparse.Namespace) -> None:
     """Both tables on `server`, loaded; `server.streams` tells whether it took the table with a stream."""
-    connection = await Connection(server.port).open()
+    connection = connect(server.port)
     try:
         await create_table(connection, PLAIN, stream=False)
         try:
             await create_table(connection, STREAMED, stream=True)
             server.streams = True
-        except ServiceError as error:
-            if error.kind != "ValidationException":
+        except DynamoError as error:
+            if error.error_type != "ValidationException":
                 raise
             print(f"{server.name}: no table with a stream ({error}); its stream rows are n/a", flush=True)
     finally:
@@ -425,7 +328,7 @@ async def shard_ids(connection: Connection, arn: str) -> list[str]:
 async def read_stream(port: int, table: str) -> tuple[int, int, float]:
     """Read `table`'s whole stream from TRIM_HORIZON, shard after shard, each until GetRecords returns no records
     (or a closed shard ends): (records, GetRecords calls, seconds)."""
-    connection = await Connection(port).open()
+    connection = connect(port)
     try:
         start = time.perf_counter()
         arn = (await connection.json(DYNAMODB + "DescribeTable", {"TableName": table}))["Table"]["LatestStreamArn"]
@@ -667,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("\ninterrupted: servers stopped" + ("; the figures so far:" if samples else ""), file=sys.stderr)
             status = 130
-        except (RuntimeError, ServiceError, OSError, subprocess.CalledProcessError) as error:
+        except (RuntimeError, DynamoError, OSError, subprocess.CalledProcessError) as error:
             detail = error.stderr if isinstance(error, subprocess.CalledProcessError) else ""
             print(f"\nfailed: {error} {detail}", file=sys.stderr)
             status = 1
