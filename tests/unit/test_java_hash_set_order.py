@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from openddb.api.indexes import _java_string_hash, java_hash_set_order
+from openddb.api.indexes import java_hash_set_order
+from openddb.api.validation import java_string_hash as _java_string_hash
 
 
 def test_string_hash_matches_java() -> None:

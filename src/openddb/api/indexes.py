@@ -294,15 +294,6 @@ def undefined_keys(keys: list[str], defined: list[str]) -> ValidationException:
                     f"[{', '.join(java_hash_set_order(defined))}]")
 
 
-def _java_string_hash(text: str) -> int:
-    """Java's String.hashCode, over UTF-16 code units."""
-    value = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        value = (31 * value + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return value
-
-
 def java_hash_set_order(names: list[str]) -> list[str]:
     """`names` without repeats in the order a java.util.HashSet filled with them iterates: DynamoDB's messages list
     some sets of attribute names so. Buckets are taken in order (the table doubles from 16 while more than three
@@ -313,7 +304,7 @@ def java_hash_set_order(names: list[str]) -> list[str]:
         capacity *= 2
 
     def bucket(name: str) -> int:
-        code = _java_string_hash(name)
+        code = v.java_string_hash(name)
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(distinct, key=bucket)  # a stable sort: insertion order within a bucket

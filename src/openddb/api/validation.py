@@ -76,8 +76,9 @@ def _check_length(value: Any, path: str, length: int, min_len: int | None, max_l
         errors.append(_violation(value, path, f"Member must have length less than or equal to {max_len}", shape))
 
 
-def _java_string_hash(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits)."""
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits): DynamoDB's messages list sets in
+    orders that follow it."""
     value = 0
     units = text.encode("utf-16-be")
     for i in range(0, len(units), 2):
@@ -106,7 +107,7 @@ def enum_message_order(values: tuple[str, ...]) -> list[str]:
     Unrecorded enumerations (TableClass, SSEType, MultiRegionConsistency, ...) follow the rule: a best guess."""
     declared = _MODEL_ORDER.get(frozenset(values), values)
     position = {value: index for index, value in enumerate(declared)}
-    return sorted(values, key=lambda value: (_java_string_hash(value) & 31, -position[value]))
+    return sorted(values, key=lambda value: (java_string_hash(value) & 31, -position[value]))
 
 
 @dataclass
