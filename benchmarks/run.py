@@ -57,13 +57,16 @@ def start_servers(args: argparse.Namespace, data_dir: str, servers: list[Server]
                                               "--port", str(port)], port))
 
 
-async def measure(servers: list[Server], args: argparse.Namespace, out: Path) -> dict[tuple[str, str], list[load.Result]]:
+Cells = dict[tuple[str, str], list[load.Result]]  # (server, workload) -> its results, one a round
+
+
+async def measure(servers: list[Server], args: argparse.Namespace, out: Path) -> Cells:
     """Every (round, workload, server), the servers' order rotating each round; results also as JSON lines."""
     workloads = [w for w in args.workloads.split(",") if w]
     stores = [server for server in servers if server.name != "ceiling"]
     for server in stores:
         await load.prepare(f"http://127.0.0.1:{server.port}", workloads)
-    cells: dict[tuple[str, str], list[load.Result]] = {}
+    cells: Cells = {}
     with out.open("a") as sink:
         for round_ in range(args.rounds):
             shift = round_ % len(servers)
@@ -82,7 +85,7 @@ async def measure(servers: list[Server], args: argparse.Namespace, out: Path) ->
     return cells
 
 
-def summarize(cells: dict[tuple[str, str], list[load.Result]], servers: list[Server]) -> None:
+def summarize(cells: Cells, servers: list[Server]) -> None:
     names = [s.name for s in servers]
     workloads = sorted({w for _, w in cells}, key=ORDER.find)
     print(f"\n{'workload':<11}" + "".join(f"{n:>26}" for n in names))
