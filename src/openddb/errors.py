@@ -72,9 +72,13 @@ class UnsupportedOperationException(DynamoDBError):
     namespace = _CORAL_SERVICE
     status = 501
 
-    def __init__(self, operation: str) -> None:
-        super().__init__(f"{operation} is not supported by OpenDDB yet (docs/OPERATIONS.md lists the operations "
-                         "it implements)")
+    def __init__(self, operation: str, reason: str | None = None) -> None:
+        """`reason`: why a part of an operation OpenDDB implements (`operation` names the part) is refused."""
+        if reason is None:
+            super().__init__(f"{operation} is not supported by OpenDDB yet (docs/OPERATIONS.md lists the operations "
+                             "it implements)")
+        else:
+            super().__init__(f"{operation} is not supported by OpenDDB: {reason} (docs/OPERATIONS.md)")
 
 
 class MissingAuthenticationTokenException(DynamoDBError):

@@ -147,7 +147,8 @@ def test_global_table_changes_are_refused_by_name(server, ddb, members):
     assert raw(server, "UpdateTable", {"TableName": "no-such-table", **members})[1] == "ResourceNotFoundException"
     status, kind, message = raw(server, "UpdateTable", {"TableName": name, **members})
     assert (status, kind) == (501, "UnsupportedOperationException")
-    assert message.startswith(f"UpdateTable's {member} is not supported by OpenDDB")
+    assert message == (f"UpdateTable's {member} is not supported by OpenDDB: its tables have no replicas in other "
+                       "Regions or accounts (docs/OPERATIONS.md)")  # said once (it once ended in a second sentence)
     table = ddb.describe_table(TableName=name)["Table"]
     assert table["TableStatus"] == "ACTIVE"
     assert not {"Replicas", "GlobalTableVersion", "GlobalTableWitnesses", "MultiRegionConsistency",
@@ -182,3 +183,55 @@ def test_point_in_time_recovery_is_described_off(ddb):
     description = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
     assert description == {"ContinuousBackupsStatus": "ENABLED",
                            "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
+
+
+# --- UpdateContinuousBackups: checked in full; point-in-time recovery turns off, not on -------------------------
+
+
+def _pitr(name: str, **specification: Any) -> dict[str, Any]:
+    return {"TableName": name, "PointInTimeRecoverySpecification": specification}
+
+
+@pytest.mark.parametrize(("specification", "violation"), [
+    ({"PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 0},
+     "Value '0' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must "
+     "have value greater than or equal to 1"),
+    ({"PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 36},
+     "Value '36' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member "
+     "must have value less than or equal to 35"),
+    ({"RecoveryPeriodInDays": 7},
+     "Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: "
+     "Member must not be null"),
+], ids=["period-0", "period-36", "enabled-missing"])
+def test_recovery_period_is_checked_before_the_table(server, specification, violation):
+    """RecoveryPeriodInDays is 1-35 (the API Reference's PointInTimeRecoverySpecification) and
+    PointInTimeRecoveryEnabled is required: refused in the envelope, before the table is looked up."""
+    assert raw(server, "UpdateContinuousBackups", _pitr("no-such-table", **specification)) == (
+        400, "ValidationException", f"1 validation error detected: {violation}")
+
+
+def test_update_continuous_backups_needs_its_specification(server):
+    assert raw(server, "UpdateContinuousBackups", {"TableName": "no-such-table"}) == (
+        400, "ValidationException", "1 validation error detected: Value null at 'pointInTimeRecoverySpecification' "
+        "failed to satisfy constraint: Member must not be null")
+
+
+def test_point_in_time_recovery_turns_off_but_not_on(server, ddb):
+    """Turning it off answers the description DynamoDB gives (it is off); turning it on is refused by name, since
+    it would promise restores; a missing table is the backup operations' TableNotFoundException."""
+    name = unique_name()
+    ddb.create_table(**_table(TableName=name))
+    off = {"PointInTimeRecoveryEnabled": False}
+    assert ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=off)[
+        "ContinuousBackupsDescription"] == {"ContinuousBackupsStatus": "ENABLED",
+                                           "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
+    code, message = refusal(ddb.update_continuous_backups, TableName="no-such-table",
+                            PointInTimeRecoverySpecification=off)
+    assert (code, message) == ("TableNotFoundException", "Table not found: no-such-table")
+    status, kind, message = raw(server, "UpdateContinuousBackups", _pitr(name, PointInTimeRecoveryEnabled=True,
+                                                                         RecoveryPeriodInDays=7))
+    assert (status, kind) == (501, "UnsupportedOperationException")
+    assert message.startswith("UpdateContinuousBackups with PointInTimeRecoveryEnabled true is not supported by "
+                              "OpenDDB: ")
+    assert ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"][
+        "PointInTimeRecoveryDescription"] == {"PointInTimeRecoveryStatus": "DISABLED"}

@@ -128,8 +128,7 @@ def test_unsupported_operation_over_raw_http(server):
 @pytest.mark.parametrize(("operation", "arguments"), [
     ("create_backup", {"TableName": "some-table", "BackupName": "nightly"}),
     ("execute_statement", {"Statement": "SELECT * FROM \"some-table\""}),
-    ("update_continuous_backups", {"TableName": "some-table",
-                                   "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}),
+    ("list_backups", {"TableName": "some-table"}),
 ])
 def test_unsupported_operation_through_boto3(ddb, operation, arguments):
     """boto3 shows the operation's name, "not supported by OpenDDB" and HTTP 501, not a misleading unknown

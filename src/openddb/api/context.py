@@ -40,13 +40,17 @@ class RequestContext:
 
     def described_table(self, name_or_arn: str) -> TableMeta:
         """The table named in a control-plane request, with the control plane's not-found wording."""
-        name = table_name_from(name_or_arn)
-        if name != name_or_arn:
-            self.check_table_arn(name_or_arn)
-        meta = self.engine.get_table(name)
+        name, meta = self.find_table(name_or_arn)
         if meta is None:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")
         return meta
+
+    def find_table(self, name_or_arn: str) -> tuple[str, TableMeta | None]:
+        """A control-plane request's table name (an ARN checked) and its table, or None for the caller to word."""
+        name = table_name_from(name_or_arn)
+        if name != name_or_arn:
+            self.check_table_arn(name_or_arn)
+        return name, self.engine.get_table(name)
 
     def check_table_arn(self, arn: str) -> None:
         """A TableName ARN must name a table of this partition and region (another region's is not served from

@@ -14,7 +14,7 @@ from typing import Any
 from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.common import counted, epoch_millis
-from openddb.api.context import RequestContext, table_name_from
+from openddb.api.context import RequestContext
 from openddb.api.tags import TAGS, check_tags, with_tags
 from openddb.api.throughput import (
     MAX_THROUGHPUT,
@@ -26,7 +26,6 @@ from openddb.api.throughput import (
 from openddb.errors import (
     LimitExceededException,
     ResourceInUseException,
-    TableNotFoundException,
     UnsupportedOperationException,
     ValidationException,
 )
@@ -474,8 +473,7 @@ def _refuse_global_members(request: dict[str, Any]) -> None:
     answered as if it had been carried out."""
     for member in _global_members(request):
         raise UnsupportedOperationException(
-            f"UpdateTable's {member} is not supported by OpenDDB: its tables have no replicas in other Regions or "
-            "accounts (docs/OPERATIONS.md)")
+            f"UpdateTable's {member}", "its tables have no replicas in other Regions or accounts")
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -762,24 +760,6 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     return {"TableDescription": description}
 
 
-DESCRIBE_CONTINUOUS_BACKUPS = v.Struct({"TableName": v.table_name_or_arn()})
-
-
-def describe_continuous_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """Continuous backups are on for every DynamoDB table; point-in-time recovery is off unless enabled (which
-    needs restores, not built yet: UpdateContinuousBackups stays unknown rather than pretending)."""
-    v.validate_named(DESCRIBE_CONTINUOUS_BACKUPS, request)
-    name = table_name_from(request["TableName"])
-    if name != request["TableName"]:
-        context.check_table_arn(request["TableName"])
-    if context.engine.get_table(name) is None:
-        raise TableNotFoundException(f"Table not found: {name}")
-    return {"ContinuousBackupsDescription": {
-        "ContinuousBackupsStatus": "ENABLED",
-        "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"},
-    }}
-
-
 def describe_endpoints(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """DynamoDB answers with the address of its regional endpoint (`dynamodb.<region>.amazonaws.com`); here the
     address that reaches this server is the one the client used (its Host header, port included), so a client that
@@ -800,7 +780,6 @@ HANDLERS = {
     "ListTables": list_tables,
     "UpdateTable": update_table,
     "DeleteTable": delete_table,
-    "DescribeContinuousBackups": describe_continuous_backups,
     "DescribeEndpoints": describe_endpoints,
     "DescribeLimits": describe_limits,
 }
