@@ -124,6 +124,15 @@ class ValidationException(DynamoDBError):
     namespace = _CORAL_VALIDATE
 
 
+INVALID_PARAMETERS = "One or more parameter values were invalid: "
+
+
+def invalid(detail: str) -> ValidationException:
+    """DynamoDB's most common refusal of a well-formed request's values: "One or more parameter values were
+    invalid: <detail>"."""
+    return ValidationException(INVALID_PARAMETERS + detail)
+
+
 # --- DynamoDB service errors -------------------------------------------------------------------
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from openddb.api import common
-from openddb.api.common import counted
+from openddb.api import figures as description_figures
+from openddb.api.figures import counted
 from openddb.model.schema import TableMeta
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_engine_contract import fill, new_meta
@@ -46,8 +46,8 @@ def test_a_slow_count_is_reused_for_a_hundred_times_its_cost() -> None:
     other = engine.create_table(new_meta())  # each table (and index) has its own figures
     assert counted(engine, other) == (0, 0)
     key = (meta.uuid, None)
-    _, figures = common._COUNTS[key]
-    common._COUNTS[key] = (time.monotonic() - 1, figures)  # as when the reuse time has run out
+    _, figures = description_figures._COUNTS[key]
+    description_figures._COUNTS[key] = (time.monotonic() - 1, figures)  # as when the reuse time has run out
     assert counted(engine, meta)[0] == 5
     assert engine.counts == 3
     engine.close()

@@ -15,25 +15,19 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.common import (
-    SCHEMA_MISMATCH,
-    KeySchemaMismatch,
-    canonical_digest,
+from openddb.api.capacity import (
     capacity_with_indexes,
-    check_index_keys,
     consumed_capacity,
-    exceeds_item_size,
-    expression_attributes,
-    expression_text,
-    invalid,
     item_collection_metrics,
-    item_key,
-    parse_key,
     read_units,
     write_units,
 )
 from openddb.api.context import RequestContext
-from openddb.errors import ValidationException
+from openddb.api.expression_members import expression_attributes, expression_text
+from openddb.api.keys import SCHEMA_MISMATCH, KeySchemaMismatch, check_index_keys, item_key, parse_key
+from openddb.api.limits import exceeds_item_size
+from openddb.api.request_digest import canonical_digest
+from openddb.errors import ValidationException, invalid
 from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
 from openddb.model.indexes import index_write_units

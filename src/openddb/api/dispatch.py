@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from openddb.api.common import REQUEST_BYTES
 from openddb.api.context import RequestContext, as_requested
+from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,

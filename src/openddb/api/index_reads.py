@@ -16,17 +16,11 @@ from typing import Any
 
 import orjson
 
-from openddb.api.common import (
-    capacity_with_indexes,
-    empty_index_key,
-    invalid,
-    key_value_bytes,
-    read_units,
-    storage_key,
-)
+from openddb.api.capacity import capacity_with_indexes, read_units
 from openddb.api.context import RequestContext
 from openddb.api.indexes import schedule_backfill
-from openddb.errors import ValidationException
+from openddb.api.keys import empty_index_key, key_value_bytes, storage_key
+from openddb.errors import ValidationException, invalid
 from openddb.expressions import ExpressionAttributes, compile_key_condition
 from openddb.expressions.ast import ExpressionError
 from openddb.expressions.compiler import invalid as invalid_expression

@@ -19,10 +19,10 @@ import time
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import counted
+from openddb.api.figures import counted
 from openddb.api.throughput import ON_DEMAND_WARM, count_decrease, provisioned_units, throughput_description
-from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException
-from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
+from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException, invalid
+from openddb.model.schema import BillingMode, IndexMeta, KeyAttribute, ProjectionType, TableMeta
 from openddb.storage.base import CatalogChanged, Engine, StorageKey, lease_holder
 
 log = logging.getLogger("openddb.indexes")
@@ -75,10 +75,6 @@ GSI_UPDATES = v.List(v.Struct({
 ONE_ONLINE_INDEX = "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
 
 
-def _invalid(detail: str) -> ValidationException:
-    return ValidationException(f"One or more parameter values were invalid: {detail}")
-
-
 # --- throughput limits (OnDemandThroughput, WarmThroughput) of tables and of global secondary indexes -----------
 
 _INITIAL = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
@@ -87,7 +83,7 @@ _CAPACITY = ("ReadCapacityUnits of ProvisionedThroughput", "WriteCapacityUnits o
 DECREASING = "current WarmThroughput, decreasing WarmThroughput is not supported"
 
 
-def on_demand_request(requested: dict[str, int], billing_mode: str, *, clearing: bool,
+def on_demand_request(requested: dict[str, int], billing_mode: BillingMode, *, clearing: bool,
                       index: str | None = None) -> dict[str, int]:
     """The OnDemandThroughput members requested of a table (or of the GSI `index`), checked: on-demand tables
     only; at least 1, or -1 (clearing a member) on UpdateTable. DynamoDB words each case a little differently
@@ -97,12 +93,12 @@ def on_demand_request(requested: dict[str, int], billing_mode: str, *, clearing:
         # (UpdateTable's spacing is "for index : X", CreateTable's "for index: X", both recorded.)
         of = "" if index is None else f" for index{' :' if clearing else ':'} {index}"
         when = "when the table BillingMode is PROVISIONED" if clearing else "when table BillingMode is PROVISIONED."
-        raise _invalid(f"{given[0]} for OnDemandThroughput{of} cannot be specified {when}")
+        raise invalid(f"{given[0]} for OnDemandThroughput{of} cannot be specified {when}")
     for member in ON_DEMAND_MEMBERS:
         value = requested.get(member)
         if value is not None and value < 1 and not (clearing and value == -1):
             of = "table" if index is None else f"index : {index}"
-            raise _invalid(f"Requested {member} for OnDemandThroughput for {of} is outside of valid range")
+            raise invalid(f"Requested {member} for OnDemandThroughput for {of} is outside of valid range")
     return {member: int(requested[member]) for member in ON_DEMAND_MEMBERS if requested.get(member) is not None}
 
 
@@ -121,12 +117,12 @@ def warm_request(requested: dict[str, int], floor: tuple[int, int], lower: tuple
     for member, least, named in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), floor, lower, strict=True):
         value = requested.get(member)
         if value is not None and value < least:
-            raise _invalid(f"Requested {member} for WarmThroughput for {of} is lower than {named}")
+            raise invalid(f"Requested {member} for WarmThroughput for {of} is lower than {named}")
         wanted.append(least if value is None else int(value))
     return wanted[0], wanted[1]
 
 
-def initial_warm(requested: dict[str, int], billing_mode: str, capacity: tuple[int, int],
+def initial_warm(requested: dict[str, int], billing_mode: BillingMode, capacity: tuple[int, int],
                  index: str | None = None) -> tuple[int, int]:
     """The WarmThroughput a new table (or GSI) asks for: at least on-demand's initial throughput, or its
     provisioned capacity."""
@@ -146,16 +142,16 @@ def _key_schema(name: str, schema: list[dict[str, str]], types: dict[str, str],
     hashes = [e for e in schema if e["KeyType"] == "HASH"]
     ranges = [e for e in schema if e["KeyType"] == "RANGE"]
     if schema != hashes + ranges:
-        raise _invalid("All HASH key attributes must precede RANGE key attributes in the KeySchema")
+        raise invalid("All HASH key attributes must precede RANGE key attributes in the KeySchema")
     if local and len(hashes) != 1:
         raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
     for kind, elements in (("HASH", hashes), ("RANGE", ranges)):
         if len(elements) > MAX_KEY_ATTRIBUTES:
-            raise _invalid(f"The KeySchema exceeds the maximum allowed number of {kind} key attributes")
+            raise invalid(f"The KeySchema exceeds the maximum allowed number of {kind} key attributes")
     names = [e["AttributeName"] for e in schema]
     if len(set(names)) != len(names):
         if len(names) == 2:
-            raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+            raise invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
         raise ValidationException("The KeySchema contains multiple key attributes with the same name")
     for element in schema:
         if element["AttributeName"] not in types:
@@ -164,39 +160,39 @@ def _key_schema(name: str, schema: list[dict[str, str]], types: dict[str, str],
             [KeyAttribute(e["AttributeName"], types[e["AttributeName"]]) for e in ranges])
 
 
-def _projection(projection: dict[str, Any]) -> tuple[str, list[str]]:
+def _projection(projection: dict[str, Any]) -> tuple[ProjectionType, list[str]]:
     kind = projection.get("ProjectionType")
     non_key = projection.get("NonKeyAttributes")
     if kind is None:
-        raise _invalid("Unknown ProjectionType: null")
+        raise invalid("Unknown ProjectionType: null")
     if kind == "INCLUDE" and not non_key:
-        raise _invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+        raise invalid("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
     if kind != "INCLUDE" and non_key is not None:
-        raise _invalid(f"ProjectionType is {kind}, but NonKeyAttributes is specified")
+        raise invalid(f"ProjectionType is {kind}, but NonKeyAttributes is specified")
     seen: set[str] = set()
     for name in non_key or []:
         if name in seen:
-            raise _invalid(f"Duplicate element in NonKeyAttributes: {name}")
+            raise invalid(f"Duplicate element in NonKeyAttributes: {name}")
         seen.add(name)
     return kind, list(non_key or [])
 
 
-def _index_throughput(name: str, spec: dict[str, Any], billing_mode: str, *,
+def _index_throughput(name: str, spec: dict[str, Any], billing_mode: BillingMode, *,
                       creating_table: bool = False) -> tuple[int, int]:
     throughput = spec.get("ProvisionedThroughput")
     if billing_mode == "PAY_PER_REQUEST":
         if throughput is not None:  # CreateTable and UpdateTable's Create action word this differently too
             if creating_table:
-                raise _invalid(f"ProvisionedThroughput should not be specified for index: {name} when BillingMode "
-                               "is PAY_PER_REQUEST")
-            raise _invalid(f"Neither ReadCapacityUnits nor WriteCapacityUnits can be specified for index: {name} "
-                           "when BillingMode is PAY_PER_REQUEST")
+                raise invalid(f"ProvisionedThroughput should not be specified for index: {name} when BillingMode "
+                              "is PAY_PER_REQUEST")
+            raise invalid(f"Neither ReadCapacityUnits nor WriteCapacityUnits can be specified for index: {name} "
+                          "when BillingMode is PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
         # CreateTable and UpdateTable's Create action word this differently.
         if creating_table:
-            raise _invalid(f"ProvisionedThroughput is not specified for index: {name}")
-        raise _invalid(f"Both ReadCapacityUnits and WriteCapacityUnits must be specified for index: {name}")
+            raise invalid(f"ProvisionedThroughput is not specified for index: {name}")
+        raise invalid(f"Both ReadCapacityUnits and WriteCapacityUnits must be specified for index: {name}")
     return provisioned_units(throughput)
 
 
@@ -204,11 +200,11 @@ def _check_projected_total(indexes: list[IndexMeta]) -> None:
     """At most 100 NonKeyAttributes summed over every secondary index of a table."""
     projected = sum(len(index.non_key_attributes) for index in indexes)
     if projected > MAX_PROJECTED_ATTRIBUTES:
-        raise _invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
-                       f"number of projected attributes: {projected}")  # best guess
+        raise invalid(f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
+                      f"number of projected attributes: {projected}")  # best guess
 
 
-def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: str, index_id: int, *,
+def parse_gsi(spec: dict[str, Any], types: dict[str, str], billing_mode: BillingMode, index_id: int, *,
               creating_table: bool = False) -> IndexMeta:
     name = spec["IndexName"]
     hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=False)
@@ -234,14 +230,14 @@ def index_warm(meta: TableMeta, index: IndexMeta) -> tuple[int, int]:
 
 
 def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_key: KeyAttribute,
-                         range_key: KeyAttribute | None, billing_mode: str) -> list[IndexMeta]:
+                         range_key: KeyAttribute | None, billing_mode: BillingMode) -> list[IndexMeta]:
     """The indexes a CreateTable request defines, validated as DynamoDB does (the shape already checked)."""
     gsis: list[dict[str, Any]] | None = request.get("GlobalSecondaryIndexes")
     lsis: list[dict[str, Any]] | None = request.get("LocalSecondaryIndexes")
     if gsis == []:
-        raise _invalid("List of GlobalSecondaryIndexes is empty")
+        raise invalid("List of GlobalSecondaryIndexes is empty")
     if lsis == []:
-        raise _invalid("List of LocalSecondaryIndexes is empty")
+        raise invalid("List of LocalSecondaryIndexes is empty")
     gsis, lsis = gsis or [], lsis or []
     # An index key attribute without a definition is refused first, then an attribute defined but used by no key,
     # before any other index rule is looked at (both recorded against DynamoDB).
@@ -253,33 +249,33 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
         if any(name not in types for name in keys):
             raise undefined_keys(keys, list(types))
     if set(types) - set(used):
-        raise _invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(types)}], "
-                       f"keys used: [{', '.join(java_hash_set_order(used))}]")
+        raise invalid(f"Some AttributeDefinitions are not used. AttributeDefinitions: [{', '.join(types)}], "
+                      f"keys used: [{', '.join(java_hash_set_order(used))}]")
     if lsis and range_key is None:
-        raise _invalid("Table KeySchema does not have a range key, which is required when specifying a "
-                       "LocalSecondaryIndex")
+        raise invalid("Table KeySchema does not have a range key, which is required when specifying a "
+                      "LocalSecondaryIndex")
     if len(gsis) > MAX_GSIS:
-        raise _invalid(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")
+        raise invalid(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")
     if len(lsis) > MAX_LSIS:
-        raise _invalid(f"Number of LocalSecondaryIndexes exceeds per-table limit of {MAX_LSIS}")
+        raise invalid(f"Number of LocalSecondaryIndexes exceeds per-table limit of {MAX_LSIS}")
     indexes: list[IndexMeta] = []
     seen: set[str] = set()
     for spec in lsis:
         name = spec["IndexName"]
         if name in seen:
-            raise _invalid(f"Duplicate index name: {name}")
+            raise invalid(f"Duplicate index name: {name}")
         seen.add(name)
         hashes, ranges = _key_schema(name, spec["KeySchema"], types, local=True)
         if not ranges:
-            raise _invalid(f"Index KeySchema does not have a range key for index: {name}")
+            raise invalid(f"Index KeySchema does not have a range key for index: {name}")
         if hashes[0].name != hash_key.name:
-            raise _invalid(f"Index KeySchema does not have the same leading hash key as table KeySchema for index: "
-                           f"{name}. index hash key: {hashes[0].name}, table hash key: {hash_key.name}")
+            raise invalid(f"Index KeySchema does not have the same leading hash key as table KeySchema for index: "
+                          f"{name}. index hash key: {hashes[0].name}, table hash key: {hash_key.name}")
         kind, non_key = _projection(spec["Projection"])
         indexes.append(IndexMeta(name, "LOCAL", hashes, ranges, kind, non_key, index_id=len(indexes) + 1))
     for spec in gsis:
         if spec["IndexName"] in seen:
-            raise _invalid(f"Duplicate index name: {spec['IndexName']}")
+            raise invalid(f"Duplicate index name: {spec['IndexName']}")
         seen.add(spec["IndexName"])
         indexes.append(parse_gsi(spec, types, billing_mode, len(indexes) + 1, creating_table=True))
     _check_projected_total(indexes)
@@ -289,9 +285,9 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
 def undefined_keys(keys: list[str], defined: list[str]) -> ValidationException:
     """A key schema naming an attribute AttributeDefinitions lacks: both lists in Java HashSet order, as DynamoDB
     prints them (recorded: 'Keys: [user_id, created_at], AttributeDefinitions: [status_message, metadata, ...]')."""
-    return _invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
-                    f"[{', '.join(java_hash_set_order(keys))}], AttributeDefinitions: "
-                    f"[{', '.join(java_hash_set_order(defined))}]")
+    return invalid(f"Some index key attributes are not defined in AttributeDefinitions. Keys: "
+                   f"[{', '.join(java_hash_set_order(keys))}], AttributeDefinitions: "
+                   f"[{', '.join(java_hash_set_order(defined))}]")
 
 
 def java_hash_set_order(names: list[str]) -> list[str]:
@@ -360,22 +356,38 @@ def _find(meta: TableMeta, name: str, action: str) -> IndexMeta:
 
 
 def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
-                        billing_mode: str) -> tuple[list[IndexMeta], list[int]]:
+                        billing_mode: BillingMode) -> tuple[list[IndexMeta], list[int]]:
     """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped.
     `billing_mode` is the table's mode once the request is applied (it may switch it)."""
     updates: list[dict[str, Any]] = request["GlobalSecondaryIndexUpdates"]
+    _check_index_actions(meta, updates)
+    types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
+    created: list[IndexMeta] = []
+    dropped: list[int] = []
+    for position, update in enumerate(updates, 1):
+        if update.get("Create") is not None:
+            created.append(_create(meta, request, update["Create"], types, billing_mode))
+        elif update.get("Delete") is not None:
+            dropped.append(_delete(meta, update["Delete"]["IndexName"]))
+        else:
+            _update(meta, update["Update"], billing_mode, position, now)
+    return created, dropped
+
+
+def _check_index_actions(meta: TableMeta, updates: list[dict[str, Any]]) -> None:
+    """One action per update, one update per index, and one online creation or deletion at a time."""
     for update in updates:
         actions = sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None)
         if actions == 0:
-            raise _invalid("One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, "
-                           "GlobalSecondaryIndexUpdate.Delete must not be null")
+            raise invalid("One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, "
+                          "GlobalSecondaryIndexUpdate.Delete must not be null")
         if actions > 1:
-            raise _invalid("Only one global secondary index action is allowed per GlobalSecondaryIndexUpdate object")
+            raise invalid("Only one global secondary index action is allowed per GlobalSecondaryIndexUpdate object")
     named: set[str] = set()
     for update in updates:
         name = next(update[k]["IndexName"] for k in ("Create", "Update", "Delete") if update.get(k) is not None)
         if name in named:
-            raise _invalid(f"Only one global secondary index update per index is allowed simultaneously. Index: {name}")
+            raise invalid(f"Only one global secondary index update per index is allowed simultaneously. Index: {name}")
         named.add(name)
     online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
     building = {i.name for i in meta.indexes if i.status == "CREATING"}
@@ -384,48 +396,47 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
     waiting = [u for u in online if u.get("Delete") is None or u["Delete"].get("IndexName") not in building]
     if len(online) > 1 or (building and waiting):
         raise LimitExceededException(ONE_ONLINE_INDEX)
-    types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
-    created: list[IndexMeta] = []
-    dropped: list[int] = []
-    for position, update in enumerate(updates, 1):
-        if update.get("Create") is not None:
-            created.append(_create(meta, request, update["Create"], types, billing_mode))
-        elif update.get("Delete") is not None:
-            index = _find(meta, update["Delete"]["IndexName"], "delete")
-            meta.indexes.remove(index)
-            dropped.append(index.index_id)
-            used = set(meta.key_names)
-            for other in meta.indexes:
-                used.update(other.key_names)
-            meta.attribute_definitions = [d for d in meta.attribute_definitions if d["AttributeName"] in used]
-        else:
-            spec = update["Update"]
-            index = _find(meta, spec["IndexName"], "update")
-            _update_limits(meta, index, spec, billing_mode, position)
-            if spec.get("ProvisionedThroughput") is None:
-                continue
-            if billing_mode == "PAY_PER_REQUEST":
-                raise _invalid(f"The only Updates for index: {index.name} when TableThroughputMode is "
-                               "PAY_PER_REQUEST can be to OnDemandThroughput, WarmThroughput")
-            read, write = _index_throughput(index.name, spec, "PROVISIONED")
-            if (read, write) == (index.read_capacity, index.write_capacity):
-                raise ValidationException(
-                    f"The provisioned throughput for the index {index.name} will not change. The requested value "
-                    f"equals the current value. Current ReadCapacityUnits provisioned for index {index.name}: {read}. "
-                    f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for index "
-                    f"{index.name}: {write}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
-                    "Developer Guide for current limits and how to request higher limits.")
-            if read > index.read_capacity or write > index.write_capacity:
-                index.last_increase = now
-            if read < index.read_capacity or write < index.write_capacity:
-                count_decrease(index, now)  # each index has its own budget, apart from the table's
-            index.peak_read, index.peak_write = index_warm(meta, index)  # warm throughput never goes down
-            index.read_capacity, index.write_capacity = read, write
-    return created, dropped
+
+
+def _delete(meta: TableMeta, name: str) -> int:
+    """A Delete action: the index leaves `meta`, and so do the definitions of attributes no key uses any more."""
+    index = _find(meta, name, "delete")
+    meta.indexes.remove(index)
+    used = set(meta.key_names)
+    for other in meta.indexes:
+        used.update(other.key_names)
+    meta.attribute_definitions = [d for d in meta.attribute_definitions if d["AttributeName"] in used]
+    return index.index_id
+
+
+def _update(meta: TableMeta, spec: dict[str, Any], billing_mode: BillingMode, position: int, now: float) -> None:
+    """An Update action: the index's throughput limits, and its provisioned capacity (increases and decreases
+    counted against the index's own budget)."""
+    index = _find(meta, spec["IndexName"], "update")
+    _update_limits(meta, index, spec, billing_mode, position)
+    if spec.get("ProvisionedThroughput") is None:
+        return
+    if billing_mode == "PAY_PER_REQUEST":
+        raise invalid(f"The only Updates for index: {index.name} when TableThroughputMode is "
+                      "PAY_PER_REQUEST can be to OnDemandThroughput, WarmThroughput")
+    read, write = _index_throughput(index.name, spec, "PROVISIONED")
+    if (read, write) == (index.read_capacity, index.write_capacity):
+        raise ValidationException(
+            f"The provisioned throughput for the index {index.name} will not change. The requested value "
+            f"equals the current value. Current ReadCapacityUnits provisioned for index {index.name}: {read}. "
+            f"Requested ReadCapacityUnits: {read}. Current WriteCapacityUnits provisioned for index "
+            f"{index.name}: {write}. Requested WriteCapacityUnits: {write}. Refer to the Amazon DynamoDB "
+            "Developer Guide for current limits and how to request higher limits.")
+    if read > index.read_capacity or write > index.write_capacity:
+        index.last_increase = now
+    if read < index.read_capacity or write < index.write_capacity:
+        count_decrease(index, now)  # each index has its own budget, apart from the table's
+    index.peak_read, index.peak_write = index_warm(meta, index)  # warm throughput never goes down
+    index.read_capacity, index.write_capacity = read, write
 
 
 def _create(meta: TableMeta, request: dict[str, Any], spec: dict[str, Any], types: dict[str, str],
-            billing_mode: str) -> IndexMeta:
+            billing_mode: BillingMode) -> IndexMeta:
     """A Create action: the new index added to `meta` as CREATING, its key attributes to the definitions."""
     if meta.index(spec["IndexName"]) is not None:
         raise ValidationException("Attempting to create an index which already exists")
@@ -433,7 +444,7 @@ def _create(meta: TableMeta, request: dict[str, Any], spec: dict[str, Any], type
         raise LimitExceededException("Subscriber limit exceeded: Number of global secondary indexes exceeds "
                                      f"per-table limit of {MAX_GSIS}")
     if not request.get("AttributeDefinitions"):
-        raise _invalid(f"AttributeDefinitions is not specified for index: {spec['IndexName']}")
+        raise invalid(f"AttributeDefinitions is not specified for index: {spec['IndexName']}")
     defined = {d["AttributeName"]: d["AttributeType"] for d in request["AttributeDefinitions"]}
     keys = [e["AttributeName"] for e in spec["KeySchema"]]
     if any(k not in defined for k in keys):  # (as captured in 2019; CreateTable words it apart)
@@ -461,16 +472,17 @@ def check_redefined_keys(keys: list[str], defined: dict[str, str], types: dict[s
     for name in keys:
         if name in types and defined[name] != types[name]:
             # Best guess at the wording: DynamoDB's text for this refusal is not quoted in public that we found.
-            raise _invalid(f"Cannot change the type of attribute {name} from {types[name]} to {defined[name]}: "
-                           "it is part of a key schema of the table or of an index")
+            raise invalid(f"Cannot change the type of attribute {name} from {types[name]} to {defined[name]}: "
+                          "it is part of a key schema of the table or of an index")
 
 
-def _update_limits(meta: TableMeta, index: IndexMeta, spec: dict[str, Any], billing_mode: str, position: int) -> None:
+def _update_limits(meta: TableMeta, index: IndexMeta, spec: dict[str, Any], billing_mode: BillingMode,
+                   position: int) -> None:
     """An Update action's OnDemandThroughput and WarmThroughput (it needs one of them or ProvisionedThroughput)."""
     if billing_mode == "PAY_PER_REQUEST" and spec.get("ProvisionedThroughput") is None and \
             not spec.get("OnDemandThroughput") and spec.get("WarmThroughput") is None:  # nothing it may change
-        raise _invalid(f"The only Updates for index: {index.name} when TableThroughputMode is PAY_PER_REQUEST can be "
-                       "to OnDemandThroughput, WarmThroughput")
+        raise invalid(f"The only Updates for index: {index.name} when TableThroughputMode is PAY_PER_REQUEST can be "
+                      "to OnDemandThroughput, WarmThroughput")
     if all(spec.get(k) is None for k in ("ProvisionedThroughput", "OnDemandThroughput", "WarmThroughput")):
         raise ValidationException(v.validation_message([
             f"Value null at 'globalSecondaryIndexUpdates.{position}.member.update.provisionedThroughput' failed to "
@@ -481,13 +493,13 @@ def _update_limits(meta: TableMeta, index: IndexMeta, spec: dict[str, Any], bill
     warm = spec.get("WarmThroughput")
     if warm is not None:
         if not warm:
-            raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
-                           f"specified for index: {index.name}")
+            raise invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
+                          f"specified for index: {index.name}")
         index.peak_read, index.peak_write = warm_request(warm, index_warm(meta, index), (DECREASING, DECREASING),
                                                          index.name)
 
 
-def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode: str,
+def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode: BillingMode,
                          created: list[IndexMeta]) -> None:
     """The table switches billing mode: to on-demand, its GSIs drop their capacity; to provisioned, every GSI
     must be given capacity in the same request (an Update, or its Create)."""
@@ -503,7 +515,7 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
     missing = [index.name for index in meta.indexes
                if index.is_global and index not in created and index.name not in given]
     if missing:  # every one named, comma-joined (quoted from DynamoDB, crossplane-contrib/provider-upjet-aws 1041)
-        raise _invalid(f"ProvisionedThroughput must be specified for index: {','.join(missing)}")
+        raise invalid(f"ProvisionedThroughput must be specified for index: {','.join(missing)}")
 
 
 # --- online creation -----------------------------------------------------------------------------------------

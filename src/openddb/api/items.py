@@ -12,22 +12,18 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.common import (
+from openddb.api.capacity import (
     capacity_with_indexes,
-    check_index_keys,
-    check_key_untouched,
     consumed_capacity,
-    exceeds_item_size,
-    expression_attributes,
-    expression_text,
     item_collection_metrics,
-    item_key,
-    parse_key,
     read_units,
     write_units,
 )
 from openddb.api.context import RequestContext
-from openddb.api.legacy import generated, legacy_origin
+from openddb.api.expression_members import expression_attributes, expression_text
+from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
+from openddb.api.limits import exceeds_item_size
+from openddb.api.rewrite_marks import generated, legacy_origin
 from openddb.errors import ConditionalCheckFailedException, ValidationException
 from openddb.expressions import (
     Condition,

@@ -9,7 +9,7 @@ and one evaluator serve both forms. A request without legacy members is returned
 test per member.
 
 Checks that need the table's key schema stay with the handlers. For those whose wording differs between the
-legacy and the expression form, the rewritten request carries ``LEGACY_MARK`` (see ``legacy_origin``).
+legacy and the expression form, the rewritten request carries ``LEGACY_MARK`` (see ``rewrite_marks``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from openddb.api import validation as v
+from openddb.api.rewrite_marks import LEGACY_MARK
 from openddb.errors import ValidationException
 from openddb.model import AttributeValue
 from openddb.model.values import compare_values, type_of, validate_value
@@ -52,11 +53,6 @@ SHAPES: dict[str, v.Shape] = {
     "ConditionalOperator": v.Str(enum=("OR", "AND")),
 }
 
-# Where a rewritten request records what it was written from: {"QueryFilter": (names...)} for a Query whose
-# FilterExpression came from QueryFilter, {"AttributeUpdates": True} for an UpdateItem whose UpdateExpression
-# came from AttributeUpdates, and under "generated" every expression member the rewriter wrote. Not a DynamoDB
-# member: the request shapes ignore it, and the rewriters drop one a client sends.
-LEGACY_MARK = "@legacy"
 _EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "KeyConditionExpression", "FilterExpression",
                 "ProjectionExpression")
 
@@ -88,18 +84,6 @@ def _invalid_entry(detail: str) -> ValidationException:
     ("1 validation error detected: One or more parameter values were invalid: Value must be provided when Exists is
     true for Attribute: a", verified against DynamoDB in floci-io/floci PR 2125, 2026)."""
     return ValidationException(v.validation_message([_INVALID + detail]))
-
-
-def legacy_origin(request: dict[str, Any], member: str) -> Any:
-    """What ``member`` (QueryFilter, AttributeUpdates) contributed to a rewritten request, or None."""
-    mark = request.get(LEGACY_MARK)
-    return mark.get(member) if isinstance(mark, dict) else None
-
-
-def generated(request: dict[str, Any], member: str) -> bool:
-    """True if the expression ``member`` was written here from legacy members. The limits on expressions (size,
-    operators) are not the legacy parameters' limits, so they do not apply to it."""
-    return member in (legacy_origin(request, "generated") or ())
 
 
 # --- request shape -------------------------------------------------------------------------------------

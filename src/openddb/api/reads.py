@@ -17,17 +17,9 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.common import (
-    consumed_capacity,
-    empty_key,
-    expression_attributes,
-    expression_text,
-    invalid,
-    key_value_bytes,
-    read_units,
-    storage_key,
-)
+from openddb.api.capacity import consumed_capacity, read_units
 from openddb.api.context import RequestContext
+from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.index_reads import (
     IndexReadPlan,
     check_filter_names,
@@ -39,8 +31,9 @@ from openddb.api.index_reads import (
     read_index_page,
     start_key,
 )
-from openddb.api.legacy import generated, legacy_origin
-from openddb.errors import DynamoDBError, ValidationException
+from openddb.api.keys import empty_key, key_value_bytes, storage_key
+from openddb.api.rewrite_marks import generated, legacy_origin
+from openddb.errors import DynamoDBError, ValidationException, invalid
 from openddb.expressions import (
     Condition,
     ExpressionAttributes,

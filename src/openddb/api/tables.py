@@ -13,8 +13,8 @@ from typing import Any
 
 from openddb.api import indexes as ix
 from openddb.api import validation as v
-from openddb.api.common import counted, epoch_millis
 from openddb.api.context import RequestContext
+from openddb.api.figures import counted, epoch_millis
 from openddb.api.tags import TAGS, check_tags, with_tags
 from openddb.api.throughput import (
     MAX_THROUGHPUT,
@@ -28,8 +28,17 @@ from openddb.errors import (
     ResourceInUseException,
     UnsupportedOperationException,
     ValidationException,
+    invalid,
 )
-from openddb.model.schema import IndexMeta, KeyAttribute, StreamMeta, StreamViewType, TableMeta
+from openddb.model.schema import (
+    BillingMode,
+    IndexMeta,
+    KeyAttribute,
+    StreamMeta,
+    StreamViewType,
+    TableMeta,
+    TableStatus,
+)
 
 # Tables reach ACTIVE at once; CreateTable still answers CREATING, as DynamoDB does.
 
@@ -63,11 +72,11 @@ def _sse_of(request: dict[str, Any]) -> dict[str, Any] | None:
     if sse.get("Enabled") is False:
         for member in ("SSEType", "KMSMasterKeyId"):
             if member in sse:
-                raise _invalid(f"{member} can not be specified if Enabled is false")
+                raise invalid(f"{member} can not be specified if Enabled is false")
     if sse.get("SSEType") == "AES256":
-        raise _invalid("SSEType AES256 is not supported")
+        raise invalid("SSEType AES256 is not supported")
     if "KMSMasterKeyId" in sse and sse.get("SSEType") != "KMS":
-        raise _invalid("SSEType KMS is required if KMSMasterKeyId is specified")
+        raise invalid("SSEType KMS is required if KMSMasterKeyId is specified")
     return sse
 
 
@@ -154,10 +163,6 @@ UPDATE_TABLE = v.Struct({
 })
 
 
-def _invalid(detail: str) -> ValidationException:
-    return ValidationException(f"One or more parameter values were invalid: {detail}")
-
-
 def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[KeyAttribute, KeyAttribute | None]:
     """Check a KeySchema against AttributeDefinitions as CreateTable does."""
     if schema[0]["KeyType"] != "HASH":
@@ -166,7 +171,7 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
         if schema[1]["KeyType"] != "RANGE":
             raise ValidationException("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
         if schema[0]["AttributeName"] == schema[1]["AttributeName"]:
-            raise _invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+            raise invalid("Both the Hash Key and the Range Key element in the KeySchema have the same name")
     keys = [element["AttributeName"] for element in schema]
     if any(name not in types for name in keys):
         if len(types) < len(schema):
@@ -179,17 +184,17 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
     return hash_key, range_key
 
 
-def _throughput(request: dict[str, Any], billing_mode: str) -> tuple[int, int]:
+def _throughput(request: dict[str, Any], billing_mode: BillingMode) -> tuple[int, int]:
     throughput = request.get("ProvisionedThroughput")
     if billing_mode == "PAY_PER_REQUEST":
         if throughput is not None:
-            raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
-                           "is PAY_PER_REQUEST")
+            raise invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
+                          "is PAY_PER_REQUEST")
         return 0, 0
     if throughput is None:
         # The same wording whether BillingMode PROVISIONED was sent or defaulted.
-        raise _invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
-                       "is PROVISIONED")
+        raise invalid("ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode "
+                      "is PROVISIONED")
     return provisioned_units(throughput)
 
 
@@ -212,7 +217,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise ValidationException(f"Attribute Name is duplicated: {name}")
         types[name] = definition["AttributeType"]
     hash_key, range_key = _key_schema(request["KeySchema"], types)
-    billing_mode = request.get("BillingMode") or "PROVISIONED"
+    billing_mode: BillingMode = request.get("BillingMode") or "PROVISIONED"
     indexes = []
     if request.get("LocalSecondaryIndexes") is not None or request.get("GlobalSecondaryIndexes") is not None:
         _require_index_support(context)
@@ -220,8 +225,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     else:
         used = {hash_key.name} | ({range_key.name} if range_key else set())
         if len(types) != len(used):
-            raise _invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
-                           "in AttributeDefinitions")
+            raise invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
+                          "in AttributeDefinitions")
     read, write = _throughput(request, billing_mode)
     on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
     warm = ix.initial_warm(request.get("WarmThroughput") or {}, billing_mode, (read, write))
@@ -257,9 +262,9 @@ def _created_stream(context: RequestContext, name: str, spec: dict[str, Any] | N
         return None
     enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
     if enabled and view is None:
-        raise _invalid("Table is being created with a stream enabled, UpdateViewType is required")
+        raise invalid("Table is being created with a stream enabled, UpdateViewType is required")
     if not enabled and view is not None:
-        raise _invalid("Table is being created with a stream disabled, UpdateViewType should not be specified")
+        raise invalid("Table is being created with a stream disabled, UpdateViewType should not be specified")
     if not enabled:
         return None
     # A table of the same name deleted moments ago may have left a stream, still readable: its ARN must not be
@@ -297,9 +302,9 @@ def _plan_stream(meta: TableMeta, spec: dict[str, Any], now: float) -> None:
     engine closes its shards; it stays readable for 24 hours and DescribeTable still names it)."""
     enabled, view = spec.get("StreamEnabled"), spec.get("StreamViewType")
     if enabled and view is None:
-        raise _invalid("If stream is being enabled then UpdateViewType is required")
+        raise invalid("If stream is being enabled then UpdateViewType is required")
     if not enabled and view is not None:
-        raise _invalid("If stream is being disabled, then UpdateViewType must not be specified")
+        raise invalid("If stream is being disabled, then UpdateViewType must not be specified")
     if enabled:
         if meta.streaming is not None:
             # The same refusal for another view type: it only changes by disabling first (DynamoDB's text,
@@ -345,7 +350,7 @@ def _sse_description(meta: TableMeta) -> dict[str, Any]:
     return {"Status": "ENABLED", "SSEType": "KMS", "KMSMasterKeyArn": _kms_key_arn(meta)}
 
 
-def describe(context: RequestContext, meta: TableMeta, *, status: str | None = None,
+def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | None = None,
              counts: bool = True, fresh: bool = False, warm: bool = True) -> dict[str, Any]:
     """DynamoDB's TableDescription of a table.
 
@@ -447,7 +452,7 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     if len(changes) + len(_global_members(request)) > 1:
         for member, what in _ALONE:
             if member in changes:
-                raise _invalid(f"{what} modification must be the only operation in the request")
+                raise invalid(f"{what} modification must be the only operation in the request")
     _refuse_global_members(request)
     if len(changes) == 1:
         return
@@ -464,7 +469,7 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     stream = request.get("StreamSpecification")
     if "ProvisionedThroughput" in changes and isinstance(stream, dict) and stream.get("StreamEnabled"):
         # (quoted from DynamoDB in terraform-provider-aws issue 35673, 2024)
-        raise _invalid("You cannot modify stream status while updating table IOPS")
+        raise invalid("You cannot modify stream status while updating table IOPS")
 
 
 def _refuse_global_members(request: dict[str, Any]) -> None:
@@ -523,7 +528,7 @@ def _update_changes(request: dict[str, Any]) -> list[str]:
                            "OnDemandThroughput", "WarmThroughput")
                if request.get(k) is not None and not (k in _THROUGHPUT_LIMITS and request[k] == {})]
     if request.get("GlobalSecondaryIndexUpdates") == [] and len(changes) > 1:
-        raise _invalid("List of GlobalSecondaryIndexUpdates is empty")
+        raise invalid("List of GlobalSecondaryIndexUpdates is empty")
     if changes in ([], ["GlobalSecondaryIndexUpdates"]) and not request.get("GlobalSecondaryIndexUpdates") \
             and not _global_members(request):
         # The list leaves out a member the request carried to no effect (recorded for MultiRegionConsistency).
@@ -532,8 +537,8 @@ def _update_changes(request: dict[str, Any]) -> list[str]:
     for update in request.get("GlobalSecondaryIndexUpdates") or []:  # checked even before a missing table
         action = update.get("Update") if isinstance(update, dict) else None
         if isinstance(action, dict) and action.get("WarmThroughput") == {}:
-            raise _invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
-                           f"specified for index: {action.get('IndexName')}")
+            raise invalid("WarmThroughput must have at least one of ReadUnitsPerSecond or WriteUnitsPerSecond "
+                          f"specified for index: {action.get('IndexName')}")
     return changes
 
 
@@ -542,12 +547,12 @@ def _plan_sse(meta: TableMeta, request: dict[str, Any]) -> dict[str, Any] | None
     is checked)."""
     sse = _sse_of(request)
     if sse is not None and (sse.get("Enabled") is False or not sse) and meta.sse is None:
-        raise _invalid("Table is already encrypted by default")
+        raise invalid("Table is already encrypted by default")
     # Only the key's ARN itself re-sent is refused: its alias or key id starts a re-encryption (recorded).
     if sse is not None and "KMSMasterKeyId" in sse and meta.sse is not None and \
             sse["KMSMasterKeyId"] == _kms_key_arn(meta):
-        raise _invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
-                       "want to change Master Key")
+        raise invalid("Table is already encrypted with given KMSMasterKeyId. Use KMSMasterKeyId parameter if you "
+                      "want to change Master Key")
     return sse
 
 
@@ -558,7 +563,7 @@ class _CapacityPlan:
 
     created: list[IndexMeta]
     dropped: list[int]
-    billing_mode: str
+    billing_mode: BillingMode
     switched: bool
     on_demand: dict[str, int]
 
@@ -568,7 +573,7 @@ def _plan_capacity(context: RequestContext, meta: TableMeta, request: dict[str, 
     """BillingMode, ProvisionedThroughput, OnDemandThroughput and index updates, applied to `meta`."""
     created: list[IndexMeta] = []
     dropped: list[int] = []
-    billing_mode = request.get("BillingMode") or meta.billing_mode
+    billing_mode: BillingMode = request.get("BillingMode") or meta.billing_mode
     switched = billing_mode != meta.billing_mode
     # Members merge into those set before; -1 clears one (the answer still shows the -1, the table then lacks it).
     # A table switched to provisioned capacity keeps none.
@@ -579,7 +584,7 @@ def _plan_capacity(context: RequestContext, meta: TableMeta, request: dict[str, 
         created, dropped = ix.apply_index_updates(meta, request, now, billing_mode)
     if billing_mode == "PROVISIONED" and request.get("ProvisionedThroughput") is None and (
             meta.billing_mode == "PAY_PER_REQUEST" or request.get("BillingMode") is not None):
-        raise _invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
+        raise invalid("ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
     if switched:
         ix.switch_index_billing(meta, request, billing_mode, created)
     if billing_mode == "PAY_PER_REQUEST":
@@ -593,9 +598,9 @@ def _plan_on_demand(meta: TableMeta, request: dict[str, Any], now: float) -> Non
     """An on-demand table stays so, or a provisioned one switches (counted against the daily switches)."""
     if request.get("ProvisionedThroughput") is not None:
         if request.get("BillingMode") == "PAY_PER_REQUEST":
-            raise _invalid("ProvisionedThroughput cannot be specified when BillingMode is PAY_PER_REQUEST")
-        raise _invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
-                       "is PAY_PER_REQUEST")
+            raise invalid("ProvisionedThroughput cannot be specified when BillingMode is PAY_PER_REQUEST")
+        raise invalid("Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode "
+                      "is PAY_PER_REQUEST")
     if meta.billing_mode != "PAY_PER_REQUEST":
         _count_on_demand_switch(meta, now)
         meta.billing_mode, meta.read_capacity, meta.write_capacity = "PAY_PER_REQUEST", 0, 0

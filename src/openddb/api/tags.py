@@ -14,9 +14,8 @@ import unicodedata
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.common import invalid
 from openddb.api.context import RequestContext
-from openddb.errors import ResourceNotFoundException, ValidationException
+from openddb.errors import ResourceNotFoundException, ValidationException, invalid
 from openddb.model.schema import TableMeta
 
 TAGS = v.List(v.Struct({"Key": v.Str(), "Value": v.Str()}))  # (their presence and lengths: `check_tags`)

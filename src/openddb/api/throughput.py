@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openddb.api.common import epoch_millis
+from openddb.api.figures import epoch_millis
 from openddb.errors import LimitExceededException
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.storage.base import Engine

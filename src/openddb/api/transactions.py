@@ -18,28 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.common import (
-    KeySchemaMismatch,
-    canonical_digest,
-    capacity_with_indexes,
-    check_index_keys,
-    check_key_untouched,
-    exceeds_item_size,
-    expression_attributes,
-    expression_text,
-    invalid_value,
-    item_collection_metrics,
-    item_key,
-    parse_key,
-    read_units,
-    write_units,
-)
+from openddb.api.capacity import capacity_with_indexes, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
+from openddb.api.expression_members import expression_attributes, expression_text, invalid_value
+from openddb.api.keys import KeySchemaMismatch, check_index_keys, check_key_untouched, item_key, parse_key
+from openddb.api.limits import exceeds_item_size
+from openddb.api.request_digest import canonical_digest
 from openddb.errors import (
     IdempotentParameterMismatchException,
     ItemCollectionSizeLimitExceededException,
@@ -116,7 +105,8 @@ TRANSACT_GET_ITEMS = v.Struct({
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
 
-_KINDS = ("ConditionCheck", "Put", "Delete", "Update")
+ActionKind = Literal["ConditionCheck", "Put", "Delete", "Update"]
+_KINDS: tuple[ActionKind, ...] = ("ConditionCheck", "Put", "Delete", "Update")
 _NONE = {"Code": "None"}
 _CONDITION_FAILED = "ConditionalCheckFailed"
 _CONDITION_FAILED_MESSAGE = "The conditional request failed"
@@ -129,12 +119,12 @@ TOKEN_MISMATCH = "The request uses the same client token as a previous, but non-
 class _Action:
     """One validated TransactWriteItems action, ready to run against the item's current state."""
 
-    kind: str
+    kind: ActionKind
     meta: TableMeta
     key_item: Item
     key: StorageKey
     condition: Condition | None
-    on_failure: str | None
+    on_failure: Literal["ALL_OLD", "NONE"] | None  # ReturnValuesOnConditionCheckFailure
     item: Item | None = None  # Put
     update: Update | None = None  # Update
 
@@ -203,7 +193,7 @@ class _Draft:
     """One TransactItems entry checked in itself, before any table is looked up: its kind and compiled expressions
     (its item and key are checked against the table later, in `_bind`)."""
 
-    kind: str
+    kind: ActionKind
     body: dict[str, Any]
     attrs: ExpressionAttributes | None
     condition: Condition | None = None

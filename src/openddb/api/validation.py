@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from openddb.errors import SerializationException, ValidationException
 from openddb.model.values import raise_first_shape_error
@@ -316,7 +316,8 @@ EMPTY_TABLE_NAME = ("1 validation error detected: Value at 'TableName' failed to
 RETURN_VALUES_VIOLATION = ("Failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, UPDATED_OLD, "
                            "ALL_NEW, UPDATE_NEW, NONE]")
 UPDATE_RETURN_VALUES = "1 validation error detected: " + RETURN_VALUES_VIOLATION
-RETURN_VALUES = ("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
+ReturnValue = Literal["NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"]
+RETURN_VALUES: tuple[ReturnValue, ...] = ("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW")
 
 
 def validate_item_request(shape: Struct, request: dict[str, Any], *, update: bool = False) -> None:

@@ -94,7 +94,7 @@ def entry_of(table: TableMeta, index: IndexMeta, item: Item | None, size: int | 
     string or binary, a value over the key size limits): the API layer refuses writes of such items, so only
     items written before a GSI was added can be so, and the Developer Guide ("Detecting and correcting index key
     violations") says its backfill leaves them out of the index without interrupting it. Each attribute of a
-    multi-attribute key is held to its own limit, as `api.common.check_index_keys` holds a write to it.
+    multi-attribute key is held to its own limit, as `api.keys.check_index_keys` holds a write to it.
     `size`, the item's size if the caller knows it, saves recounting it for ALL projections."""
     if item is None:
         return None

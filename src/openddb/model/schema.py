@@ -13,6 +13,15 @@ import orjson
 
 from openddb.model import AttributeValue, Item
 
+# DynamoDB's enumerations a table description holds (the API Reference's TableStatus, IndexStatus, BillingMode,
+# ProjectionType); an index's kind is which of a description's two index lists it is in.
+TableStatus = Literal["CREATING", "UPDATING", "DELETING", "ACTIVE", "INACCESSIBLE_ENCRYPTION_CREDENTIALS",
+                      "ARCHIVING", "ARCHIVED", "REPLICATION_NOT_AUTHORIZED"]
+IndexStatus = Literal["CREATING", "UPDATING", "DELETING", "ACTIVE"]
+BillingMode = Literal["PROVISIONED", "PAY_PER_REQUEST"]
+ProjectionType = Literal["ALL", "KEYS_ONLY", "INCLUDE"]
+IndexKind = Literal["GLOBAL", "LOCAL"]
+
 
 @dataclass(slots=True)
 class KeyAttribute:
@@ -30,12 +39,12 @@ class IndexMeta:
     new one's."""
 
     name: str
-    kind: str  # "GLOBAL" or "LOCAL"
+    kind: IndexKind
     hash_keys: list[KeyAttribute]
     range_keys: list[KeyAttribute] = field(default_factory=list)
-    projection_type: str = "ALL"  # ALL, KEYS_ONLY, INCLUDE
+    projection_type: ProjectionType = "ALL"
     non_key_attributes: list[str] = field(default_factory=list)
-    status: str = "ACTIVE"  # CREATING (online creation, backfilling), ACTIVE
+    status: IndexStatus = "ACTIVE"  # CREATING: an online creation, backfilling
     read_capacity: int = 0
     write_capacity: int = 0
     index_id: int = 0
@@ -91,7 +100,7 @@ class TableMeta:
     range_key: KeyAttribute | None
     attribute_definitions: list[dict[str, str]]
     created_at: float
-    billing_mode: str = "PROVISIONED"
+    billing_mode: BillingMode = "PROVISIONED"
     read_capacity: int = 0
     write_capacity: int = 0
     last_increase: float | None = None
@@ -103,7 +112,7 @@ class TableMeta:
     peak_write: int = 0
     billing_mode_updated_at: float | None = None
     on_demand_switches: list[float] = field(default_factory=list)  # switches to on-demand within the last 24 hours
-    status: str = "ACTIVE"
+    status: TableStatus = "ACTIVE"
     tags: list[dict[str, str]] = field(default_factory=list)
     sse: dict[str, Any] | None = None
     table_class: str | None = None
