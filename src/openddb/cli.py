@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -14,7 +15,9 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
-from openddb.server.workers import reuseport_socket, stop_with_parent, supervise
+from openddb.server.listen import join
+from openddb.server.workers import stop_with_parent, supervise
+from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite
 from openddb.storage.base import Engine, StreamSettings
 
 if TYPE_CHECKING:
@@ -28,13 +31,17 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openddb", description="A DynamoDB-compatible database server.")
     parser.add_argument("--version", action="version", version=f"openddb {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the server")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve = commands.add_parser("serve", help="run the server", epilog=_LOCAL_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve.add_argument("--host", default=os.environ.get("OPENDDB_HOST", "127.0.0.1"),
+                       help="address to listen on (default: $OPENDDB_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", "-port", type=int, default=os.environ.get("OPENDDB_PORT", "8000"),
+                       help="port to listen on (default: $OPENDDB_PORT, else 8000)")
     store = serve.add_mutually_exclusive_group()
-    store.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
-                       help="directory of the durable store (default ./openddb-data)")
-    store.add_argument("--in-memory", action="store_true", help="keep everything in memory (lost at exit)")
+    store.add_argument("--data-dir", "-dbPath", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
+                       help="directory of the durable store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+    store.add_argument("--in-memory", "-inMemory", action="store_true",
+                       help="keep everything in memory (lost at exit)")
     serve.add_argument("--engine", default=os.environ.get("OPENDDB_ENGINE"), metavar="URL",
                        help="a shared database instead of the embedded store: postgresql://user@host:port/db "
                             "(default: $OPENDDB_ENGINE, else the embedded SQLite store)")
@@ -42,10 +49,41 @@ def _parser() -> argparse.ArgumentParser:
                        help="server processes sharing the port (default: one per CPU core; 1 with --in-memory)")
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
                        help="normal: durable across a crash of the server; full: fsync each commit")
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    serve.add_argument("--cors", default="*", metavar="ORIGINS",
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                       help="info (the default) logs a line per request; warning: start-up problems and errors")
+    serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
+    _local_flags(serve)
+    _stream_options(serve)
+    _tail_parser(commands)
+    commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a container "
+                                       "health check").add_argument(
+        "--endpoint", default=None, metavar="URL",
+        help="the server (default: http://127.0.0.1:$OPENDDB_PORT, else port 8000)")
+    return parser
+
+
+_LOCAL_EPILOG = """\
+DynamoDB Local's options are accepted too, so scripts and container definitions written for it run unchanged:
+-port, -dbPath, -inMemory and -cors are the options above; -sharedDb changes nothing (OpenDDB always keeps one
+store for every access key and region, as DynamoDB Local does with -sharedDb); -disableTelemetry changes nothing
+(OpenDDB sends no telemetry); -delayTransientStatuses and -optimizeDbBeforeStartup are accepted but not
+implemented (a warning says so); -jar FILE and -Dname=value (java's) are ignored."""
+
+
+def _local_flags(serve: argparse.ArgumentParser) -> None:
+    """DynamoDB Local's options with no OpenDDB counterpart (see _LOCAL_EPILOG)."""
+    local = serve.add_argument_group("DynamoDB Local's options (see below)")
+    local.add_argument("-sharedDb", action="store_true", help=argparse.SUPPRESS)
+    local.add_argument("-disableTelemetry", action="store_true", help=argparse.SUPPRESS)
+    local.add_argument("-delayTransientStatuses", action="store_true", help=argparse.SUPPRESS)
+    local.add_argument("-optimizeDbBeforeStartup", action="store_true", help=argparse.SUPPRESS)
+    local.add_argument("-jar", metavar="FILE", help=argparse.SUPPRESS)
+    local.add_argument("-help", action="help", help=argparse.SUPPRESS)
+
+
+def _stream_options(serve: argparse.ArgumentParser) -> None:
     streams = serve.add_argument_group("DynamoDB Streams")
     streams.add_argument("--stream-shards", type=int, default=_STREAM_DEFAULTS.shards, metavar="N",
                          help=f"shards open at once per stream, by partition-hash range "
@@ -59,8 +97,6 @@ def _parser() -> argparse.ArgumentParser:
                               "(repeatable)")
     streams.add_argument("--config", metavar="FILE",
                          help="triggers with their settings: a TOML ([[trigger]]) or JSON ({\"trigger\": [...]}) file")
-    _tail_parser(commands)
-    return parser
 
 
 def _tail_parser(commands: Any) -> None:
@@ -77,48 +113,30 @@ def _tail_parser(commands: Any) -> None:
 
 def _stream_settings(args: argparse.Namespace) -> StreamSettings:
     if args.stream_shards < 1 or args.stream_shard_seconds <= 0 or args.stream_retention_seconds <= 0:
-        raise SystemExit("openddb: --stream-shards must be at least 1, and the stream durations positive")
+        raise StartupError("--stream-shards must be at least 1, and the stream durations positive")
     return StreamSettings(args.stream_shards, args.stream_shard_seconds, args.stream_retention_seconds)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
 def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
-    """The storage engine the options ask for, and how the start-up log line names it."""
+    """The storage engine the options ask for, and how the start-up log line names it (StartupError if it cannot
+    be opened)."""
     if args.engine:
-        if not args.engine.startswith(("postgresql://", "postgres://")):
-            raise SystemExit(f"openddb: unsupported --engine {args.engine!r} (expected postgresql://...)")
-        from openddb.storage.postgres import PostgresEngine
-
-        try:
-            postgres = PostgresEngine(args.engine)
-        except Exception as error:  # psycopg.OperationalError and friends: say why, without a traceback
-            log.error("cannot open the engine %s: %s", args.engine.split("@")[-1], error)
-            raise SystemExit(1) from None
+        postgres = open_postgres(args.engine)
         postgres.stream_settings = _stream_settings(args)
         mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
         return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
-    from openddb.storage.sqlite import SQLiteEngine
-
-    sqlite = SQLiteEngine(None if args.in_memory else args.data_dir, sync=args.sync, group_commit=True,
-                          shared_reads=True)
+    sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync)
     sqlite.stream_settings = _stream_settings(args)
-    return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(sqlite.location))
+    return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(args.data_dir))
 
 
-async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False) -> None:
-    """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store."""
+async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
+               opened: tuple[Engine, str] | None = None) -> None:
+    """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
+    the engine already opened for this process."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
-    engine, where = _engine(args)
+    engine, where = opened or _engine(args)
     # Workers sharing a store do not block their event loop on another's write lock; they retry shortly.
     engine.session.wait = not shared
     # ... and they stage their writes without the lock, taking it only to check and commit them.
@@ -151,10 +169,10 @@ def _triggers(args: argparse.Namespace) -> list[TriggerConfig]:
         if args.config:
             configs += load_config(args.config)
     except (ValueError, OSError) as error:
-        raise SystemExit(f"openddb: {error}") from None
+        raise StartupError(str(error)) from None
     names = [config.name for config in configs]
     if len(set(names)) != len(names):
-        raise SystemExit("openddb: a trigger (table and URL) is given twice")
+        raise StartupError("a trigger (table and URL) is given twice")
     for config in configs:
         if config.on_failure is None and not args.in_memory:
             config.on_failure = os.path.join(args.data_dir, "triggers", "failures.jsonl")
@@ -175,7 +193,7 @@ def _start_deliverer(args: argparse.Namespace, configs: list[TriggerConfig], soc
     try:
         state = StateStore(None if args.in_memory else os.path.join(args.data_dir, "triggers", "state.json"))
     except (ValueError, OSError) as error:
-        raise SystemExit(f"openddb: {error}") from None
+        raise StartupError(str(error)) from None
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -213,6 +231,22 @@ def _stop_deliverer(pid: int | None, sock: socket.socket) -> None:
         pass  # it is gone already (a supervisor reaped it)
 
 
+def health(endpoint: str | None) -> int:
+    """0 if the server at `endpoint` answers its health check (`GET /`, no signature needed), else 1."""
+    import urllib.request
+
+    url = endpoint or f"http://127.0.0.1:{os.environ.get('OPENDDB_PORT', '8000')}/"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            healthy = answer.status == 200 and answer.read().startswith(b"healthy")
+    except OSError as error:
+        print(f"openddb: {url} does not answer: {error}", file=sys.stderr)
+        return 1
+    if not healthy:
+        print(f"openddb: {url} answers, but not as an OpenDDB server", file=sys.stderr)
+    return 0 if healthy else 1
+
+
 def _tail(args: argparse.Namespace) -> int:
     from openddb.streams.tail import tail
 
@@ -220,31 +254,64 @@ def _tail(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """The `openddb` command; a mistake in how the server is started is one line on stderr and exit code 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    # java's -Dname=value options, as DynamoDB Local's command lines carry them, mean nothing here.
+    args = _parser().parse_args([arg for arg in argv if not _JAVA_PROPERTY.match(arg)])
     if args.command == "streams":
         return _tail(args)
+    if args.command == "health":
+        return health(args.endpoint)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    try:
+        return _start(args)
+    except StartupError as error:
+        print(f"openddb: {error}", file=sys.stderr)
+        return 2
+
+
+_JAVA_PROPERTY = re.compile(r"-D[\w.]+=")
+
+
+def _start(args: argparse.Namespace) -> int:
     configs = _triggers(args)
-    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    _stream_settings(args)
+    check_port(args.port)
+    if args.workers is not None and args.workers < 1:
+        raise StartupError(f"--workers {args.workers}: at least 1")
+    workers = args.workers or os.cpu_count() or 1
     if args.in_memory:
         workers = 1  # an in-memory store lives in one process
-    if workers < 1:
-        log.error("--workers must be at least 1")
-        return 2
+    _warn_local_flags(args)
+    sock = bind(args.host, args.port, shared=workers > 1)
     try:
-        sock = _bind(args.host, args.port) if workers == 1 else reuseport_socket(args.host, args.port)
-    except OSError as error:
-        log.error("cannot listen on %s:%d: %s", args.host, args.port, error)
-        return 1
+        # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,
+        # and workers never race to create the schema. One process serving without triggers keeps it open.
+        opened: tuple[Engine, str] | None = _engine(args)
+        if opened is not None and (workers > 1 or configs):
+            opened[0].close()
+            opened = None
+    except BaseException:
+        sock.close()
+        raise
     deliverer = _start_deliverer(args, configs, sock)
     try:
-        return _serve(args, sock, workers)
+        return _serve(args, sock, workers, opened)
     finally:
         _stop_deliverer(deliverer, sock)
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, workers: int) -> int:
+def _warn_local_flags(args: argparse.Namespace) -> None:
+    """DynamoDB Local's options that OpenDDB accepts without doing what they do there say so."""
+    if args.delayTransientStatuses:
+        log.warning("-delayTransientStatuses is not implemented: tables and indexes spend no added time in "
+                    "CREATING, UPDATING or DELETING")
+    if args.optimizeDbBeforeStartup:
+        log.warning("-optimizeDbBeforeStartup is not implemented: the store is used as it is")
+
+
+def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: tuple[Engine, str] | None) -> int:
     """Serve on the bound socket, in this process or in `workers` forked ones, until stopped."""
     try:
         import uvloop
@@ -253,22 +320,21 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int) -> int:
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
     if workers == 1:
-        runner(_run(args, sock))
+        runner(_run(args, sock, opened=opened))
         return 0
     if args.port == 0:
         args.port = sock.getsockname()[1]
 
     def run_worker(index: int) -> int:
-        # Worker 0 inherits the first socket; the others bind their own, and the kernel spreads connections.
-        own = sock if index == 0 else reuseport_socket(args.host, args.port)
+        # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
+        own = sock if index == 0 else join(args.host, args.port)
         if index != 0:
             sock.close()
         runner(_run(args, own, quiet=index != 0, shared=True))
         return 0
 
-    # Create the store once before forking, so workers never race to create its schema.
-    _engine(args)[0].close()
     return supervise(workers, run_worker)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

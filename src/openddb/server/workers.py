@@ -13,7 +13,6 @@ import ctypes
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -21,19 +20,6 @@ from collections.abc import Callable
 log = logging.getLogger("openddb.workers")
 
 _PR_SET_PDEATHSIG = 1
-
-
-def reuseport_socket(host: str, port: int) -> socket.socket:
-    """A listening socket that other processes may bind to the same address as well."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "SO_REUSEPORT"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
 
 
 def stop_with_parent(parent: int) -> None:
