@@ -109,6 +109,10 @@ REQUIRED = "The parameter 'TableName' is required but was not present in the req
     ("UpdateTable", {"DeletionProtectionEnabled": True}),
     ("UpdateTable", {}),
     ("DescribeContinuousBackups", {}),
+    ("UpdateContinuousBackups", {}),
+    ("UpdateTimeToLive", {}),
+    ("UpdateTimeToLive", {"TimeToLiveSpecification": {"Enabled": True, "AttributeName": "e"}}),
+    ("DescribeTimeToLive", {}),
 ])
 def test_control_plane_names_a_missing_table_name_alone(server, operation, body):
     """The table operations of the control plane refuse a request without TableName in their own form, alone,
@@ -153,6 +157,16 @@ def test_global_table_changes_are_refused_by_name(server, ddb, members):
     assert table["TableStatus"] == "ACTIVE"
     assert not {"Replicas", "GlobalTableVersion", "GlobalTableWitnesses", "MultiRegionConsistency",
                 "GlobalTableSettingsReplicationMode"} & set(table)
+
+
+def test_settings_replication_with_overrides_is_refused_for_a_regional_table(server, ddb):
+    """ENABLED_WITH_OVERRIDES is DynamoDB's refusal for a regional table, which every table here is."""
+    name = unique_name()
+    ddb.create_table(**_table(TableName=name))
+    assert raw(server, "UpdateTable", {"TableName": name, "GlobalTableSettingsReplicationMode":
+                                       "ENABLED_WITH_OVERRIDES"}) == (
+        400, "ValidationException", "Value 'ENABLED_WITH_OVERRIDES' at 'GlobalTableSettingsReplicationMode' failed "
+        "to satisfy constraint: Only ENABLED and DISABLED settings replication are supported for a Regional Table.")
 
 
 @pytest.mark.parametrize(("members", "what"), [
@@ -208,6 +222,14 @@ def test_recovery_period_is_checked_before_the_table(server, specification, viol
     PointInTimeRecoveryEnabled is required: refused in the envelope, before the table is looked up."""
     assert raw(server, "UpdateContinuousBackups", _pitr("no-such-table", **specification)) == (
         400, "ValidationException", f"1 validation error detected: {violation}")
+
+
+def test_recovery_period_is_refused_when_disabling(server):
+    """DynamoDB's own rule (ack-api-quirks' DynamoDB catalogue, 2026-10): no period for recovery being turned off."""
+    assert raw(server, "UpdateContinuousBackups", _pitr("no-such-table", PointInTimeRecoveryEnabled=False,
+                                                        RecoveryPeriodInDays=7)) == (
+        400, "ValidationException", "Invalid Request: Cannot specify RecoveryPeriodInDays when disabling "
+        "point-in-time recovery.")
 
 
 def test_update_continuous_backups_needs_its_specification(server):

@@ -7,7 +7,7 @@ from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
-from openddb.errors import TableNotFoundException, UnsupportedOperationException
+from openddb.errors import TableNotFoundException, UnsupportedOperationException, ValidationException
 from openddb.model.schema import TableMeta
 
 DESCRIBE_CONTINUOUS_BACKUPS = v.Struct({"TableName": v.table_name_or_arn()})
@@ -49,11 +49,16 @@ def describe_continuous_backups(context: RequestContext, request: dict[str, Any]
 def update_continuous_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """The request is checked in full (RecoveryPeriodInDays included) and its table looked up, as on DynamoDB.
     Turning point-in-time recovery off is what it is here already, and answers so; turning it on would promise
-    restores this server cannot make, so it is refused by name rather than pretended. (RecoveryPeriodInDays beside
-    PointInTimeRecoveryEnabled false: DynamoDB's answer is not recorded; it is accepted, as it changes nothing.)"""
+    restores this server cannot make, so it is refused by name rather than pretended."""
     v.validate_named(UPDATE_CONTINUOUS_BACKUPS, request)
+    specification = request["PointInTimeRecoverySpecification"]
+    if not specification["PointInTimeRecoveryEnabled"] and specification.get("RecoveryPeriodInDays") is not None:
+        # (ack-api-quirks' DynamoDB catalogue, DDB-TABLE-442, 2026-10; checked here before the table is looked up,
+        # as UpdateTable checks its request-only rules: the order is not recorded)
+        raise ValidationException("Invalid Request: Cannot specify RecoveryPeriodInDays when disabling point-in-time "
+                                  "recovery.")
     _backed_up_table(context, request["TableName"])
-    if request["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"]:
+    if specification["PointInTimeRecoveryEnabled"]:
         raise UnsupportedOperationException(
             "UpdateContinuousBackups with PointInTimeRecoveryEnabled true",
             "point-in-time recovery needs restores (RestoreTableToPointInTime), which it does not have yet")

@@ -447,8 +447,10 @@ def _global_members(request: dict[str, Any]) -> list[str]:
 
 def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     """UpdateTable makes one kind of change per call: encryption, table class, deletion protection and warm
-    throughput each come alone (a global-table member beside them counts as another operation), and
-    OnDemandThroughput only with BillingMode."""
+    throughput each come alone (a global-table member beside them counts as another operation), OnDemandThroughput
+    only with BillingMode, and capacity, stream and online index changes one at a time. The wording of every
+    refusal: ack-api-quirks' DynamoDB catalogue (DDB-TABLE-442, 433 and 382: live probes in us-east-1 and us-west-2,
+    2026-10), which also gives the order when several apply (SSE, TableClass, DeletionProtection, WarmThroughput)."""
     if len(changes) + len(_global_members(request)) > 1:
         for member, what in _ALONE:
             if member in changes:
@@ -457,25 +459,34 @@ def _check_one_concern(changes: list[str], request: dict[str, Any]) -> None:
     if len(changes) == 1:
         return
     if "OnDemandThroughput" in changes and set(changes) - {"OnDemandThroughput", "BillingMode"}:
-        raise ValidationException("OnDemandThroughput can only be combined with BillingMode in an UpdateTable request")
+        raise invalid("OnDemandThroughput can only be combined with BillingMode in an UpdateTable request")
     online = [update for update in request.get("GlobalSecondaryIndexUpdates") or []
               if isinstance(update, dict) and (update.get("Create") or update.get("Delete"))]
     if "WarmThroughput" in changes:
         if any(update.get("Create") for update in online):
-            raise ValidationException("Create global secondary index cannot be specified when updating WarmThroughput")
-        raise ValidationException("WarmThroughput must be the only operation in the request")
+            raise invalid("Create global secondary index cannot be specified when updating WarmThroughput")
+        raise invalid("WarmThroughput must be the only operation in the request")
     if online and "ProvisionedThroughput" in changes:
-        raise ValidationException("You cannot create or delete index while updating table IOPS")
+        raise invalid("You cannot create or delete index while updating table IOPS")
     stream = request.get("StreamSpecification")
     if "ProvisionedThroughput" in changes and isinstance(stream, dict) and stream.get("StreamEnabled"):
-        # (quoted from DynamoDB in terraform-provider-aws issue 35673, 2024)
+        # (also quoted from DynamoDB in terraform-provider-aws issue 35673, 2024)
         raise invalid("You cannot modify stream status while updating table IOPS")
+    if online and stream is not None:
+        # Recorded for a stream being enabled; "changing stream status" is taken to cover disabling one too.
+        raise invalid("You cannot create or delete index while changing stream status")
 
 
 def _refuse_global_members(request: dict[str, Any]) -> None:
     """A table here never has replicas or a witness, and settings replication needs another account: a request
     for one of them is refused by name (once the table is found and the request's own rules are met), never
     answered as if it had been carried out."""
+    if request.get("GlobalTableSettingsReplicationMode") == "ENABLED_WITH_OVERRIDES":
+        # What DynamoDB answers for a regional table, as every table here is (ack-api-quirks' DynamoDB catalogue,
+        # DDB-TABLE-442, 2026-10: no "1 validation error detected" envelope).
+        raise ValidationException("Value 'ENABLED_WITH_OVERRIDES' at 'GlobalTableSettingsReplicationMode' failed to "
+                                  "satisfy constraint: Only ENABLED and DISABLED settings replication are supported "
+                                  "for a Regional Table.")
     for member in _global_members(request):
         raise UnsupportedOperationException(
             f"UpdateTable's {member}", "its tables have no replicas in other Regions or accounts")

@@ -46,7 +46,7 @@ DESCRIBE_TIME_TO_LIVE = v.Struct({"TableName": v.table_name_or_arn()})
 
 
 def update_time_to_live(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(UPDATE_TIME_TO_LIVE, request)
+    v.validate_named(UPDATE_TIME_TO_LIVE, request)
     spec = request["TimeToLiveSpecification"]
     enabled, name = spec["Enabled"], spec["AttributeName"]
     before = context.described_table(request["TableName"])
@@ -70,7 +70,7 @@ def update_time_to_live(context: RequestContext, request: dict[str, Any]) -> dic
 
 
 def describe_time_to_live(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    v.validate(DESCRIBE_TIME_TO_LIVE, request)
+    v.validate_named(DESCRIBE_TIME_TO_LIVE, request)
     meta = context.described_table(request["TableName"])
     if meta.ttl_attribute is None:
         return {"TimeToLiveDescription": {"TimeToLiveStatus": "DISABLED"}}

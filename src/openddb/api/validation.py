@@ -293,11 +293,14 @@ def validate(shape: Struct, request: dict[str, Any]) -> None:
 
 def validate_named(shape: Struct, request: dict[str, Any], member: str = "TableName") -> None:
     """`validate` for the control-plane operations that name their table before anything else is checked
-    (CreateTable, DescribeTable, UpdateTable, DeleteTable, DescribeContinuousBackups): without it, whatever else
-    is wrong, the request is refused in this form alone (DescribeTable: aws/aws-sdk-java issue 977, 2017;
+    (CreateTable, DescribeTable, UpdateTable, DeleteTable, the continuous-backup and Time to Live operations):
+    without it, whatever else is wrong, the request is refused in this form alone (DescribeTable: aws/aws-sdk-java issue 977, 2017;
     CreateTable: captured against DynamoDB since 2013 and in 2026 conformance recordings). The item and read
     operations report it as "Value null at 'tableName'" in the envelope instead (Netflix-Skunkworks/iep-apps
-    PR 527, 2024). A value of the wrong JSON type is still a SerializationException first."""
+    PR 527, 2024). For the continuous-backup and Time to Live operations the form is the control-plane family's,
+    inferred: their own answer without TableName is not recorded (RestoreTableToPointInTime's is this one,
+    ack-api-quirks' DynamoDB catalogue, 2026-10). A value of the wrong JSON type is still a SerializationException
+    first."""
     try:
         validate(shape, request)
     except ValidationException:
