@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
-from openddb.server.listen import join
+from openddb.server.listen import endpoint_of, join
 from openddb.server.workers import stop_with_parent, supervise
 from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite
 from openddb.storage.base import Engine, StreamSettings
@@ -187,9 +187,7 @@ def _start_deliverer(args: argparse.Namespace, configs: list[TriggerConfig], soc
         return None
     from openddb.streams.triggers import StateStore, run_triggers
 
-    host, port = sock.getsockname()[:2]
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    endpoint = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    endpoint = endpoint_of(sock)
     try:
         state = StateStore(None if args.in_memory else os.path.join(args.data_dir, "triggers", "state.json"))
     except (ValueError, OSError) as error:

@@ -54,6 +54,13 @@ def join(host: str, port: int) -> socket.socket:
     return sock
 
 
+def endpoint_of(sock: socket.socket) -> str:
+    """The URL a client on this machine reaches the listening socket at (a wildcard address as loopback)."""
+    host, port = sock.getsockname()[:2]
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 @contextlib.contextmanager
 def _startup_lock(port: int) -> Iterator[None]:
     """Hold the machine-wide lock of openddb start-ups (one file for every port: nothing is left per port).

@@ -1,0 +1,167 @@
+"""`openddb.testing`: the in-process server (context manager, start/stop, from a thread, inside a running event
+loop, in memory or on a data dir, reset) and the pytest plugin, run as a user runs it: a small pytest project of
+its own, in parallel with pytest-xdist."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import openddb.testing
+from openddb.startup import StartupError
+from tests.conftest import make_client
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), reason="in-process embedded engine")
+
+USERS = {"TableName": "users", "BillingMode": "PAY_PER_REQUEST",
+         "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+         "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}]}
+
+CONFTEST = '''
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def record_the_server(openddb_server, worker_id):
+    # The outer test checks that each xdist worker had a server of its own.
+    with open(os.path.join({out!r}, worker_id), "w") as handle:
+        handle.write(openddb_server.endpoint)
+'''
+
+PROJECT = '''
+import os
+
+import boto3
+import pytest
+
+USERS = {users!r}
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_each_test_starts_with_an_empty_store(dynamodb_client, n):
+    # Every test creates the same table: a store shared between tests, or between xdist workers, would refuse it.
+    assert dynamodb_client.list_tables()["TableNames"] == []
+    dynamodb_client.create_table(**USERS)
+    dynamodb_client.put_item(TableName="users", Item={{"id": {{"S": str(n)}}}})
+    assert dynamodb_client.scan(TableName="users")["Count"] == 1
+
+
+def test_code_that_makes_its_own_client_reaches_the_server(openddb_endpoint):
+    assert os.environ["AWS_ENDPOINT_URL_DYNAMODB"] == openddb_endpoint
+    client = boto3.client("dynamodb")  # endpoint, region and credentials from the environment
+    client.create_table(**USERS)
+    assert client.list_tables()["TableNames"] == ["users"]
+    streams = boto3.client("dynamodbstreams")
+    assert streams.list_streams()["Streams"] == []
+
+
+def test_the_resource(dynamodb_resource):
+    table = dynamodb_resource.create_table(**USERS)
+    table.put_item(Item={{"id": "a", "n": 1}})
+    assert table.get_item(Key={{"id": "a"}})["Item"]["n"] == 1
+'''
+
+
+def test_the_plugin_in_a_project_run_with_xdist(tmp_path: Path) -> None:
+    assert any(point.name == "openddb" for point in entry_points(group="pytest11")), \
+        "the plugin's entry point is not installed: pip install -e '.[test]'"
+    project, out = tmp_path / "project", tmp_path / "out"
+    project.mkdir()
+    out.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (project / "conftest.py").write_text(CONFTEST.format(out=str(out)))
+    (project / "test_users.py").write_text(PROJECT.format(users=USERS))
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+                           "-p", "no:benchmark", "--dist", "load"], cwd=project, env=environment,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "10 passed" in done.stdout
+    assert sorted(path.name for path in out.iterdir()) == ["gw0", "gw1"]
+    assert len({path.read_text() for path in out.iterdir()}) == 2  # a server (and store) per worker
+
+
+def client(endpoint: str) -> Any:
+    return make_client(endpoint)
+
+
+def test_with_block_serves_and_then_closes_the_port() -> None:
+    with openddb.testing.server() as endpoint:
+        ddb = client(endpoint)
+        ddb.create_table(**USERS)
+        ddb.put_item(TableName="users", Item={"id": {"S": "a"}})
+        assert ddb.get_item(TableName="users", Key={"id": {"S": "a"}})["Item"] == {"id": {"S": "a"}}
+    port = int(endpoint.rsplit(":", 1)[1])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_started_from_a_thread_and_inside_a_running_event_loop() -> None:
+    # The bug: serving from a thread raised "add_signal_handler() can only be called from the main thread"
+    # after the socket was bound, and clients then hung.
+    results: list[Any] = []
+
+    def in_thread() -> None:
+        with openddb.testing.server() as endpoint:
+            results.append(client(endpoint).list_tables()["TableNames"])
+
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join(30)
+
+    async def in_loop() -> None:
+        server = openddb.testing.Server()
+        endpoint = server.start()
+        try:
+            tables = await asyncio.get_running_loop().run_in_executor(None, lambda: client(endpoint).list_tables())
+            results.append(tables["TableNames"])
+        finally:
+            server.stop()
+
+    asyncio.run(in_loop())
+    assert results == [[], []]
+
+
+def test_reset_empties_the_store_and_clients_carry_on() -> None:
+    server = openddb.testing.Server()
+    ddb = client(server.start())
+    try:
+        ddb.create_table(**USERS, StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
+        server.reset()
+        # The same client (its pooled connection was closed) sees the fresh store: no table, no stream.
+        assert ddb.list_tables()["TableNames"] == []
+        assert make_client(server.endpoint, "dynamodbstreams").list_streams()["Streams"] == []
+        ddb.create_table(**USERS)
+    finally:
+        server.stop()
+
+
+def test_a_data_dir_keeps_its_data_across_restarts(tmp_path: Path) -> None:
+    with openddb.testing.server(str(tmp_path)) as endpoint:
+        client(endpoint).create_table(**USERS)
+    server = openddb.testing.server(str(tmp_path))
+    with server as endpoint:
+        assert client(endpoint).list_tables()["TableNames"] == ["users"]
+        with pytest.raises(RuntimeError, match="in-memory"):
+            server.reset()
+
+
+def test_start_up_mistakes_raise_at_start(tmp_path: Path) -> None:
+    with openddb.testing.server() as endpoint:
+        busy = openddb.testing.Server(port=int(endpoint.rsplit(":", 1)[1]))
+        with pytest.raises(StartupError, match="already in use"):
+            busy.start()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StartupError, match="is a file"):
+        openddb.testing.Server(str(tmp_path / "file")).start()
