@@ -13,7 +13,7 @@ from openddb.api.rewrite_marks import generated
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes
 from openddb.model import AttributeValue
-from openddb.model.values import MSG_LONG_NAME, MSG_NESTING, item_size, validate_item, validate_value
+from openddb.model.values import MSG_LONG_NAME, item_size, validate_item, validate_value
 
 # A placeholder is '#' or ':' and then letters, digits or underscores (as the expression lexer reads one).
 _NAME_KEY = re.compile(r"#[A-Za-z0-9_]+")
@@ -71,7 +71,7 @@ def expression_attributes(request: dict[str, Any], expression_members: tuple[str
             except ValidationException as error:
                 if error.message == MSG_LONG_NAME:  # answered bare, as for an item (recorded against the service)
                     raise
-                if counted_values and (error.message == MSG_NESTING or v.is_counted(error.message or "")):
+                if counted_values and v.is_counted(error.message or "", nesting=True):
                     raise ValidationException(v.validation_message([error.message or ""])) from None
                 raise invalid_value(name, error) from None
     # Their sum cannot pass the body's length: most requests are spared the count.

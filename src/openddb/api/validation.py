@@ -10,12 +10,21 @@ Semantic checks that need more than one field live with the operation.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openddb.errors import SerializationException, ValidationException
-from openddb.model.values import raise_first_shape_error
+from openddb.model.values import MSG_NESTING, raise_first_shape_error
+
+# DynamoDB changed the words of its item operations' request checks region by region through 2026: the changes
+# below (an empty TableName named alone, the "1 validation error detected" envelope on set, number, NULL and
+# expression refusals) reached 31 of 33 regions by 2026-10 (paritysuite's sweeps), after a time when us-east-1 and
+# ap-southeast-2 still gave the earlier words and eu-west-2 and eu-central-1 the new ones (martinhicks.dev, "I
+# watched DynamoDB change under my conformance suite", 2026). The latest words are the default; OPENDDB_WORDING=2025
+# in the server's environment gives the earlier ones, for users whose region still does.
+EARLIER_WORDING = os.environ.get("OPENDDB_WORDING") == "2025"
 
 
 def _type_error(expected: str, value: Any) -> SerializationException:
@@ -292,15 +301,14 @@ def validate(shape: Struct, request: dict[str, Any]) -> None:
 
 
 def validate_named(shape: Struct, request: dict[str, Any], member: str = "TableName") -> None:
-    """`validate` for the control-plane operations that name their table before anything else is checked
-    (CreateTable, DescribeTable, UpdateTable, DeleteTable, the continuous-backup and Time to Live operations):
-    without it, whatever else is wrong, the request is refused in this form alone (DescribeTable: aws/aws-sdk-java issue 977, 2017;
-    CreateTable: captured against DynamoDB since 2013 and in 2026 conformance recordings). The item and read
-    operations report it as "Value null at 'tableName'" in the envelope instead (Netflix-Skunkworks/iep-apps
-    PR 527, 2024). For the continuous-backup and Time to Live operations the form is the control-plane family's,
-    inferred: their own answer without TableName is not recorded (RestoreTableToPointInTime's is this one,
-    ack-api-quirks' DynamoDB catalogue, 2026-10). A value of the wrong JSON type is still a SerializationException
-    first."""
+    """`validate` for the control-plane operations that name their table before anything else is checked (CreateTable,
+    DescribeTable, UpdateTable, DeleteTable, the continuous-backup and Time to Live operations): without it,
+    whatever else is wrong, the request is refused in this form alone (DescribeTable: aws/aws-sdk-java issue 977,
+    2017; CreateTable: captured against DynamoDB since 2013 and in 2026 conformance recordings). The item and read
+    operations report it as "Value null at 'tableName'" in the envelope instead (Netflix-Skunkworks/iep-apps PR 527,
+    2024). For the continuous-backup and Time to Live operations the form is the control-plane family's, inferred:
+    their own answer without TableName is not recorded (RestoreTableToPointInTime's is this one, ack-api-quirks'
+    DynamoDB catalogue, 2026-10). A value of the wrong JSON type is still a SerializationException first."""
     try:
         validate(shape, request)
     except ValidationException:
@@ -329,6 +337,8 @@ def validate_item_request(shape: Struct, request: dict[str, Any], *, update: boo
     try:
         validate(shape, request)
     except ValidationException:
+        if EARLIER_WORDING:
+            raise
         if request.get("TableName") == "":
             raise ValidationException(EMPTY_TABLE_NAME) from None
         values = request.get("ReturnValues")
@@ -370,8 +380,13 @@ def counted_request_error(error: ValidationException) -> ValidationException:
     return ValidationException(validation_message([message])) if is_counted(message) else error
 
 
-def is_counted(message: str) -> bool:
-    """Whether a refusal is one of PutItem's and UpdateItem's counted request checks (see `_ENVELOPED`)."""
+def is_counted(message: str, *, nesting: bool = False) -> bool:
+    """Whether a refusal is one of PutItem's and UpdateItem's counted request checks (see `_ENVELOPED`; `nesting`:
+    a value nested too deep is one too). None is, in the earlier wording."""
+    if EARLIER_WORDING:
+        return False
+    if nesting and message == MSG_NESTING:
+        return True
     return message.startswith(_ENVELOPED) or (message.startswith("One or more parameter values were invalid: An ")
                                               and message.endswith(" set  may not be empty"))
 
