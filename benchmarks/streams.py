@@ -150,6 +150,7 @@ class Sample:
     p50_ms: float
     p99_ms: float
     client_cpu: float  # % of one core used by this client during the run
+    server_us: float = 0.0  # server CPU (all its processes) per answered request, warm-up included, in µs
     stream_records: int | None = None  # put-stream only: records in the whole stream, read after the run
     stream_calls: int | None = None
     stream_seconds: float | None = None
@@ -210,19 +211,36 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def group_cpu_seconds(group: int) -> float:
+    """CPU seconds (user + system) of every live process in process group `group` (a server's supervisor and
+    workers), from /proc; 0.0 where /proc is not there. Unlike a rate, this holds on a shared machine."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # fields from the state on: state ppid pgrp ... utime(11) stime(12)
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def percentile_ms(ordered: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000 if ordered else 0.0
 
 
-async def drive(port: int, label: str, round_: int, server: str, args: argparse.Namespace) -> Sample:
+async def drive(port: int, label: str, round_: int, server: str, args: argparse.Namespace,
+                group: int = 0) -> Sample:
     """Run workload `label` from `args.connections` connections for warm-up + duration seconds; requests begun
-    during the warm-up are not counted."""
+    during the warm-up are not counted in the rate (they are in the server's CPU per request, over process group
+    `group`)."""
     operation, table = WORKLOADS[label]
     make, expect = request_maker(operation, table, args.items)
     target = DYNAMODB + operation
     connections = [connect(port) for _ in range(args.connections)]
     latencies: list[float] = []
     errors: dict[str, int] = {}
+    answered = [0]
     start = time.perf_counter()
     measure_from = start + args.warmup
     stop = measure_from + args.duration
@@ -236,6 +254,7 @@ async def drive(port: int, label: str, round_: int, server: str, args: argparse.
                     status, body = 0, b"connection lost"
                     connection.close()
                     connection = connect(port)
+                answered[0] += status == 200
                 if began < measure_from:
                     continue
                 if status == 200 and (expect is None or expect in body):
@@ -246,16 +265,17 @@ async def drive(port: int, label: str, round_: int, server: str, args: argparse.
         finally:
             connection.close()
 
-    cpu = cpu_seconds()
+    cpu, server_cpu = cpu_seconds(), group_cpu_seconds(group)
     try:
         await asyncio.gather(*(worker(connection) for connection in connections))
     finally:
         for connection in connections:
             connection.close()
     cpu_share = 100 * (cpu_seconds() - cpu) / (time.perf_counter() - start)
+    server_us = 1e6 * (group_cpu_seconds(group) - server_cpu) / max(1, answered[0])
     latencies.sort()
     return Sample(round_, server, label, len(latencies), args.duration, errors, percentile_ms(latencies, 0.5),
-                  percentile_ms(latencies, 0.99), cpu_share)
+                  percentile_ms(latencies, 0.99), cpu_share, server_us)
 
 
 # ------------------------------------------------------------------------------------------ setup and streams
@@ -365,7 +385,8 @@ async def run_rounds(servers: list[Server], args: argparse.Namespace, samples: l
             for server in order:
                 if WORKLOADS[label][1] == STREAMED and not server.streams:
                     continue
-                sample = await drive(server.port, label, round_ + 1, server.name, args)
+                assert server.process is not None
+                sample = await drive(server.port, label, round_ + 1, server.name, args, server.process.pid)
                 if label == "put-stream":
                     sample.stream_records, sample.stream_calls, sample.stream_seconds = await read_stream(
                         server.port, STREAMED)
@@ -376,7 +397,8 @@ async def run_rounds(servers: list[Server], args: argparse.Namespace, samples: l
 
 def progress_line(sample: Sample) -> str:
     line = (f"round {sample.round}  {sample.workload:<13} {sample.server:<9} {sample.rate:>9,.0f} ops/s  "
-            f"p50 {sample.p50_ms:6.2f} ms  p99 {sample.p99_ms:6.2f} ms  client CPU {sample.client_cpu:3.0f}%")
+            f"p50 {sample.p50_ms:6.2f} ms  p99 {sample.p99_ms:6.2f} ms  server {sample.server_us:5.1f} µs CPU/op  "
+            f"client CPU {sample.client_cpu:3.0f}%")
     if sample.errors:
         line += f"  errors {sample.errors}"
     if sample.stream_rate is not None:
@@ -419,11 +441,17 @@ def _ratio_cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _cpu_cell(samples: list[Sample], server: str, label: str) -> str:
+    cpu = _median([s.server_us for s in samples if s.server == server and s.workload == label and s.server_us])
+    return "n/a" if cpu is None else f"{cpu:.1f}"
+
+
 def report(samples: list[Sample], labels: list[str]) -> str:
     """The markdown table of medians and ratios, then GetRecords beside put on the streamed table."""
     lines = ["| workload | table | new ops/s | new p50 ms | new p99 ms | baseline ops/s | baseline p50 ms "
-             "| baseline p99 ms | new/baseline | streamed/stream-less, new | streamed/stream-less, baseline |",
-             "|" + " --- |" * 11]
+             "| baseline p99 ms | new/baseline | streamed/stream-less, new | streamed/stream-less, baseline "
+             "| server CPU µs/op, new | server CPU µs/op, baseline |",
+             "|" + " --- |" * 13]
     for label in labels:
         streamed = WORKLOADS[label][1] == STREAMED
         plain = label.removesuffix("-stream")
@@ -432,6 +460,7 @@ def report(samples: list[Sample], labels: list[str]) -> str:
                _ratio_cell(_ratio(samples, ("new", label), ("baseline", label)))]
         row += [_ratio_cell(_ratio(samples, (server, label), (server, plain))) if streamed else ""
                 for server in ("new", "baseline")]
+        row += [_cpu_cell(samples, server, label) for server in ("new", "baseline")]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines += stream_reads(samples)
