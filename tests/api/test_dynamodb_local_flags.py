@@ -1,0 +1,95 @@
+"""DynamoDB Local's command-line options work as aliases, so its scripts and container definitions run unchanged;
+the two whose behaviour OpenDDB lacks say so at start-up instead of pretending."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port, make_client
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), reason="the embedded engine's options")
+
+USERS = {"TableName": "users", "BillingMode": "PAY_PER_REQUEST",
+         "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+         "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}]}
+
+
+@contextmanager
+def local_style(*args: str, port: int) -> Iterator[tuple[str, list[str]]]:
+    """`openddb serve ARGS` exactly as given (no options added); its endpoint, and its log lines once stopped."""
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen([sys.executable, "-m", "openddb", "serve", *args], stdout=log,
+                                   stderr=subprocess.STDOUT)
+        lines: list[str] = []
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+            yield f"http://127.0.0.1:{port}", lines
+        finally:
+            process.terminate()
+            process.wait(20)
+            log.seek(0)
+            lines += log.read().decode().splitlines()
+    assert not any("Traceback" in line for line in lines), lines
+
+
+def test_a_dynamodb_local_command_line_runs_unchanged() -> None:
+    # As a docker-compose file for DynamoDB Local passes it (java's own options included).
+    port = free_port()
+    with local_style("-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-sharedDb",
+                     "-inMemory", "-port", str(port), "-disableTelemetry", "-cors", "http://app.example",
+                     "--log-level", "warning", port=port) as (endpoint, lines):
+        ddb = make_client(endpoint)
+        ddb.create_table(**USERS)
+        assert ddb.list_tables()["TableNames"] == ["users"]
+        request = urllib.request.Request(endpoint + "/", headers={"Origin": "http://app.example"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            assert answer.headers["Access-Control-Allow-Origin"] == "http://app.example"
+    assert lines == []  # the options that change nothing here are accepted silently
+
+
+def test_db_path_is_the_data_dir(tmp_path: Path) -> None:
+    port = free_port()
+    with local_style("-dbPath", str(tmp_path), "-port", str(port), "--workers", "1", port=port) as (endpoint, _):
+        make_client(endpoint).create_table(**USERS)
+    assert (tmp_path / "openddb.sqlite3").exists()
+    with local_style("-dbPath", str(tmp_path), "-port", str(port), "--workers", "1", port=port) as (endpoint, _):
+        assert make_client(endpoint).list_tables()["TableNames"] == ["users"]
+
+
+def test_options_not_implemented_say_so() -> None:
+    port = free_port()
+    with local_style("-inMemory", "-port", str(port), "-delayTransientStatuses", "-optimizeDbBeforeStartup",
+                     "--log-level", "warning", port=port) as (endpoint, lines):
+        make_client(endpoint).create_table(**USERS)
+    assert len(lines) == 2
+    assert "-delayTransientStatuses is not implemented" in lines[0]
+    assert "-optimizeDbBeforeStartup is not implemented" in lines[1]
+
+
+def test_help_describes_them_and_conflicts_are_refused() -> None:
+    done = subprocess.run([sys.executable, "-m", "openddb", "serve", "-help"], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0
+    assert "DynamoDB Local's options are accepted too" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "openddb", "serve", "-inMemory", "-dbPath", "x"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr
