@@ -24,6 +24,7 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
+from openddb.server import requests_log
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.cors import Cors
 
@@ -534,8 +535,12 @@ class ServerState:
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
+        self.log_requests = requests_log.enabled()  # (decided once: a disabled log costs a request this test)
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
+        if self.log_requests:
+            return requests_log.handle_logged(self.dispatcher, request.target, request.authorization, request.body,
+                                              request.too_large, request.request_id, request.host)
         return self.dispatcher.handle(request.target, request.authorization, request.body, request.too_large,
                                       request.request_id, request.host)
 
