@@ -233,7 +233,7 @@ def health(endpoint: str | None) -> int:
     """0 if the server at `endpoint` answers its health check (`GET /`, no signature needed), else 1."""
     import urllib.request
 
-    url = endpoint or f"http://127.0.0.1:{os.environ.get('OPENDDB_PORT', '8000')}/"
+    url = endpoint or f"http://127.0.0.1:{_served_port()}/"
     try:
         with urllib.request.urlopen(url, timeout=5) as answer:
             healthy = answer.status == 200 and answer.read().startswith(b"healthy")
@@ -243,6 +243,24 @@ def health(endpoint: str | None) -> int:
     if not healthy:
         print(f"openddb: {url} answers, but not as an OpenDDB server", file=sys.stderr)
     return 0 if healthy else 1
+
+
+def _served_port() -> str:
+    """The port to check: in a container whose first process is `openddb serve`, the one its command line names
+    (a DynamoDB Local command line's `-port` included), else $OPENDDB_PORT, else 8000."""
+    try:
+        with open("/proc/1/cmdline", "rb") as handle:
+            argv = [part.decode(errors="replace") for part in handle.read().split(b"\0")]
+    except OSError:
+        argv = []
+    port = os.environ.get("OPENDDB_PORT", "8000")
+    if "serve" in argv and any("openddb" in part for part in argv[:3]):
+        for name, value in zip(argv, [*argv[1:], ""]):
+            if name in ("--port", "-port"):
+                port = value
+            elif name.startswith("--port="):
+                port = name.partition("=")[2]
+    return port
 
 
 def _tail(args: argparse.Namespace) -> int:
