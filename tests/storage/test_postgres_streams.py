@@ -121,7 +121,7 @@ def test_nodes_writing_one_stream_record_every_change_once_in_order() -> None:
         lineage.setdefault(shard.slot, []).extend(records)
     for k in range(KEYS):
         slot = shard_slot(skey(k).h, 3)
-        mine = [r for r in lineage[slot] if orjson.loads(r.keys)["sk"]["S"] == f"k{k}"]
+        mine = [r for r in lineage[slot] if r.key_item(("pk", "sk"))["sk"]["S"] == f"k{k}"]
         assert [r.seq for r in mine] == sorted(r.seq for r in mine)
         stored = engine.get(meta, skey(k))
         final = int(orjson.loads(stored.data)["n"]["N"])

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
+
 from openddb.model import Item
 from openddb.model.schema import IndexMeta, TableMeta
 
@@ -229,9 +231,22 @@ class StreamRecord:
     created_at: float
     kind: ChangeKind
     origin: Origin
-    keys: bytes  # the item's primary-key attributes (JSON)
+    # JSON holding the item's primary-key attributes: just those, or the whole item (an engine may keep the
+    # image it already has); empty where `old` or `new` holds them. Read it with `key_item`.
+    keys: bytes
     old: bytes | None  # the item before (OLD_IMAGE, NEW_AND_OLD_IMAGES; None for an INSERT)
     new: bytes | None  # the item after (NEW_IMAGE, NEW_AND_OLD_IMAGES; None for a REMOVE)
+
+    def key_item(self, key_names: Sequence[str], image: Item | None = None) -> Item:
+        """The record's key attributes (`key_names`: the table's, HASH first); `image`: the record's new or old
+        image, if the caller has parsed it."""
+        if self.keys:
+            source = orjson.loads(self.keys)
+        elif image is not None:
+            source = image
+        else:
+            source = orjson.loads(self.new or self.old or b"{}")
+        return {name: source[name] for name in key_names}
 
 
 def change_kind(old: Item | None, new: Item | None) -> ChangeKind:

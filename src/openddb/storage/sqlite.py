@@ -41,6 +41,7 @@ from openddb.storage.base import (
     Change,
     Engine,
     EngineBusy,
+    Origin,
     RequestToken,
     Row,
     SortRange,
@@ -213,6 +214,17 @@ class _Checkpointer:
 
 SCHEMA_VERSION = 1
 
+
+def _statements(script: str) -> Iterator[str]:
+    """The SQL statements of `script`, one by one (a trigger's body holds `;`s of its own)."""
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalog (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, tid INTEGER NOT NULL UNIQUE, meta BLOB NOT NULL);
@@ -259,8 +271,9 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         self.shared_reads = shared_reads
         self.session = WriteSession()
         self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
-        # The stream records of the staged group, in request order (two writes to one key are two records).
+        # The changes of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []
+        self._origin: Origin = "user"  # what the stream triggers record as the origin of the row being written
         self._open_shards = {}
         self._stream_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
@@ -279,6 +292,9 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
                                    cached_statements=256)
         db = self._db
+        # For the stream triggers (see sqlite_streams): the record's time and the change's origin.
+        db.create_function("openddb_now", 0, time.time)
+        db.create_function("openddb_origin", 0, lambda: self._origin)
         db.execute("PRAGMA busy_timeout = 30000")
         if path is not None:
             db.execute("PRAGMA journal_mode = WAL")
@@ -303,9 +319,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         db = self._db
         self._begin()
         try:
-            for statement in ";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA)).split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            for statement in _statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
+                db.execute(statement)
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
                 db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")
             # A process killed between a commit and its notice left the other processes' cached descriptions

@@ -1,10 +1,20 @@
 """DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
 
-Every record is appended while the writer lock is held, so the AUTOINCREMENT sequence number is the commit
-order across every worker sharing the store (and it never goes back, even once old records are trimmed). A
-stream's shards each cover a range of the partition hash (`shard_slot`), so one item's records always land in
-the shards of one slot: its open shard, then that shard's children after each rollover. Rollover and closing
-happen under the writer lock too, so no record can land in a shard after its ending sequence number was set.
+The records are written by SQLite itself: triggers on the `items` table append one for every row an item write
+inserts, changes or deletes while the row's table has an enabled stream, in the statement that writes the row.
+So a record commits with its change or not at all, costs no extra round trip from Python, and needs no read of
+the old item (the trigger has the row before and after; a row rewritten with the very same bytes is no change
+and writes none). The write path (`sqlite_writes`) writes a streamed table's changes one by one, in order, so two
+changes of one key in one group are two records; it names each change's origin for the triggers
+(`openddb_origin()`), and the record's time comes from the engine's clock (`openddb_now()`). A trigger picks the
+shard as `shard_slot` does: `(h * shards) >> 32`.
+
+Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
+highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
+so it never goes back. A stream's shards each cover a range of the partition hash (`shard_slot`), so one item's
+records always land in the shards of one slot: its open shard, then that shard's children after each rollover.
+Rollover and closing happen under the writer lock too (the background upkeep rolls over a shard once it is
+`shard_seconds` old), so no record can land in a shard after its ending sequence number was set.
 """
 
 from __future__ import annotations
@@ -12,19 +22,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
-    Change,
     ShardInfo,
     StreamInfo,
     StreamRecord,
     StreamSettings,
-    change_kind,
     shard_slot,
 )
 
@@ -44,18 +51,47 @@ CREATE TABLE IF NOT EXISTS stream_shards (
 );
 CREATE INDEX IF NOT EXISTS stream_shards_by_stream ON stream_shards (sid, shard_no);
 CREATE TABLE IF NOT EXISTS stream_log (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
-    origin TEXT NOT NULL, keys BLOB NOT NULL, old BLOB, new BLOB
+    seq INTEGER PRIMARY KEY, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
+    origin TEXT NOT NULL, keys BLOB, old BLOB, new BLOB
 );
 CREATE INDEX IF NOT EXISTS stream_log_by_shard ON stream_log (shard_no, seq);
+CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS NULL;
+CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
+CREATE TRIGGER IF NOT EXISTS stream_on_insert AFTER INSERT ON items BEGIN
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    SELECT s.shard_no, openddb_now(), 'INSERT', openddb_origin(),
+        CASE WHEN t.view_type IN ('KEYS_ONLY', 'OLD_IMAGE') THEN NEW.data END,
+        NULL,
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END
+    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
+    WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS stream_on_update AFTER UPDATE ON items WHEN OLD.data IS NOT NEW.data BEGIN
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    SELECT s.shard_no, openddb_now(), 'MODIFY', openddb_origin(),
+        CASE WHEN t.view_type IN ('KEYS_ONLY') THEN NEW.data END,
+        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END
+    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
+    WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
+END;
+CREATE TRIGGER IF NOT EXISTS stream_on_delete AFTER DELETE ON items BEGIN
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    SELECT s.shard_no, openddb_now(), 'REMOVE', openddb_origin(),
+        CASE WHEN t.view_type IN ('KEYS_ONLY', 'NEW_IMAGE') THEN OLD.data END,
+        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
+        NULL
+    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (OLD.h * t.shards) >> 32
+    WHERE t.tid = OLD.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
+END;
 """
 
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
-# A record's sequence number is its AUTOINCREMENT key, given under the writer lock: commit order across every
-# worker, and never given twice (trimming every record does not rewind it).
-_INSERT_RECORD = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
+# Records are deleted (trimmed, or gone with their stream) only below the highest one, which keeps the next
+# sequence number (the log's next rowid) from ever going back. The one kept past its time is never read: its shard's
+# `trimmed_seq` is past it, or its shard is gone.
+_BELOW_TOP = "seq < (SELECT max(seq) FROM stream_log)"
 _OPEN_SHARD = "SELECT shard_no, shard_id, created_at FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL"
 
 
@@ -123,9 +159,9 @@ class SQLiteStreams:
             del self._open_shards[key]
 
     def _next_seq(self) -> int:
-        """The sequence number the next record will get (AUTOINCREMENT: one past the highest ever given)."""
-        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='stream_log'").fetchone()
-        return 1 if row is None else int(row[0]) + 1
+        """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
+        the highest record is never deleted, see `_trim`)."""
+        return int(self._db.execute("SELECT coalesce(max(seq), 0) + 1 FROM stream_log").fetchone()[0])
 
     def _open_shard(self, sid: int, slot: int, parent: str | None, start: int, now: float) -> int:
         shard_no: int = self._db.execute(
@@ -165,34 +201,16 @@ class SQLiteStreams:
         self._close_shard(row[0])
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
-    # --- records (inside write's transaction) ------------------------------------------------------------
-    def _record_changes(self, changes: Sequence[Change], now: float) -> None:
-        """Append the stream records of item changes (in order), for those whose table's current description has
-        a stream and whose item really changed."""
-        db = self._db
-        for change in changes:
-            row = self._stream_row(change, now)
-            if row is not None:
-                db.execute(_INSERT_RECORD, row)
-
-    def _stream_row(self, change: Change, now: float) -> tuple[Any, ...] | None:
-        """A change's record as stored, but for its sequence number (the shard's number first), or None."""
-        old, new = change.old, change.new
-        live = self._live_table(change.table)
+    # --- records (inside the write's transaction) -------------------------------------------------------
+    def _roll_over_if_due(self, table: TableMeta, h: int) -> None:
+        """Before the stream trigger writes a record of partition hash `h` of `table`: if the table's stream
+        (as committed) has the slot's open shard `shard_seconds` old, roll it over first, so no record lands in a
+        shard past its period. (The background upkeep rolls over the shards nobody writes to.)"""
+        live = self._live_table(table)
         stream = live.stream if live is not None else None
-        if stream is None or not stream.enabled or old == new:
-            return None
-        assert live is not None
-        view = stream.view_type
-        sid = stream.stream_id
-        shard_no = self._current_shard(sid, shard_slot(change.key.h, self._shard_count(sid)), now)
-        keys = orjson.dumps(live.key_of(new if new is not None else old))  # type: ignore[arg-type]
-        old_json = new_json = None
-        if view in ("OLD_IMAGE", "NEW_AND_OLD_IMAGES") and old is not None:
-            old_json = change.old_data if change.old_data is not None else orjson.dumps(old)
-        if view in ("NEW_IMAGE", "NEW_AND_OLD_IMAGES") and new is not None:
-            new_json = change.new_data if change.new_data is not None else orjson.dumps(new)
-        return shard_no, now, change_kind(old, new), change.origin, keys, old_json, new_json
+        if stream is not None and stream.enabled:
+            sid = stream.stream_id
+            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), time.time())
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
@@ -222,8 +240,8 @@ class SQLiteStreams:
             "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new FROM stream_log r "
             "WHERE r.shard_no = (SELECT shard_no FROM stream_shards WHERE shard_id=? AND sid=?) AND r.seq >= ? "
             "ORDER BY r.seq LIMIT ?", (shard_id, stream_id, start, limit))
-        return [StreamRecord(seq, created, kind, origin, bytes(keys), None if old is None else bytes(old),
-                             None if new is None else bytes(new))
+        return [StreamRecord(seq, created, kind, origin, b"" if keys is None else bytes(keys),
+                             None if old is None else bytes(old), None if new is None else bytes(new))
                 for seq, created, kind, origin, keys, old, new in rows]
 
     def shard_end(self, stream_id: int, shard_id: str) -> int:
@@ -252,8 +270,8 @@ class SQLiteStreams:
                 "(SELECT 1 FROM stream_log r WHERE r.shard_no = stream_shards.shard_no)", (horizon,))
             gone = [sid for (sid,) in db.execute("SELECT sid FROM streams WHERE disabled_at < ?", (horizon,))]
             for sid in gone:
-                db.execute("DELETE FROM stream_log WHERE shard_no IN (SELECT shard_no FROM stream_shards WHERE sid=?)",
-                           (sid,))
+                db.execute("DELETE FROM stream_log WHERE shard_no IN (SELECT shard_no FROM stream_shards WHERE sid=?) "
+                           f"AND {_BELOW_TOP}", (sid,))
                 db.execute("DELETE FROM stream_shards WHERE sid=?", (sid,))
                 db.execute("DELETE FROM streams WHERE sid=?", (sid,))
 
@@ -269,5 +287,5 @@ class SQLiteStreams:
                           (shard_no, horizon)).fetchone()
         end = (1 << 62) if kept is None else kept[0]
         last = db.execute("SELECT max(seq) FROM stream_log WHERE shard_no=? AND seq < ?", (shard_no, end)).fetchone()[0]
-        db.execute("DELETE FROM stream_log WHERE shard_no=? AND seq < ?", (shard_no, end))
+        db.execute(f"DELETE FROM stream_log WHERE shard_no=? AND seq < ? AND {_BELOW_TOP}", (shard_no, end))
         db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))

@@ -11,7 +11,6 @@ in the request's transaction (one worker, or a token-guarded transaction) or in 
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from openddb.storage.base import (
     Change,
     CommitResult,
     EngineBusy,
+    Origin,
     RequestToken,
     StorageKey,
     TokenInUse,
@@ -71,8 +71,8 @@ def stored(db: sqlite3.Connection, row: tuple[int, int, bytearray, bytearray]) -
 
 def skips_read(op: WriteOp) -> bool:
     """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
-    neither do the table's indexes or stream."""
-    return op.blind and not op.table.indexes and op.table.streaming is None
+    neither do the table's indexes. (A stream needs nothing of it either: its triggers see the row as it was.)"""
+    return op.blind and not op.table.indexes
 
 
 def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[list[WriteResult], list[Change],
@@ -92,14 +92,14 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
         else:
             old, old_size, old_data = seen.get(where) or load(where)
         new = op.apply(old)
-        if new is old and not blind:  # left as it was: the answer still rests on what was read
+        size = 0 if new is None else item_size(new)
+        # Left as it was (or written again as it was): no change to write, and the answer still rests on what was
+        # read. (Unread, a rewrite of the same item is a row written with the same bytes: no change either.)
+        if not blind and (new is old or (size == old_size and new == old)):
             seen[where] = (old, old_size, old_data)
-            results.append(WriteResult(old, old, old_size, old_size))
+            results.append(WriteResult(old, new, old_size, size))
             continue
-        if new is None:
-            size, data = 0, None
-        else:
-            size, data = item_size(new), orjson.dumps(new)
+        data = None if new is None else orjson.dumps(new)
         seen[where] = (new, size, data)
         results.append(WriteResult(old, new, old_size, size))
         changes.append(Change(op.table, key, old, new, old_size, size, data, op.origin, old_data))
@@ -135,6 +135,7 @@ class SQLiteWrites:
     _token_writes: int
     _signal: Any
     _lock: Any
+    _origin: Origin
 
     if TYPE_CHECKING:
         def _begin(self, wait: bool = True) -> None: ...
@@ -150,7 +151,8 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _record_changes(self, changes: Sequence[Change], now: float) -> None: ...
+        def _roll_over_if_due(self, table: TableMeta, h: int) -> None: ...
+
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         session = self.session
@@ -220,10 +222,16 @@ class SQLiteWrites:
         return results
 
     def _persist(self, changes: Sequence[Change]) -> None:
-        """The one step that writes item changes: each changed row at its final state, its index entries from the
-        stored item to the final one, then a stream record per change (in order: two writes to one key are two
-        records). Inside the caller's transaction."""
+        """The one step that writes item changes, inside the caller's transaction: each changed row at its final
+        state, with its index entries from the stored item to the final one. A table with a stream has its
+        changes written one by one, in order, each with its origin: the stream triggers write a record per row
+        written (two writes to one key in one group are two records)."""
         if not changes:
+            return
+        origin = changes[0].origin
+        if len(changes) == 1 or any(change.table.stream is not None or change.origin != origin for change in changes):
+            for change in changes:
+                self._write_change(change)
             return
         spans: dict[Where, list[Change]] = {}  # each key's first and last change
         for change in changes:
@@ -234,24 +242,28 @@ class SQLiteWrites:
                 spans[where] = [change, change]
             else:
                 span[1] = change
-        self._write_rows(spans)
-        streamed = [change for change in changes if change.table.stream is not None]
-        if streamed:
-            self._record_changes(streamed, time.time())
+        self._write_rows(spans, origin)
 
-    def _write_rows(self, spans: dict[Where, list[Change]]) -> None:
-        """Each changed row at its final state, with its index entries (see `_persist`)."""
+    def _write_change(self, change: Change) -> None:
+        """One change's row and index entries (see `_persist`)."""
+        key = change.key
+        table = change.table
+        if table.indexes:
+            self._maintain_indexes(table, key, change.old, change.new)
+        if table.stream is not None:
+            self._roll_over_if_due(table, key.h)
+        self._origin = change.origin
+        if change.new_data is None:
+            self._db.execute(_DELETE, (table.table_id, key.h, blob(key.pk), blob(key.sk)))
+        else:
+            self._db.execute(UPSERT, (table.table_id, key.h, blob(key.pk), blob(key.sk), change.new_size,
+                                      blob(change.new_data)))
+
+    def _write_rows(self, spans: dict[Where, list[Change]], origin: Origin) -> None:
+        """Each changed row at its final state, with its index entries (see `_persist`): rows of tables without a
+        stream (as far as this process knows: their origin is named all the same)."""
         db = self._db
-        if len(spans) == 1:  # (one item: a single write's usual case, with no lists to build)
-            ((where, (first, last)),) = spans.items()
-            if last.table.indexes:
-                self._maintain_indexes(last.table, last.key, first.old, last.new)
-            if last.new_data is None:
-                db.execute(_DELETE, bound(where))
-            else:
-                db.execute(UPSERT, (where[0], where[1], blob(where[2]), blob(where[3]), last.new_size,
-                                    blob(last.new_data)))
-            return
+        self._origin = origin
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for where, (first, last) in spans.items():

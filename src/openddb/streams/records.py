@@ -55,15 +55,18 @@ def render(record: StreamRecord, stream: StreamInfo, shard_id: str, region: str)
 
     SizeBytes is the DynamoDB size of the record's Keys plus the images it carries: the API Reference's
     KEYS_ONLY example (keys ForumName "DynamoDB", Subject "DynamoDB Thread 3") says 41, exactly its keys' size."""
-    keys = orjson.loads(record.keys)
+    view = stream.view_type
+    new = orjson.loads(record.new) if record.new is not None and view in _NEW_VIEWS else None
+    old = orjson.loads(record.old) if record.old is not None and view in _OLD_VIEWS else None
+    keys = record.key_item([element["AttributeName"] for element in stream.key_schema],
+                           new if new is not None else old)
     size = item_size(keys)
     body: dict[str, Any] = {"ApproximateCreationDateTime": int(record.created_at), "Keys": keys}
-    view = stream.view_type
-    if record.new is not None and view in _NEW_VIEWS:
-        new = body["NewImage"] = orjson.loads(record.new)
+    if new is not None:
+        body["NewImage"] = new
         size += item_size(new)
-    if record.old is not None and view in _OLD_VIEWS:
-        old = body["OldImage"] = orjson.loads(record.old)
+    if old is not None:
+        body["OldImage"] = old
         size += item_size(old)
     body["SequenceNumber"] = sequence_text(record.seq)
     body["SizeBytes"] = size
