@@ -71,7 +71,7 @@ def test_compressed_request_is_decoded_first(server, ddb, table, coding):
 
 @pytest.mark.parametrize(("encoding", "body"), [
     ("gzip", b"this is not gzip"),
-    ("gzip", gzip.compress(b'{"TableName": "t"}')[:-6]),  # cut short: no CRC and length
+    ("gzip", gzip.compress(b'{"TableName": "t"}', mtime=0)[:-6]),  # cut short: no CRC and length
     ("deflate", b"\xff\xfe not deflate"),
     ("br", b"{}"),  # a coding this server does not read
     ("zstd", b"{}"),
