@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
 from openddb.server.listen import endpoint_of, join
+from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.workers import stop_with_parent, supervise
 from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite
 from openddb.storage.base import Engine, StreamSettings
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         return _tail(args)
     if args.command == "health":
         return health(args.endpoint)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
                         stream=sys.stderr)
     try:
         return _start(args)

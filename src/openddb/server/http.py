@@ -24,9 +24,9 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
-from openddb.server import requests_log
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.cors import Cors
+from openddb.server.requests_log import RequestLog
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -535,12 +535,13 @@ class ServerState:
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
-        self.log_requests = requests_log.enabled()  # (decided once: a disabled log costs a request this test)
+        self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
-        if self.log_requests:
-            return requests_log.handle_logged(self.dispatcher, request.target, request.authorization, request.body,
-                                              request.too_large, request.request_id, request.host)
+        if self.request_log is not None:
+            self.end_pass_soon()  # (which writes the pass's lines)
+            return self.request_log.handle(self.dispatcher, request.target, request.authorization, request.body,
+                                           request.too_large, request.request_id, request.host)
         return self.dispatcher.handle(request.target, request.authorization, request.body, request.too_large,
                                       request.request_id, request.host)
 
@@ -582,6 +583,8 @@ class ServerState:
         self._pass_ending = False
         self.send_answers()
         self.engine.end_reads()
+        if self.request_log is not None:
+            self.request_log.flush()
 
     def hold(self, connection: HttpProtocol, request: _Request, response: bytes, group: int | None) -> None:
         if not self._held:
