@@ -144,6 +144,11 @@ class _Request(NamedTuple):
                                self.coding)
 
 
+def _media_type(content_type: bytes) -> bytes:
+    """A Content-Type's media type, without parameters, in lower case."""
+    return content_type.split(b";", 1)[0].strip().lower()
+
+
 class _Ready(NamedTuple):
     """An answer the dispatcher does not give (health check, 404, malformed HTTP), waiting behind requests
     deferred on its connection."""
@@ -302,11 +307,9 @@ class HttpProtocol(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.lower()
-        headers = self._headers
-        if key in headers:  # a header given twice is one list of values (RFC 9110 5.3: Accept-Encoding...)
-            headers[key] += b"," + value
-        else:
-            headers[key] = value
+        first = self._headers.setdefault(key, value)
+        if first is not value:  # a header given twice is one list of values (RFC 9110 5.3: Accept-Encoding...)
+            self._headers[key] = first + b"," + value
 
     def on_headers_complete(self) -> None:
         if self._since > MAX_HEADER_BYTES:
@@ -364,8 +367,8 @@ class HttpProtocol(asyncio.Protocol):
             return
         content_type = headers.get(b"content-type")
         url = self._url
-        if (url != b"/" and url.split(b"?", 1)[0] != b"/") or (
-                content_type is not None and content_type.split(b";", 1)[0].strip().lower() != _JSON_1_0):
+        if (url != b"/" and url.split(b"?", 1)[0] != b"/") or (content_type is not None and content_type != _JSON_1_0
+                                                             and _media_type(content_type) != _JSON_1_0):
             # DynamoDB speaks AWS JSON 1.0 only: 1.1 (or anything else) finds no page (reported against the service
             # in rusoto #215 and taws #165). It serves its API at "/" only; that another path finds the same page is
             # a best guess (the same routing failure).
@@ -418,10 +421,18 @@ class HttpProtocol(asyncio.Protocol):
         """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
         session = self.dispatcher.engine.session
         writes = session.writes
-        status, payload = self.server.handle(request)
+        server = self.server
+        if server.request_log is None:  # (ServerState.handle, inline: the path of every request)
+            status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
+                                                     request.too_large, request.request_id, request.host)
+        else:
+            status, payload = server.handle(request)
         if status == 0:
             return False
-        response = request.render(status, payload)
+        if not request.extra and request.coding is None:  # (_Request.render, inline)
+            response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
+        else:
+            response = request.render(status, payload)
         if self.dispatcher.engine.reading:
             self.server.end_pass_soon()
         if session.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order

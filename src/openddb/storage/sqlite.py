@@ -51,7 +51,7 @@ from openddb.storage.base import (
     is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
-from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams
+from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged
 
 
@@ -215,16 +215,6 @@ class _Checkpointer:
 SCHEMA_VERSION = 1
 
 
-def _statements(script: str) -> Iterator[str]:
-    """The SQL statements of `script`, one by one (a trigger's body holds `;`s of its own)."""
-    pending = ""
-    for part in script.split(";"):
-        pending += part + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                yield pending
-            pending = ""
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalog (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, tid INTEGER NOT NULL UNIQUE, meta BLOB NOT NULL);
@@ -319,8 +309,9 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         db = self._db
         self._begin()
         try:
-            for statement in _statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
+            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
                 db.execute(statement)
+            self._sync_triggers()
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
                 db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")
             # A process killed between a commit and its notice left the other processes' cached descriptions

@@ -7,7 +7,7 @@ the old item (the trigger has the row before and after; a row rewritten with the
 and writes none). The write path (`sqlite_writes`) writes a streamed table's changes one by one, in order, so two
 changes of one key in one group are two records; it names each change's origin for the triggers
 (`openddb_origin()`), and the record's time comes from the engine's clock (`openddb_now()`). A trigger picks the
-shard as `shard_slot` does: `(h * shards) >> 32`.
+shard as `shard_slot` does: `(h * shards) >> 32`. The triggers exist only while the store has an enabled stream.
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -57,6 +58,11 @@ CREATE TABLE IF NOT EXISTS stream_log (
 CREATE INDEX IF NOT EXISTS stream_log_by_shard ON stream_log (shard_no, seq);
 CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS NULL;
 CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
+"""
+
+# The triggers that write the records (see the module's docstring). They exist only while some stream of the store
+# is enabled (`_sync_triggers`): a store without one pays nothing for them on its item writes.
+STREAM_TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS stream_on_insert AFTER INSERT ON items BEGIN
     INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
     SELECT s.shard_no, openddb_now(), 'INSERT', openddb_origin(),
@@ -86,6 +92,7 @@ CREATE TRIGGER IF NOT EXISTS stream_on_delete AFTER DELETE ON items BEGIN
 END;
 """
 
+_TRIGGER_NAMES = ("stream_on_insert", "stream_on_update", "stream_on_delete")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
 # Records are deleted (trimmed, or gone with their stream) only below the highest one, which keeps the next
@@ -93,6 +100,17 @@ _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_a
 # `trimmed_seq` is past it, or its shard is gone.
 _BELOW_TOP = "seq < (SELECT max(seq) FROM stream_log)"
 _OPEN_SHARD = "SELECT shard_no, shard_id, created_at FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL"
+
+
+def statements(script: str) -> Iterator[str]:
+    """The SQL statements of `script`, one by one (a trigger's body holds `;`s of its own)."""
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 def _stream_info(row: Any) -> StreamInfo:
@@ -148,6 +166,7 @@ class SQLiteStreams:
         start = self._next_seq()
         for slot in range(shards):
             self._open_shard(sid, slot, None, start, now)
+        self._sync_triggers()
 
     def _disable_stream(self, sid: int, now: float) -> None:
         db = self._db
@@ -157,6 +176,21 @@ class SQLiteStreams:
             self._close_shard(shard_no)
         for key in [key for key in self._open_shards if key[0] == sid]:
             del self._open_shards[key]
+        self._sync_triggers()
+
+    def _sync_triggers(self) -> None:
+        """Under the writer lock: the record triggers in place if some stream is enabled, else gone (an item write
+        then costs no trigger call). A schema change: every connection sees it at its next statement."""
+        db = self._db
+        enabled = db.execute("SELECT 1 FROM streams WHERE disabled_at IS NULL LIMIT 1").fetchone() is not None
+        installed = db.execute("SELECT count(*) FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream_on_%'"
+                               ).fetchone()[0] == len(_TRIGGER_NAMES)
+        if enabled and not installed:
+            for statement in statements(STREAM_TRIGGERS):
+                db.execute(statement)
+        elif installed and not enabled:
+            for name in _TRIGGER_NAMES:
+                db.execute(f"DROP TRIGGER IF EXISTS {name}")
 
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
