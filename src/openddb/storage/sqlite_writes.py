@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -61,9 +62,9 @@ def bound(where: Where) -> tuple[int, int, bytearray, bytearray]:
     return where[0], where[1], blob(where[2]), blob(where[3])
 
 
-def stored(db: sqlite3.Connection, row: tuple[int, int, bytearray, bytearray]) -> State:
-    """The item stored in `row` (bound as SQL parameters), parsed, with its size and stored bytes."""
-    found = db.execute(_GET, row).fetchone()
+def stored(db: sqlite3.Connection, where: Where) -> State:
+    """The item stored at `where`, parsed, with its size and stored bytes."""
+    found = db.execute(_GET, (where[0], where[1], blob(where[2]), blob(where[3]))).fetchone()
     if found is None:
         return None, 0, None
     return orjson.loads(found[1]), found[0], found[1]
@@ -93,9 +94,10 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
             old, old_size, old_data = seen.get(where) or load(where)
         new = op.apply(old)
         size = 0 if new is None else item_size(new)
-        # Left as it was (or written again as it was): no change to write, and the answer still rests on what was
-        # read. (Unread, a rewrite of the same item is a row written with the same bytes: no change either.)
-        if not blind and (new is old or (size == old_size and new == old)):
+        # Left as it was (or, on a table with a stream, written again as it was: no record for it): no change to
+        # write, and the answer still rests on what was read. (Unread, a rewrite of the same item is a row written
+        # with the same bytes: its trigger sees no change either.)
+        if not blind and (new is old or (op.table.stream is not None and size == old_size and new == old)):
             seen[where] = (old, old_size, old_data)
             results.append(WriteResult(old, new, old_size, size))
             continue
@@ -191,7 +193,7 @@ class SQLiteWrites:
         try:
             if token is not None:
                 self._check_token(token)
-            results, changes, _ = apply_ops(ops, lambda where: stored(db, bound(where)))
+            results, changes, _ = apply_ops(ops, partial(stored, db))
         except BaseException:
             if not self.group_commit:
                 self._rollback()
@@ -199,7 +201,8 @@ class SQLiteWrites:
         # Nothing is written yet. From here on only an index's upkeep can refuse the request (an item collection
         # grown past its limit): inside a shared group, a savepoint then undoes this request alone. Other writes
         # need none (a savepoint journals a copy of every page the request changes, doubling a batch's I/O).
-        savepoint = self.group_commit and any(op.table.indexes for op in ops)
+        savepoint = self.group_commit and (bool(ops[0].table.indexes) if len(ops) == 1 else
+                                           any(op.table.indexes for op in ops))
         if savepoint:
             db.execute("SAVEPOINT request")
         try:
@@ -300,7 +303,7 @@ class SQLiteWrites:
             before = overlay.get(where)
             if before is not None:
                 return before.item, before.size, before.data
-            state = stored(self._read(), bound(where))
+            state = stored(self._read(), where)
             reads[where] = state[2]
             return state
 
