@@ -316,17 +316,20 @@ async def load(port: int, table: str, items: int, connections: int) -> None:
 
 
 async def prepare(server: Server, args: argparse.Namespace) -> None:
-    """Both tables on `server`, loaded; `server.streams` tells whether it took the table with a stream."""
+    """The tables the workloads use on `server`, loaded; `server.streams` tells whether it took the table with a
+    stream. Without a workload on the streamed table it has none: the store then has no stream at all, as a
+    user's who has none (an engine may spend something on every write once a store has one)."""
     connection = connect(server.port)
     try:
         await create_table(connection, PLAIN, stream=False)
-        try:
-            await create_table(connection, STREAMED, stream=True)
-            server.streams = True
-        except DynamoError as error:
-            if error.error_type != "ValidationException":
-                raise
-            print(f"{server.name}: no table with a stream ({error}); its stream rows are n/a", flush=True)
+        if any(WORKLOADS[label][1] == STREAMED for label in args.workloads):
+            try:
+                await create_table(connection, STREAMED, stream=True)
+                server.streams = True
+            except DynamoError as error:
+                if error.error_type != "ValidationException":
+                    raise
+                print(f"{server.name}: no table with a stream ({error}); its stream rows are n/a", flush=True)
     finally:
         connection.close()
     for table in (PLAIN, STREAMED) if server.streams else (PLAIN,):
