@@ -69,8 +69,8 @@ class WriteOp:
     key: StorageKey
     apply: ApplyFn
     # The caller needs neither the old item nor its size (no condition, no old values, no capacity) and the
-    # table has no index: an engine may then write without reading the row first, passing None to `apply`. The
-    # engine still reads it when the table itself needs the old item (an enabled stream).
+    # table has no index: an engine may then write without reading the row first, passing None to `apply`. An
+    # engine still reads it where its own upkeep needs the old item (PostgreSQL's stream records do).
     blind: bool = False
     origin: Origin = "user"
 

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 from openddb.errors import ResourceInUseException
 from openddb.model.schema import TableMeta
@@ -52,7 +53,7 @@ from openddb.storage.base import (
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
-from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged
+from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
 
 
 class _WriterLock:
@@ -300,6 +301,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             db.execute("PRAGMA wal_autocheckpoint = 0")
             db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
             self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"))
+        self._load_row = partial(stored, db)  # (a locked write's reads of its rows)
         self._create_schema()
         self._tables: dict[str, TableMeta] = {}
         self._token_writes = 0

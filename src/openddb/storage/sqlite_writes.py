@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -86,7 +85,7 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
     for op in ops:
         key = op.key
         where = (op.table.table_id, key.h, key.pk, key.sk)
-        blind = skips_read(op)  # (the row as it stands is unknown: even a delete must reach it)
+        blind = op.blind and not op.table.indexes  # (skips_read: unknown row, so even a delete must reach it)
         if blind:
             old: Item | None = None
             old_size, old_data = 0, None
@@ -138,6 +137,7 @@ class SQLiteWrites:
     _signal: Any
     _lock: Any
     _origin: Origin
+    _load_row: Callable[[Where], State]
 
     if TYPE_CHECKING:
         def _begin(self, wait: bool = True) -> None: ...
@@ -168,7 +168,8 @@ class SQLiteWrites:
         if session.optimistic and self.group_commit and not self._locked and token is None and \
                 (len(ops) == 1 or self.shared_reads or all(skips_read(op) for op in ops)):
             return self._write_optimistic(ops)
-        self._enter_transaction()
+        if not self._locked:  # (else the group's transaction, open under the lock, takes this write too)
+            self._enter_transaction()
         return self._write_locked(ops, token)
 
     def _enter_transaction(self) -> None:
@@ -193,7 +194,7 @@ class SQLiteWrites:
         try:
             if token is not None:
                 self._check_token(token)
-            results, changes, _ = apply_ops(ops, partial(stored, db))
+            results, changes, _ = apply_ops(ops, self._load_row)
         except BaseException:
             if not self.group_commit:
                 self._rollback()
