@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from openddb import clock
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.validation import attribute_value_error
@@ -258,7 +259,7 @@ class Dispatcher:
         group of writes open."""
         from openddb.api import indexes, ttl
 
-        now = time.time()
+        now = clock.now()
         try:
             if now >= self._next_resume:
                 self._next_resume = now + RESUME_SECONDS

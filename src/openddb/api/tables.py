@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Any
 
+from openddb import clock
 from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
@@ -230,7 +231,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     read, write = _throughput(request, billing_mode)
     on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
     warm = ix.initial_warm(request.get("WarmThroughput") or {}, billing_mode, (read, write))
-    now = time.time()
+    now = clock.now()
     stream = _created_stream(context, request["TableName"], request.get("StreamSpecification"), now)
     tags = request.get("Tags") or []
     check_tags(tags)
@@ -502,7 +503,7 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         meta.peak_read, meta.peak_write = ix.warm_request(
             request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
             (ix.DECREASING, ix.DECREASING))
-    now = time.time()
+    now = clock.now()
     if request.get("StreamSpecification") is not None:
         _plan_stream(meta, request["StreamSpecification"], now)
     sse = _plan_sse(meta, request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from openddb import clock
 from openddb.api.figures import epoch_millis
 from openddb.errors import LimitExceededException
 from openddb.model.schema import IndexMeta, TableMeta
@@ -143,7 +144,7 @@ ON_DEMAND_WARM = (12000, 4000)
 
 def throughput_description(provisioned: TableMeta | IndexMeta) -> dict[str, Any]:
     """The ProvisionedThroughput member that DescribeTable reports for a table or a global index."""
-    throughput: dict[str, Any] = {"NumberOfDecreasesToday": decreases_today(provisioned, time.time()),
+    throughput: dict[str, Any] = {"NumberOfDecreasesToday": decreases_today(provisioned, clock.now()),
                                   "ReadCapacityUnits": provisioned.read_capacity,
                                   "WriteCapacityUnits": provisioned.write_capacity}
     if provisioned.last_increase is not None:

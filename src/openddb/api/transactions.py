@@ -15,13 +15,13 @@ committed result.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
+from openddb import clock
 from openddb.api import validation as v
 from openddb.api.capacity import capacity_with_indexes, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
@@ -431,7 +431,7 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     record: RequestToken | None = None
     token = request.get("ClientRequestToken")
     if token is not None:
-        now = time.time()
+        now = clock.now()
         record = RequestToken(token, canonical_digest(request["TransactItems"]), now)
         existing = context.engine.get_token(token)
         if existing is not None and existing.created_at > now - TOKEN_LIFETIME:

@@ -13,13 +13,13 @@ the same transaction.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
 import orjson
 
+from openddb import clock
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
@@ -59,7 +59,7 @@ def update_time_to_live(context: RequestContext, request: dict[str, Any]) -> dic
         raise ValidationException("TimeToLive is already enabled")
     if not enabled and current is None:
         raise ValidationException("TimeToLive is already disabled")
-    now = time.time()
+    now = clock.now()
     if before.ttl_updated_at is not None and now - before.ttl_updated_at < CHANGE_INTERVAL:
         raise ValidationException("Time to live has been modified multiple times within a fixed interval")
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched until the change is stored
@@ -136,7 +136,7 @@ def sweep(engine: Engine, now: float, rows: int = SWEEP_ROWS, lease: bool = True
     the sweep's lease (or `lease` is off); the number deleted. Call it with no group of writes open."""
     tables = [meta for meta in map(engine.get_table, engine.list_tables())
               if meta is not None and meta.ttl_attribute is not None]
-    if not tables or (lease and not engine.try_lease(_LEASE, lease_holder(), _LEASE_SECONDS, time.time())):
+    if not tables or (lease and not engine.try_lease(_LEASE, lease_holder(), _LEASE_SECONDS, clock.now())):
         return 0
     deleted = 0
     with engine.session.serialized():  # a plain transaction under the lock: no conflict to retry

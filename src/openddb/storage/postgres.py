@@ -43,6 +43,7 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg import pq
 
+from openddb import clock
 from openddb.errors import LimitExceededException, ResourceInUseException, TransactionConflictException
 from openddb.model import Item
 from openddb.model.schema import TableMeta
@@ -387,7 +388,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 raise ResourceInUseException(f"Table already exists: {meta.name}")
             meta.table_id = int(tid)
             if meta.stream is not None:  # (assigns the stream's id, which the stored description then holds)
-                self._store_stream(cur, meta, time.time())
+                self._store_stream(cur, meta, clock.now())
             cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
                         (meta.name, tid, meta.to_json()))
             self._ddl(cur)
@@ -410,7 +411,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             self._expect(None if row is None else bytes(row[0]), meta)
             # Creates, or disables, the table's stream; the writes that hold this table's catalog row have all
             # committed (FOR UPDATE above waited for them), and later ones will read the description stored here.
-            self._store_stream(cur, meta, time.time())
+            self._store_stream(cur, meta, clock.now())
             # Entries of an index the change removes go with it: a crash cannot leave them orphaned.
             kept = {index.index_id for index in meta.indexes}
             for index in TableMeta.from_json(bytes(row[0])).indexes if row is not None else ():
@@ -443,7 +444,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
                 cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
                 # The table's stream is disabled, not dropped: its records stay readable for the retention period.
-                self._disable_streams(cur, row[0], None, time.time())
+                self._disable_streams(cur, row[0], None, clock.now())
                 self._live.pop(row[0], None)
                 self._ddl(cur)
 
@@ -494,7 +495,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 # whichever shard is open then, however old (so shards rolling over faster than the write cannot
                 # send it round for ever).
                 if self._roll_due:
-                    self._roll_over(time.time(), self._appending)
+                    self._roll_over(clock.now(), self._appending)
                     self._roll_due = False
         finally:
             self._roll_due = True
@@ -558,7 +559,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         # The tables whose committed description has an enabled stream (usually none: then nothing more is done).
         streaming = {tid: table for tid, table in live.items() if table is not None and table.streaming}
         records: list[PendingRecord] = []
-        now = time.time() if streaming else 0.0
+        now = clock.now() if streaming else 0.0
         for op, key in zip(ops, keys):
             if key in current:
                 old, old_size = current[key]

@@ -21,7 +21,6 @@ record lands in a shard after it closed, and `ending_seq` is the highest number 
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import orjson
 import psycopg
 
+from openddb import clock
 from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
@@ -231,7 +231,7 @@ class PostgresStreams:
     # --- reads ----------------------------------------------------------------------------------------
     def list_streams(self, table_name: str | None = None) -> list[StreamInfo]:
         sql = f"SELECT {_STREAM_COLUMNS} FROM openddb_streams WHERE (disabled_at IS NULL OR disabled_at > %s)"
-        params: list[Any] = [time.time() - self.stream_settings.retention_seconds]
+        params: list[Any] = [clock.now() - self.stream_settings.retention_seconds]
         if table_name is not None:
             if "\x00" in table_name:  # text cannot hold NUL, and no table name can
                 return []
@@ -244,11 +244,11 @@ class PostgresStreams:
             return None
         row = self._cursor().execute(
             f"SELECT {_STREAM_COLUMNS} FROM openddb_streams WHERE arn=%s AND (disabled_at IS NULL OR disabled_at > %s)",
-            (arn, time.time() - self.stream_settings.retention_seconds)).fetchone()
+            (arn, clock.now() - self.stream_settings.retention_seconds)).fetchone()
         return None if row is None else _stream(row)
 
     def list_shards(self, stream_id: int) -> list[ShardInfo]:
-        cutoff = time.time() - self.stream_settings.retention_seconds
+        cutoff = clock.now() - self.stream_settings.retention_seconds
         rows = self._cursor().execute(
             f"SELECT {_SHARD_COLUMNS} FROM openddb_stream_shards WHERE sid=%s AND "
             "(closed_at IS NULL OR closed_at > %s) ORDER BY shard_no", (stream_id, cutoff)).fetchall()

@@ -30,11 +30,11 @@ import mmap
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
+from openddb import clock
 from openddb.errors import ResourceInUseException
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
@@ -284,7 +284,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
                                    cached_statements=256)
         db = self._db
         # For the stream triggers (see sqlite_streams): the record's time and the change's origin.
-        db.create_function("openddb_now", 0, time.time)
+        db.create_function("openddb_now", 0, lambda: clock.now())
         db.create_function("openddb_origin", 0, lambda: self._origin)
         db.execute("PRAGMA busy_timeout = 30000")
         if path is not None:
@@ -440,7 +440,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
             db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
             meta.table_id = tid
-            self._sync_stream(meta, None, time.time())
+            self._sync_stream(meta, None, clock.now())
             db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
             self._bump_catalog()
         return meta
@@ -458,7 +458,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             self._expect(None if row is None else row[0], meta)
             meta.version += 1
             stored = TableMeta.from_json(row[0])
-            self._sync_stream(meta, stored, time.time())
+            self._sync_stream(meta, stored, clock.now())
             # Entries of an index the change removes go with it: nothing can be left orphaned by a crash.
             kept = {index.index_id for index in meta.indexes}
             for index in stored.indexes:
@@ -473,7 +473,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             if expected is not None:
                 self._expect(None if row is None else row[1], expected)
             if row is not None:
-                self._sync_stream(None, TableMeta.from_json(row[1]), time.time())
+                self._sync_stream(None, TableMeta.from_json(row[1]), clock.now())
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM tables WHERE name=?", (name,))

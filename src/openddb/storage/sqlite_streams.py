@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openddb import clock
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
     ShardInfo,
@@ -244,7 +244,7 @@ class SQLiteStreams:
         stream = live.stream if live is not None else None
         if stream is not None and stream.enabled:
             sid = stream.stream_id
-            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), time.time())
+            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), clock.now())
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
@@ -252,7 +252,7 @@ class SQLiteStreams:
 
     def list_streams(self, table_name: str | None = None) -> list[StreamInfo]:
         sql = f"SELECT {_STREAM_COLUMNS} FROM streams WHERE (disabled_at IS NULL OR disabled_at > ?)"
-        params: list[Any] = [self._horizon(time.time())]
+        params: list[Any] = [self._horizon(clock.now())]
         if table_name is not None:
             sql += " AND table_name=?"
             params.append(table_name)
@@ -261,7 +261,7 @@ class SQLiteStreams:
     def get_stream(self, arn: str) -> StreamInfo | None:
         row = self._read().execute(
             f"SELECT {_STREAM_COLUMNS} FROM streams WHERE arn=? AND (disabled_at IS NULL OR disabled_at > ?)",
-            (arn, self._horizon(time.time()))).fetchone()
+            (arn, self._horizon(clock.now()))).fetchone()
         return None if row is None else _stream_info(row)
 
     def list_shards(self, stream_id: int) -> list[ShardInfo]:

@@ -9,9 +9,9 @@ Reference's, checked as DynamoDB checks its other limits (a best guess: the publ
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
+from openddb import clock
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
 from openddb.errors import (
@@ -173,7 +173,7 @@ def get_shard_iterator(context: RequestContext, request: dict[str, Any]) -> dict
         seq = _end(engine, stream, shard)
     else:
         seq = _at_number(shard, str(number)) + (kind == "AFTER_SEQUENCE_NUMBER")
-    position = Position(stream.stream_id, shard.shard_id, seq, time.time())
+    position = Position(stream.stream_id, shard.shard_id, seq, clock.now())
     return {"ShardIterator": iterators.encode(stream.arn, position)}
 
 
@@ -212,7 +212,7 @@ def trimmed() -> TrimmedDataAccessException:
 def get_records(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(GET_RECORDS, request)
     arn, position = iterators.decode(request["ShardIterator"])
-    now = time.time()
+    now = clock.now()
     if iterators.expired(position, now):
         # DynamoDB's text, as its Kinesis adapter passes it on (spring-integration-aws pull request 59).
         raise ExpiredIteratorException("Shard iterator has expired")
