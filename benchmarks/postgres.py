@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""PostgreSQL engine benchmark (issue 32): OpenDDB nodes on PostgreSQL beside the embedded engine, one run.
+
+    python benchmarks/postgres.py                                  # starts a PostgreSQL (scripts/postgres-start)
+    python benchmarks/postgres.py --engine postgresql://u@host:5432/db --baseline HEAD~2 --workers 1,2
+    python benchmarks/postgres.py --rounds 1 --duration 2 --workloads put,get   # a quick check
+
+Servers, each on a free loopback port, per `--workers` value W: `sqlite-wW` (the embedded engine on a fresh data
+dir), `pg-wW` (the working tree on PostgreSQL) and, with `--baseline REV`, `base-wW` (that git revision, checked
+out by `git worktree add --detach`, on PostgreSQL). Every PostgreSQL server gets a database of its own, created
+on the `--engine` server and dropped at the end, so the servers share the PostgreSQL process (and its CPU and
+WAL) but no rows. Without `--engine`, scripts/postgres-start starts a throw-away PostgreSQL (fsync on, its
+defaults) in a temporary dir and stops it at the end: the program runs from a clone of the repository alone.
+
+Workloads and client are streams.py's (put, update, get, query on a table of `--items` ~200-byte items; 32
+connections with one request in flight each; SigV4 signed once). Each round runs every workload on every
+server, the order rotating each round, so all see the same noise of a shared machine. Reported per workload and
+server: ops/s, p50, p99 (medians over rounds), the ratio to the embedded engine with as many workers (median
+of per-round ratios), the server's CPU per answered request and, where PostgreSQL runs on this machine, its CPU
+per request as well (all its processes, from /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import streams
+from streams import ROOT, Sample, Server, add_worktree, check_source, drive, git, prepare, use_uvloop
+
+WORKLOADS = ["put", "update", "get", "query"]
+
+
+@dataclass
+class Node(Server):
+    """A server on the embedded engine (`engine` None) or on a PostgreSQL database."""
+
+    engine: str | None = None
+    workers: int = 1
+
+    def start(self, workers: int = 0) -> None:
+        self.data_dir.mkdir(parents=True)
+        self.log = self.data_dir.with_suffix(".log")
+        command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
+                   str(self.data_dir), "--workers", str(workers or self.workers), "--log-level", "warning"]
+        if self.engine is not None:
+            command += ["--engine", self.engine]
+        env = {**os.environ, "PYTHONPATH": str(self.src)}
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.data_dir)
+
+
+class Postgres:
+    """The PostgreSQL server under test: `url` given, or a throw-away one started here; a database per node."""
+
+    def __init__(self, url: str | None, tmp: str) -> None:
+        self.dir: Path | None = None
+        if url is None:
+            self.dir = Path(tmp) / "pg"
+            url = subprocess.run([str(ROOT / "scripts" / "postgres-start"), str(self.dir)], check=True,
+                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        self.url = url
+        self.databases: list[str] = []
+
+    def database(self) -> str:
+        name = f"openddb_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        self.databases.append(name)
+        return self.url.rsplit("/", 1)[0] + "/" + name
+
+    def postmaster(self) -> int | None:
+        """The server's main process, if it runs on this machine (its data dir is known, or it answers so)."""
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                row = conn.execute("SELECT setting FROM pg_settings WHERE name = 'data_directory'").fetchone()
+            return int((Path(row[0]) / "postmaster.pid").read_text().split()[0]) if row else None
+        except (OSError, ValueError, psycopg.Error):
+            return None
+
+    def close(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            for name in self.databases:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if self.dir is not None:
+            subprocess.run([str(ROOT / "scripts" / "postgres-start"), "--stop", str(self.dir)], check=False,
+                           capture_output=True)
+
+
+def family_cpu_seconds(parent: int) -> float:
+    """CPU seconds (user + system) of `parent` and its live children (PostgreSQL's backends), from /proc."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid = int(stat.parent.name)
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        if pid == parent or int(fields[1]) == parent:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    sample: Sample
+    pg_us: float | None  # PostgreSQL's CPU per answered request (warm-up included), µs
+
+
+async def run_rounds(nodes: list[Node], args: argparse.Namespace, postmaster: int | None, runs: list[Run]) -> None:
+    for node in nodes:
+        await prepare(node, args)
+        print(f"{node.name}: {args.items} items loaded", flush=True)
+    for round_ in range(args.rounds):
+        shift = round_ % len(nodes)
+        for label in args.workloads:
+            for node in nodes[shift:] + nodes[:shift]:
+                assert node.process is not None
+                before = family_cpu_seconds(postmaster) if postmaster and node.engine else None
+                sample = await drive(node.port, label, round_ + 1, node.name, args, node.process.pid)
+                pg_us = None
+                if before is not None and postmaster is not None:
+                    answered = sample.rate * (args.duration + args.warmup)
+                    pg_us = 1e6 * (family_cpu_seconds(postmaster) - before) / max(1.0, answered)
+                runs.append(Run(sample, pg_us))
+                line = streams.progress_line(sample)
+                print(line + ("" if pg_us is None else f"  PostgreSQL {pg_us:5.1f} µs CPU/op"), flush=True)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
+    """A markdown table: per workload and node, medians over rounds and the ratio to the embedded engine."""
+    lines = ["| workload | server | ops/s | p50 ms | p99 ms | / embedded, same workers | server CPU µs/op "
+             "| PostgreSQL CPU µs/op |", "|" + " --- |" * 8]
+    for label in labels:
+        for node in nodes:
+            mine = [r for r in runs if r.sample.server == node.name and r.sample.workload == label]
+            if not mine:
+                continue
+            base = {r.sample.round: r.sample.rate for r in runs
+                    if r.sample.server == f"sqlite-w{node.workers}" and r.sample.workload == label}
+            ratio = _median([r.sample.rate / base[r.sample.round] for r in mine if base.get(r.sample.round)])
+            pg = _median([r.pg_us for r in mine if r.pg_us is not None])
+            cells = [label, node.name, f"{statistics.median(r.sample.rate for r in mine):,.0f}",
+                     f"{statistics.median(r.sample.p50_ms for r in mine):.2f}",
+                     f"{statistics.median(r.sample.p99_ms for r in mine):.2f}",
+                     "n/a" if ratio is None else f"{ratio:.2f}",
+                     f"{statistics.median(r.sample.server_us for r in mine):.0f}",
+                     "n/a" if pg is None else f"{pg:.0f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    errors = sum(sum(r.sample.errors.values()) for r in runs)
+    cpu = max((r.sample.client_cpu for r in runs), default=0.0)
+    lines.append(f"\nMedians over rounds. Client CPU at most {cpu:.0f}% of one core; {errors} errors.")
+    return "\n".join(lines)
+
+
+def make_nodes(args: argparse.Namespace, tmp: str, pg: Postgres, baseline: Path | None) -> list[Node]:
+    nodes = []
+    for workers in args.workers:
+        data = Path(tmp)
+        nodes.append(Node(f"sqlite-w{workers}", ROOT / "src", data / f"sqlite-w{workers}", workers=workers))
+        nodes.append(Node(f"pg-w{workers}", ROOT / "src", data / f"pg-w{workers}", engine=pg.database(),
+                          workers=workers))
+        if baseline is not None:
+            nodes.append(Node(f"base-w{workers}", baseline / "src", data / f"base-w{workers}",
+                              engine=pg.database(), workers=workers))
+    return nodes
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--engine", help="a postgresql:// URL whose role may create databases (default: start one)")
+    parser.add_argument("--baseline", help="also run this git revision on PostgreSQL (e.g. HEAD~2)")
+    parser.add_argument("--workers", default="1,2", help="comma list of --workers values (default 1,2)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per run (default 5)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each (default 1)")
+    parser.add_argument("-c", "--connections", type=int, default=32, help="keep-alive connections (default 32)")
+    parser.add_argument("--items", type=int, default=10_000, help="items in the table (default 10000)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of put,update,get,query")
+    args = parser.parse_args(argv)
+    args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
+    args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    if unknown := [w for w in args.workloads if w not in WORKLOADS]:
+        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    loop_name = use_uvloop()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
+    runs: list[Run] = []
+    nodes: list[Node] = []
+    with tempfile.TemporaryDirectory(prefix="openddb-pg-bench-") as tmp:
+        pg = Postgres(args.engine, tmp)
+        worktree: Path | None = None
+        try:
+            baseline = None
+            if args.baseline:
+                worktree, commit = add_worktree(args.baseline, tmp)
+                baseline = worktree
+                print(f"baseline: {args.baseline} ({commit})", flush=True)
+            print(f"new: {streams.describe_new()}; {args.connections} connections; {args.rounds} rounds x "
+                  f"{args.duration:g} s (+{args.warmup:g} s warm-up); {loop_name}", flush=True)
+            nodes = make_nodes(args, tmp, pg, baseline)
+            for node in nodes:
+                check_source(node.src)
+                node.start()
+            for node in nodes:
+                node.wait_ready()
+            asyncio.run(run_rounds(nodes, args, pg.postmaster(), runs))
+        except KeyboardInterrupt:
+            print("interrupted: the figures so far", flush=True)
+        finally:
+            for node in nodes:
+                node.stop()
+            if worktree is not None:
+                git("worktree", "remove", "--force", str(worktree))
+            pg.close()
+        print(report(runs, nodes, args.workloads), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
