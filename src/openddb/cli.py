@@ -18,10 +18,11 @@ from openddb import __version__
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.workers import stop_with_parent, supervise
-from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite
+from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite, remove_sqlite_store
 from openddb.storage.base import Engine, StreamSettings
 
 if TYPE_CHECKING:
+    from openddb.server.control import Control
     from openddb.streams.triggers import TriggerConfig
 
 log = logging.getLogger("openddb")
@@ -55,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
+    serve.add_argument("--dev", action="store_true", default=os.environ.get("OPENDDB_DEV") == "1",
+                       help="a server for tests: the test-control endpoints under /openddb/ (empty the store, move "
+                            "the clock, sweep TTL now; no signature needed) and one process (default: "
+                            "$OPENDDB_DEV=1, else off)")
     _local_flags(serve)
     _stream_options(serve)
     _tail_parser(commands)
@@ -147,17 +152,38 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     ready = asyncio.Event()
-    task = asyncio.create_task(serve(Dispatcher(engine), args.host, args.port, sock=sock, ready=ready, stop=stop,
-                                     cors=args.cors))
+    dispatcher = Dispatcher(engine)
+    task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
+                                     cors=args.cors, control=_control(args)))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
         log.info("OpenDDB %s listening on http://%s:%d (%s)", __version__, host, port, where)
+        if args.dev:
+            log.warning("--dev: anyone who reaches http://%s:%d/openddb/ can empty the store and move the clock",
+                        host, port)
     try:
         await task
     finally:
-        engine.close()
+        dispatcher.engine.close()  # (the store in use: a reset replaces the one opened here)
         log.info("OpenDDB stopped")
+
+
+def _control(args: argparse.Namespace) -> Control | None:
+    """With --dev, the test-control endpoints: a reset closes the store and opens it again emptied."""
+    if not args.dev:
+        return None
+    from openddb.server.control import Control, ControlRefused
+
+    def reopen(old: Engine) -> Engine:
+        if args.engine:
+            raise ControlRefused("a reset empties the embedded store; this server's engine is PostgreSQL")
+        old.close()
+        if not args.in_memory:
+            remove_sqlite_store(args.data_dir)
+        return _engine(args)[0]
+
+    return Control(reopen)
 
 
 def _triggers(args: argparse.Namespace) -> list[TriggerConfig]:
@@ -297,9 +323,12 @@ def _start(args: argparse.Namespace) -> int:
     check_port(args.port)
     if args.workers is not None and args.workers < 1:
         raise StartupError(f"--workers {args.workers}: at least 1")
+    if args.dev and args.workers not in (None, 1):
+        raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
+                           "leave out --workers")
     workers = args.workers or os.cpu_count() or 1
-    if args.in_memory:
-        workers = 1  # an in-memory store lives in one process
+    if args.in_memory or args.dev:
+        workers = 1  # an in-memory store lives in one process; a --dev server's clock too
     _warn_local_flags(args)
     sock = bind(args.host, args.port, shared=workers > 1)
     try:

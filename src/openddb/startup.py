@@ -79,6 +79,15 @@ def open_sqlite(path: str | None, sync: str) -> SQLiteEngine:
         raise StartupError(f"cannot open the store in {path}: {error}") from None
 
 
+def remove_sqlite_store(path: str) -> None:
+    """Delete the embedded store's database in `path` (closed first), so that opening it again finds it empty."""
+    for name in ("openddb.sqlite3", "openddb.sqlite3-wal", "openddb.sqlite3-shm"):
+        try:
+            os.remove(os.path.join(path, name))
+        except FileNotFoundError:
+            pass
+
+
 def open_postgres(url: str) -> PostgresEngine:
     """The PostgreSQL engine at `url`; its driver is an optional extra."""
     if not url.startswith(("postgresql://", "postgres://")):

@@ -10,12 +10,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import openddb.clock
 import openddb.testing
 from openddb.startup import StartupError
 from tests.conftest import make_client
@@ -145,6 +147,26 @@ def test_reset_empties_the_store_and_clients_carry_on() -> None:
         ddb.create_table(**USERS)
     finally:
         server.stop()
+
+
+def test_the_clock_moves_and_ttl_sweeps_on_demand() -> None:
+    # The in-process server's time control, as the HTTP endpoints of `openddb serve --dev` offer it.
+    server = openddb.testing.Server()
+    ddb = client(server.start())
+    try:
+        ddb.create_table(**USERS)
+        ddb.update_time_to_live(TableName="users",
+                                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+        ddb.put_item(TableName="users", Item={"id": {"S": "a"}, "expires": {"N": str(int(time.time()) + 3600)}})
+        assert server.sweep_ttl() == 0
+        assert server.advance_clock(3601) >= 3601
+        server.sweep_ttl()
+        assert "Item" not in ddb.get_item(TableName="users", Key={"id": {"S": "a"}})
+        server.reset()
+        assert openddb.clock.offset() == 0  # a fresh store, real time again
+    finally:
+        server.stop()
+        openddb.clock.set_offset(0)
 
 
 def test_a_data_dir_keeps_its_data_across_restarts(tmp_path: Path) -> None:

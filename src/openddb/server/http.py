@@ -30,6 +30,7 @@ from openddb.server.requests_log import RequestLog
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
+    from openddb.server.control import Control
 
 log = logging.getLogger("openddb.http")
 
@@ -372,6 +373,9 @@ class HttpProtocol(asyncio.Protocol):
             # DynamoDB speaks AWS JSON 1.0 only: 1.1 (or anything else) finds no page (reported against the service
             # in rusoto #215 and taws #165). It serves its API at "/" only; that another path finds the same page is
             # a best guess (the same routing failure).
+            if self.server.control is not None and url.startswith(b"/openddb/"):
+                self._control(method, extra, request_id, keep_alive)
+                return
             self._answer(render_extended(404, _PAGE_NOT_FOUND, b"text/html", request_id, keep_alive, extra, None),
                          keep_alive)
             return
@@ -393,6 +397,9 @@ class HttpProtocol(asyncio.Protocol):
                        keep_alive: bool) -> None:
         """Answer what is not an API call: the health check, a CORS pre-flight, or no page (404)."""
         headers = self._headers
+        if self.server.control is not None and self._url.startswith(b"/openddb/"):
+            self._control(method, extra, request_id, keep_alive)
+            return
         at_root = self._url.split(b"?", 1)[0] == b"/"
         if method in (b"GET", b"HEAD") and at_root:
             # DynamoDB's health check names the endpoint, a space after it: "healthy: dynamodb.us-east-1.amazonaws.com "
@@ -408,6 +415,13 @@ class HttpProtocol(asyncio.Protocol):
                              keep_alive)
                 return
         self._answer(render_extended(404, b"", b"text/plain", request_id, keep_alive, extra, None), keep_alive)
+
+    def _control(self, method: bytes, extra: bytes, request_id: bytes, keep_alive: bool) -> None:
+        """Answer a test-control request (`--dev` only: see server/control.py)."""
+        assert self.server.control is not None
+        status, body = self.server.control.respond(self.server, method, self._url, b"".join(self._body))
+        self._answer(render_extended(status, body, b"application/json", request_id, keep_alive, extra, None),
+                     keep_alive)
 
     def _local_address(self) -> bytes:
         """host:port of this end of the connection (for a request without a Host header, as HTTP/1.0 allows)."""
@@ -547,6 +561,7 @@ class ServerState:
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
         self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
+        self.control: Control | None = None  # the test-control endpoints, with `--dev` only
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
         if self.request_log is not None:
@@ -684,11 +699,14 @@ class ServerState:
 
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
-                ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*") -> None:
+                ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
+                control: Control | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
-    `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any)."""
+    `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
+    test-control endpoints (None: they do not exist)."""
     loop = asyncio.get_running_loop()
     state = ServerState(dispatcher, Cors(cors))
+    state.control = control
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
     else:

@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+from openddb import clock
 from openddb.server.listen import endpoint_of
 from openddb.startup import bind, open_sqlite
 
 if TYPE_CHECKING:
     from openddb.server.http import HttpProtocol, ServerState
 
+T = TypeVar("T")
 _START_SECONDS = 30
 _CLOSE_SECONDS = 10  # how long a closing store waits for a request still in flight
 
@@ -124,7 +127,42 @@ class Server:
             raise RuntimeError("the server is not running: call start() first")
         asyncio.run_coroutine_threadsafe(self._reset(), loop).result()
 
+    def advance_clock(self, seconds: float) -> float:
+        """Move the server's clock `seconds` ahead (TTL expiry, stream retention, iterator expiry follow; stream
+        upkeep runs at once) and return how far it is ahead of real time. The clock is this process's
+        (`openddb.clock`); a reset puts it back to real time."""
+        from openddb.server import control
+
+        self._on_loop(lambda state: control.advance(state, seconds))
+        return clock.offset()
+
+    def sweep_ttl(self) -> int:
+        """Delete every item expired by the server's clock now; the number deleted."""
+        from openddb.server import control
+
+        return self._on_loop(lambda state: control.sweep_now(state.engine))
+
+    def _on_loop(self, action: Callable[[ServerState], T]) -> T:
+        """Run `action` on the server's event loop, once no group of writes is open."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the server is not running: call start() first")
+
+        from openddb.server import control
+
+        async def run() -> T:
+            state = self._current().state
+            while not control.settle(state):
+                await asyncio.sleep(0.001)
+            try:
+                return action(state)
+            finally:
+                state.engine.end_reads()
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result()
+
     async def _reset(self) -> None:
+        clock.set_offset(0)
         old = self._store
         if old is None or not old.used:
             return  # nothing can have changed it
