@@ -98,7 +98,7 @@ def open_postgres(url: str) -> PostgresEngine:
         raise StartupError(f"--engine postgresql:// needs the PostgreSQL driver, which is not installed: "
                            f"{POSTGRES_INSTALL} (or the postgres extra: pip install 'openddb[postgres]')") from None
     try:
-        return PostgresEngine(url)
+        return PostgresEngine(url, group_commit=True)
     except Exception as error:  # psycopg.OperationalError and friends: say why, without a traceback
         reason = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
         raise StartupError(f"cannot open the engine {hide_password(url)}: {reason}") from None
