@@ -214,6 +214,7 @@ def test_records_of_every_write_path(ddb, streams):
     name, arn = streamed_table(ddb)
     ddb.put_item(TableName=name, Item={"pk": {"S": "p"}, "n": {"N": "1"}})
     ddb.put_item(TableName=name, Item={"pk": {"S": "p"}, "n": {"N": "1"}})  # the same item again: no change
+    ddb.put_item(TableName=name, Item={"n": {"N": "1"}, "pk": {"S": "p"}})  # ... in another order: no change
     ddb.update_item(TableName=name, Key={"pk": {"S": "p"}}, UpdateExpression="SET n = n + :one",
                     ExpressionAttributeValues={":one": {"N": "1"}})
     ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": {"pk": {"S": "b1"}}}},

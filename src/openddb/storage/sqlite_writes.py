@@ -53,6 +53,7 @@ _PUT_TOKEN = "INSERT OR REPLACE INTO tokens (token, hash, created_at, sizes) VAL
 # Expired tokens are swept once every this many token writes, so the table stays small without a timer.
 _TOKEN_SWEEP_EVERY = 256
 
+_SORTED = orjson.OPT_SORT_KEYS
 BLIND = object()  # a staged write that did not read its row: nothing to check at commit
 
 
@@ -100,7 +101,9 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
             seen[where] = (old, old_size, old_data)
             results.append(WriteResult(old, new, old_size, size))
             continue
-        data = None if new is None else orjson.dumps(new)
+        # A streamed table's rows are written with their attribute names in order, so an unread rewrite of an
+        # equal item (attributes in another order) is the same bytes too, which the stream trigger sees as no change.
+        data = None if new is None else orjson.dumps(new, option=_SORTED if op.table.stream is not None else 0)
         seen[where] = (new, size, data)
         results.append(WriteResult(old, new, old_size, size))
         changes.append(Change(op.table, key, old, new, old_size, size, data, op.origin, old_data))
