@@ -51,6 +51,7 @@ from openddb.model.values import item_size
 from openddb.storage.base import (
     TOKEN_LIFETIME,
     CatalogChanged,
+    CommitResult,
     Engine,
     RequestToken,
     Row,
@@ -91,6 +92,11 @@ SCHEMA_VERSION = 6
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
+# Group commit: a lock wait inside a group longer than this commits the group and runs the write on its own (see
+# `_group_write`); a group commits early at this many writes, as each write is a subtransaction and PostgreSQL
+# keeps 64 subtransaction ids per backend in shared memory before every snapshot taken elsewhere grows dearer.
+GROUP_LOCK_TIMEOUT_MS = 1
+GROUP_WRITES = 48
 
 
 def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
@@ -207,13 +213,18 @@ T = TypeVar("T")
 
 
 class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
-    def __init__(self, url: str, *, listen: bool | None = None) -> None:
+    def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
 
-        `listen`: invalidate the table cache through LISTEN/NOTIFY (None: if the server supports it)."""
+        `listen`: invalidate the table cache through LISTEN/NOTIFY (None: if the server supports it).
+        `group_commit`: `write` leaves its transaction open for `commit` (see `WriteSession` and `_group_write`);
+        without it every write commits on its own and the group is never pending."""
         self.url = url
         self.location = _redact(url)
-        self.session = WriteSession()  # (every write commits on its own: the group is never pending)
+        self.session = WriteSession()
+        self.group_commit = group_commit
+        self._group_writes = 0  # writes in the open group
+        self._group_lost = False  # the open group's transaction was lost (a broken connection): see `commit`
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
@@ -278,6 +289,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 self._poll(conn.pgconn)
             except psycopg.OperationalError:  # the server closed it: `broken` now says so
                 pass
+        if self.session.pending and (conn.closed or conn.broken or
+                                     conn.pgconn.transaction_status == pq.TransactionStatus.INERROR):
+            self._lose_group()
         if conn.closed or conn.broken or self._closing:
             log.warning("reconnecting to %s", self.location)
             conn.close()
@@ -335,7 +349,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
     @contextmanager
     def _transaction(self, begin: str = "BEGIN") -> Iterator[psycopg.Cursor[Any]]:
         """One transaction, not retried (compare `_transact`): committed when the body returns, rolled back when
-        it raises."""
+        it raises. An open group commits first."""
+        self._end_group()
         cur = self._cursor()
         cur.execute(begin)
         try:
@@ -475,6 +490,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
+        run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
+
         def body(cur: psycopg.Cursor[Any]) -> list[WriteResult]:
             if token is not None:
                 self._record_token(cur, token)
@@ -486,7 +504,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         try:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
-                    return self._transact(body)
+                    return run(body)
                 except pgerrors.NotNullViolation as error:
                     if not is_shard_due(error):
                         raise
@@ -502,7 +520,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         raise TransactionConflictException("Transaction is ongoing for the item")
 
     def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
-        """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE)."""
+        """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE).
+        An open group commits first."""
+        self._end_group()
         cur = self._cursor()
         for attempt in range(MAX_ATTEMPTS):
             try:
@@ -520,6 +540,97 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 self._rollback()
                 raise
         raise TransactionConflictException("Transaction is ongoing for the item")
+
+    def _group_write(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
+        """Run `body` inside the open group's transaction (beginning one), under a savepoint, so a write that
+        fails undoes itself alone; the group commits in `commit`, at the end of the server's event-loop pass.
+
+        Inside a group a lock wait is bounded by GROUP_LOCK_TIMEOUT_MS: the group holds the locks of its earlier
+        writes, and waiting with them held could deadlock with another node's group (each waiting for the other's
+        commit). A write that would wait longer (or meets any conflict) is undone, the group commits, and the
+        write runs on its own, waiting as a lone write does: strict two-phase locking either way, and the
+        request's answer still waits for the group's commit."""
+        session = self.session
+        if self._group_writes >= GROUP_WRITES:
+            self._end_group()
+        cur = self._cursor()
+        try:
+            with self._conn.pipeline():
+                if not session.pending:
+                    session.pending = True
+                    cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    cur.execute(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+                cur.execute("SAVEPOINT w")
+                result = body(cur)
+                cur.execute("RELEASE SAVEPOINT w")
+        except _RETRYABLE as error:
+            self._undo_write()
+            log.debug("write conflict in a group: committing the group, then the write on its own: %s", error)
+            return self._transact(body)
+        except BaseException:
+            self._undo_write()
+            raise
+        session.writes += 1
+        self._group_writes += 1
+        return result
+
+    def _undo_write(self) -> None:
+        """Roll back the group's last write to its savepoint (its rows, placeholders and locks); if that cannot
+        be done, the whole group is lost."""
+        conn = self._conn
+        if not (conn.broken or conn.closed):
+            try:
+                conn.execute("ROLLBACK TO SAVEPOINT w")
+                conn.execute("RELEASE SAVEPOINT w")
+                return
+            except psycopg.Error:
+                log.warning("could not undo a write of a group: the group is lost", exc_info=True)
+        self._lose_group()
+
+    def _lose_group(self) -> None:
+        """The open group's transaction is gone (its writes were never committed): `commit` will say so."""
+        self._group_lost = True
+        self.session.pending = False
+        self._group_writes = 0
+        self._rollback_quietly()
+
+    def _rollback_quietly(self) -> None:
+        try:
+            self._rollback()
+        except psycopg.Error:
+            pass  # (a broken connection: the server rolled back, and `_cursor` reconnects)
+
+    def _end_group(self) -> None:
+        """Commit the open group, if any: at the end of a pass, or mid-pass before a transaction of its own."""
+        session = self.session
+        if not session.pending:
+            return
+        session.pending = False
+        session.commits += 1
+        self._group_writes = 0
+        try:
+            # (COMMIT of a failed transaction would answer ROLLBACK, not an error)
+            if self._cur.execute("COMMIT").statusmessage != "COMMIT":
+                raise RuntimeError("the group's transaction had failed: rolled back")
+        except BaseException:
+            self._group_lost = True
+            self._rollback_quietly()
+            raise
+
+    def commit(self) -> CommitResult:
+        """Commit the open group. Raises (and commits nothing more) if a group of this pass was lost: its
+        writes' answers must not be sent as successes."""
+        try:
+            if self._group_lost:
+                if self.session.pending:
+                    self.session.pending = False
+                    self._rollback_quietly()
+                raise RuntimeError("a group of writes was lost (connection to PostgreSQL broken): none acknowledged")
+            self._end_group()
+        finally:
+            self._group_lost = False
+            self._group_writes = 0
+        return "committed"
 
     def _record_token(self, cur: psycopg.Cursor[Any], token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`).

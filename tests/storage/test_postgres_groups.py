@@ -1,0 +1,145 @@
+"""Group commit on PostgreSQL: the writes of a server's event-loop pass share one transaction and one commit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import orjson
+import psycopg
+import pytest
+
+from openddb.errors import ConditionalCheckFailedException
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.storage.base import StorageKey, WriteOp
+from openddb.storage.postgres import GROUP_WRITES, PostgresEngine
+from tests.storage.conftest import POSTGRES_URL, needs_postgres
+from tests.storage.test_engine_contract import item, key, new_meta, put
+
+pytestmark = needs_postgres
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[PostgresEngine, PostgresEngine]]:
+    """Two nodes' engines on one database, grouping their writes as servers do."""
+    first = PostgresEngine(str(POSTGRES_URL), group_commit=True)
+    second = PostgresEngine(str(POSTGRES_URL), group_commit=True)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
+def add(meta_key: tuple[TableMeta, StorageKey], amount: int) -> WriteOp:
+    """An increment of `n` (a read-modify-write: it must see the committed value)."""
+    meta, at = meta_key
+
+    def apply(old: Item | None) -> Item:
+        return {"pk": {"S": "p"}, "n": {"N": str(amount + (0 if old is None else int(old["n"]["N"])))}}
+    return WriteOp(meta, at, apply)
+
+
+def value(engine: PostgresEngine, meta: TableMeta, at: StorageKey) -> int | None:
+    row = engine.get(meta, at)
+    return None if row is None else int(orjson.loads(row.data)["n"]["N"])
+
+
+def test_writes_commit_together_at_commit(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """A group's writes are seen by their own node at once, by the others only after `commit`, all together."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    for n in range(3):
+        first.write([put(meta, key(b"s%d" % n), item(n))])
+    assert first.session.pending and first.session.writes == 3
+    assert value(first, meta, key(b"s2")) == 2 and value(second, meta, key(b"s2")) is None
+    commits = first.session.commits
+    assert first.commit() == "committed"
+    assert not first.session.pending and first.session.commits == commits + 1
+    assert [value(second, meta, key(b"s%d" % n)) for n in range(3)] == [0, 1, 2]
+
+
+def test_a_refused_write_undoes_itself_alone(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """A write refused after its locks (a failed condition) leaves the group's other writes to commit."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    first.write([put(meta, key(b"a"), item(1))])
+
+    def refuse(old: Item | None) -> Item:
+        raise ConditionalCheckFailedException("The conditional request failed")
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([put(meta, key(b"b"), item(2)), WriteOp(meta, key(b"c"), refuse)])
+    first.write([put(meta, key(b"d"), item(4))])
+    first.commit()
+    assert [value(second, meta, key(k)) for k in (b"a", b"b", b"c", b"d")] == [1, None, None, 4]
+
+
+def test_groups_of_two_nodes_never_deadlock(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """Each node's open group holds a key the other then writes: the second waiter commits its group and waits
+    on its own, so both finish at once (no deadlock detector's second) and no increment is lost."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    one, two = (meta, key(b"one")), (meta, key(b"two"))
+    first.write([add(one, 1)])
+    second.write([add(two, 1)])
+    done = threading.Event()
+
+    def second_node() -> None:
+        second.write([add(one, 10)])  # waits for the first node's group
+        second.commit()
+        done.set()
+
+    started = time.monotonic()
+    thread = threading.Thread(target=second_node)
+    thread.start()
+    time.sleep(0.05)
+    first.write([add(two, 10)])  # the second node committed its group before waiting: `two` is free
+    first.commit()
+    thread.join(10)
+    assert done.is_set() and time.monotonic() - started < 0.9
+    assert value(first, meta, key(b"one")) == 11 and value(first, meta, key(b"two")) == 11
+
+
+def test_reads_of_a_snapshot_and_ddl_commit_the_group_first(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """A transaction of its own (a multi-item read in one snapshot, a table change) commits the open group
+    first, and counts it, so the server knows which group each request wrote into."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    first.write([put(meta, key(b"a"), item(1))])
+    commits = first.session.commits
+    rows = first.get_many([(meta, key(b"a")), (meta, key(b"b"))])
+    assert rows[0] is not None and rows[1] is None
+    assert not first.session.pending and first.session.commits == commits + 1
+    assert value(second, meta, key(b"a")) == 1
+
+
+def test_a_long_group_commits_early(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """Past GROUP_WRITES writes (each a subtransaction) the group commits and a new one begins."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    commits = first.session.commits
+    for n in range(GROUP_WRITES + 1):
+        first.write([put(meta, key(b"s%03d" % n), item(n))])
+    assert first.session.commits == commits + 1 and first.session.pending
+    assert value(second, meta, key(b"s000")) == 0 and value(second, meta, key(b"s%03d" % GROUP_WRITES)) is None
+    first.commit()
+
+
+def test_a_lost_group_is_never_acknowledged(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """The connection dies with a group open: `commit` raises (the server answers its requests with errors),
+    nothing of the group is stored, and the next group works over a new connection."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    first.write([put(meta, key(b"lost"), item(1))])
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (first._conn.pgconn.backend_pid,))
+    time.sleep(0.1)
+    with pytest.raises(psycopg.OperationalError):
+        first.write([put(meta, key(b"during"), item(2))])
+    with pytest.raises(RuntimeError):
+        first.commit()
+    first.write([put(meta, key(b"after"), item(3))])
+    assert first.commit() == "committed"
+    assert [value(second, meta, key(k)) for k in (b"lost", b"during", b"after")] == [None, None, 3]
