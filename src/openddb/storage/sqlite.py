@@ -266,6 +266,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         self._changes: list[Change] = []
         self._origin: Origin = "user"  # what the stream triggers record as the origin of the row being written
         self._open_shards = {}
+        self._quiet_until = 0.0
         self._stream_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit

@@ -132,6 +132,7 @@ class SQLiteStreams:
     # `shard_seconds` old: a cached shard younger than that is still open.
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
+    _quiet_until: float  # no open shard of the store is due for rollover before then (see `_roll_over_if_due`)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -239,12 +240,20 @@ class SQLiteStreams:
     def _roll_over_if_due(self, table: TableMeta, h: int) -> None:
         """Before the stream trigger writes a record of partition hash `h` of `table`: if the table's stream
         (as committed) has the slot's open shard `shard_seconds` old, roll it over first, so no record lands in a
-        shard past its period. (The background upkeep rolls over the shards nobody writes to.)"""
+        shard past its period. (The background upkeep rolls over the shards nobody writes to.)
+
+        Until `_quiet_until` (the store's oldest open shard's creation plus the period, as last read) no shard of
+        the store can be due, and a write checks nothing more: shards opened since, by any process, are younger."""
+        now = clock.now()
+        if now < self._quiet_until:
+            return
         live = self._live_table(table)
         stream = live.stream if live is not None else None
         if stream is not None and stream.enabled:
             sid = stream.stream_id
-            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), clock.now())
+            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), now)
+        oldest = self._db.execute("SELECT min(created_at) FROM stream_shards WHERE ending_seq IS NULL").fetchone()[0]
+        self._quiet_until = (now if oldest is None else oldest) + self.stream_settings.shard_seconds
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
