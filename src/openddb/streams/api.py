@@ -16,6 +16,7 @@ from openddb.api import validation as v
 from openddb.api.context import RequestContext
 from openddb.errors import (
     ExpiredIteratorException,
+    LimitExceededException,
     ResourceNotFoundException,
     TrimmedDataAccessException,
     ValidationException,
@@ -48,7 +49,7 @@ GET_SHARD_ITERATOR = v.Struct({
 })
 GET_RECORDS = v.Struct({
     "ShardIterator": v.Str(required=True, min_len=1, max_len=2048),
-    "Limit": v.Int(minimum=1, maximum=1000, java="Integer"),
+    "Limit": v.Int(minimum=1, java="Integer"),  # (above RECORDS_LIMIT: LimitExceededException, see get_records)
 })
 PAGE_LIMIT = 100  # streams or shards per page when no Limit is given (the API Reference's upper limit)
 RECORDS_LIMIT = 1000
@@ -211,6 +212,11 @@ def trimmed() -> TrimmedDataAccessException:
 
 def get_records(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(GET_RECORDS, request)
+    limit = request.get("Limit", RECORDS_LIMIT)
+    if limit > RECORDS_LIMIT:
+        # The service model's documentation of LimitExceededException names this case ("GetRecords was called
+        # with a value of more than 1000 for the limit request parameter"); its message is a best guess.
+        raise LimitExceededException(f"Limit {limit} exceeds the maximum of {RECORDS_LIMIT} records per request")
     arn, position = iterators.decode(request["ShardIterator"])
     now = clock.now()
     if iterators.expired(position, now):
@@ -227,7 +233,7 @@ def get_records(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         raise ResourceNotFoundException("Invalid ShardId in ShardIterator")
     if position.seq < shard.trimmed_seq:
         raise trimmed()
-    return _read(engine, stream, shard, position, request.get("Limit", RECORDS_LIMIT), now)
+    return _read(engine, stream, shard, position, limit, now)
 
 
 def _read(engine: Engine, stream: StreamInfo, shard: ShardInfo, position: Position, limit: int,
