@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
+    serve.add_argument("--wording", choices=("2026", "2025"), default=None,
+                       help="the words of refusals DynamoDB changed region by region in 2026: 2026 (the default, most "
+                            "regions) or 2025 (the earlier words; the same as OPENDDB_WORDING=2025, see "
+                            "docs/OPERATIONS.md)")
     serve.add_argument("--dev", action="store_true", default=os.environ.get("OPENDDB_DEV") == "1",
                        help="a server for tests: the test-control endpoints under /openddb/ (empty the store, move "
                             "the clock, sweep TTL now; no signature needed) and one process (default: "
@@ -318,6 +322,8 @@ _JAVA_PROPERTY = re.compile(r"-D[\w.]+=")
 
 
 def _start(args: argparse.Namespace) -> int:
+    if args.wording is not None:  # (read when the API modules load, after this, in every worker they fork)
+        os.environ["OPENDDB_WORDING"] = args.wording
     configs = _triggers(args)
     _stream_settings(args)
     check_port(args.port)

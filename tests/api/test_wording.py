@@ -72,3 +72,13 @@ def test_update_expression_values_name_their_placeholder(earlier):
     assert message(earlier, "UpdateItem", body) == (
         f'ExpressionAttributeValues contains invalid value: {INVALID}Input collection ["a", "a"] contains '
         "duplicates. for key :s")
+
+
+def test_the_command_line_option_chooses_the_earlier_wording():
+    """`openddb serve --wording 2025` is the same switch as the environment variable."""
+    process = ServerProcess(None, "--wording", "2025")
+    try:
+        body = {"TableName": "", "Item": {"pk": {"S": "a"}}}
+        assert message(process, "PutItem", body).startswith("1 validation error detected: Value '' at 'tableName'")
+    finally:
+        process.finish()
