@@ -22,10 +22,12 @@ UPDATE_CONTINUOUS_BACKUPS = v.Struct({
     "PointInTimeRecoverySpecification": _PITR_SPECIFICATION,
 })
 # Point-in-time recovery as a table without it describes it: no RecoveryPeriodInDays and no restorable times,
-# which DynamoDB gives only while it is enabled (API Reference, PointInTimeRecoveryDescription).
+# which DynamoDB gives only while it is enabled (API Reference, PointInTimeRecoveryDescription). DynamoDB reports
+# every table's continuous backups ENABLED; this server takes no backups yet, so it says DISABLED rather than
+# claim a capability it does not have.
 def _disabled() -> dict[str, Any]:
     recovery = {"PointInTimeRecoveryStatus": "DISABLED"}
-    return {"ContinuousBackupsDescription": {"ContinuousBackupsStatus": "ENABLED",
+    return {"ContinuousBackupsDescription": {"ContinuousBackupsStatus": "DISABLED",
                                              "PointInTimeRecoveryDescription": recovery}}
 
 
