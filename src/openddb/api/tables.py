@@ -348,7 +348,10 @@ def _class_summary(meta: TableMeta) -> dict[str, Any]:
 
 
 def _sse_description(meta: TableMeta) -> dict[str, Any]:
-    return {"Status": "ENABLED", "SSEType": "KMS", "KMSMasterKeyArn": _kms_key_arn(meta)}
+    """The KMS encryption a table asked for, described as what it is here: the key is kept, but the store is not
+    encrypted with it (nor at all, yet), so its Status is DISABLED where DynamoDB would say ENABLED. A server
+    that showed encryption it does not do would mislead the teams who test their encryption settings here."""
+    return {"Status": "DISABLED", "SSEType": "KMS", "KMSMasterKeyArn": _kms_key_arn(meta)}
 
 
 def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | None = None,
