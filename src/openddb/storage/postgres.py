@@ -26,6 +26,8 @@ Deadlocks and unique violations are retried a few times, then reported as Transa
 
 A write's statements are pipelined (libpq pipeline mode): a single-item write sends BEGIN, the catalog row's lock
 and the item's lock in one round trip, and its row change with COMMIT in a second (five round trips before).
+With `group_commit` (a server's engine) the writes of one event-loop pass share one transaction and one COMMIT,
+each under a savepoint; see `_group_write` and docs/SCALE-OUT.md.
 """
 
 from __future__ import annotations
