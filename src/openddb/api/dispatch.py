@@ -274,7 +274,7 @@ class Dispatcher:
         engine = self.engine
         if not engine.list_streams():
             return
-        if engine.try_lease("streams", lease_holder(), STREAM_LEASE_SECONDS, now):
+        if engine.try_lease("streams", lease_holder(), STREAM_LEASE_SECONDS, time.time()):
             engine.maintain_streams(now)
 
     def _duty(self, what: str, duty: Callable[..., object], *args: Any) -> None:

@@ -15,9 +15,9 @@ import asyncio
 import copy
 import logging
 import os
+import time
 from typing import Any
 
-from openddb import clock
 from openddb.api import validation as v
 from openddb.api.figures import counted
 from openddb.api.throughput import ON_DEMAND_WARM, count_decrease, provisioned_units, throughput_description
@@ -556,7 +556,7 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         if current is None or target is None or target.status != "CREATING":
             _RUNNING.discard(job)
             return False
-        if not engine.try_lease(f"backfill:{uuid}:{index_id}", lease_holder(), _LEASE_SECONDS, clock.now()):
+        if not engine.try_lease(f"backfill:{uuid}:{index_id}", lease_holder(), _LEASE_SECONDS, time.time()):
             # Another process drives it; if that one dies, a later DescribeTable here takes over once the
             # lease expires (and starts over: a chunk is idempotent).
             _RUNNING.discard(job)

@@ -13,6 +13,7 @@ the same transaction.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
@@ -136,7 +137,7 @@ def sweep(engine: Engine, now: float, rows: int = SWEEP_ROWS, lease: bool = True
     the sweep's lease (or `lease` is off); the number deleted. Call it with no group of writes open."""
     tables = [meta for meta in map(engine.get_table, engine.list_tables())
               if meta is not None and meta.ttl_attribute is not None]
-    if not tables or (lease and not engine.try_lease(_LEASE, lease_holder(), _LEASE_SECONDS, clock.now())):
+    if not tables or (lease and not engine.try_lease(_LEASE, lease_holder(), _LEASE_SECONDS, time.time())):
         return 0
     deleted = 0
     with engine.session.serialized():  # a plain transaction under the lock: no conflict to retry

@@ -430,8 +430,10 @@ class Engine(ABC):
     def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         """Take or renew the named lease for `seconds` from `now` if it is free, expired or already `holder`'s.
 
-        Background duties that must run once across every process and node sharing the store (index backfill
-        now; TTL sweeping, stream trimming, backups later) run only while their holder has the lease."""
+        Background duties that must run once across every process and node sharing the store (index backfill,
+        TTL sweeping, stream upkeep) run only while their holder has the lease. `now` is real time (time.time()),
+        never the test clock (openddb.clock): processes coordinate in the time they share, and a server whose
+        clock a test moved ahead must not hold a lease the others then wait an hour for."""
 
     @abstractmethod
     def get_token(self, token: str) -> RequestToken | None:
