@@ -236,6 +236,9 @@ class StreamRecord:
     keys: bytes
     old: bytes | None  # the item before (OLD_IMAGE, NEW_AND_OLD_IMAGES; None for an INSERT)
     new: bytes | None  # the item after (NEW_IMAGE, NEW_AND_OLD_IMAGES; None for a REMOVE)
+    # The images' DynamoDB sizes, where the engine kept them (None: count them from the images when needed).
+    old_size: int | None = None
+    new_size: int | None = None
 
     def key_item(self, key_names: Sequence[str], image: Item | None = None) -> Item:
         """The record's key attributes (`key_names`: the table's, HASH first); `image`: the record's new or old

@@ -314,6 +314,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         try:
             for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
                 db.execute(statement)
+            self._add_size_columns()
             self._sync_triggers()
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
                 db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")

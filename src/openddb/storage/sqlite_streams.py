@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS stream_shards (
 CREATE INDEX IF NOT EXISTS stream_shards_by_stream ON stream_shards (sid, shard_no);
 CREATE TABLE IF NOT EXISTS stream_log (
     seq INTEGER PRIMARY KEY, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
-    origin TEXT NOT NULL, keys BLOB, old BLOB, new BLOB
+    origin TEXT NOT NULL, keys BLOB, old BLOB, new BLOB, old_size INTEGER, new_size INTEGER
 );
 CREATE INDEX IF NOT EXISTS stream_log_by_shard ON stream_log (shard_no, seq);
 CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS NULL;
@@ -64,28 +64,34 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 # is enabled (`_sync_triggers`): a store without one pays nothing for them on its item writes.
 STREAM_TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS stream_on_insert AFTER INSERT ON items BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'INSERT', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY', 'OLD_IMAGE') THEN NEW.data END,
         NULL,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END,
+        NULL,
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.size END
     FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
     WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
 END;
 CREATE TRIGGER IF NOT EXISTS stream_on_update AFTER UPDATE ON items WHEN OLD.data IS NOT NEW.data BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'MODIFY', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY') THEN NEW.data END,
         CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END,
+        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.size END,
+        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.size END
     FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
     WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
 END;
 CREATE TRIGGER IF NOT EXISTS stream_on_delete AFTER DELETE ON items BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new)
+    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'REMOVE', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY', 'NEW_IMAGE') THEN OLD.data END,
         CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
+        NULL,
+        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.size END,
         NULL
     FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (OLD.h * t.shards) >> 32
     WHERE t.tid = OLD.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
@@ -178,6 +184,17 @@ class SQLiteStreams:
         for key in [key for key in self._open_shards if key[0] == sid]:
             del self._open_shards[key]
         self._sync_triggers()
+
+    def _add_size_columns(self) -> None:
+        """Under the writer lock, when a store is opened: the images' sizes beside them in `stream_log` (a log
+        made before they were kept has its records' sizes counted when read)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(stream_log)")}
+        if "new_size" in columns:
+            return
+        for column in ("old_size", "new_size"):
+            self._db.execute(f"ALTER TABLE stream_log ADD COLUMN {column} INTEGER")
+        for name in _TRIGGER_NAMES:  # (made again, keeping the sizes, by `_sync_triggers`)
+            self._db.execute(f"DROP TRIGGER IF EXISTS {name}")
 
     def _sync_triggers(self) -> None:
         """Under the writer lock: the record triggers in place if some stream is enabled, else gone (an item write
@@ -280,12 +297,14 @@ class SQLiteStreams:
 
     def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
         rows = self._read().execute(
-            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new FROM stream_log r "
+            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new, r.old_size, r.new_size "
+            "FROM stream_log r "
             "WHERE r.shard_no = (SELECT shard_no FROM stream_shards WHERE shard_id=? AND sid=?) AND r.seq >= ? "
             "ORDER BY r.seq LIMIT ?", (shard_id, stream_id, start, limit))
         return [StreamRecord(seq, created, kind, origin, b"" if keys is None else bytes(keys),
-                             None if old is None else bytes(old), None if new is None else bytes(new))
-                for seq, created, kind, origin, keys, old, new in rows]
+                             None if old is None else bytes(old), None if new is None else bytes(new), old_size,
+                             new_size)
+                for seq, created, kind, origin, keys, old, new, old_size, new_size in rows]
 
     def shard_end(self, stream_id: int, shard_id: str) -> int:
         row = self._read().execute(

@@ -56,18 +56,19 @@ def render(record: StreamRecord, stream: StreamInfo, shard_id: str, region: str)
     SizeBytes is the DynamoDB size of the record's Keys plus the images it carries: the API Reference's
     KEYS_ONLY example (keys ForumName "DynamoDB", Subject "DynamoDB Thread 3") says 41, exactly its keys' size."""
     view = stream.view_type
-    new = orjson.loads(record.new) if record.new is not None and view in _NEW_VIEWS else None
-    old = orjson.loads(record.old) if record.old is not None and view in _OLD_VIEWS else None
-    keys = record.key_item([element["AttributeName"] for element in stream.key_schema],
-                           new if new is not None else old)
+    new = record.new if record.new is not None and view in _NEW_VIEWS else None
+    old = record.old if record.old is not None and view in _OLD_VIEWS else None
+    keys = record.key_item([element["AttributeName"] for element in stream.key_schema])
     size = item_size(keys)
     body: dict[str, Any] = {"ApproximateCreationDateTime": int(record.created_at), "Keys": keys}
+    # The images go out as stored (JSON fragments, never parsed and written again); their sizes as the engine
+    # kept them, or counted.
     if new is not None:
-        body["NewImage"] = new
-        size += item_size(new)
+        body["NewImage"] = orjson.Fragment(new)
+        size += record.new_size if record.new_size is not None else item_size(orjson.loads(new))
     if old is not None:
-        body["OldImage"] = old
-        size += item_size(old)
+        body["OldImage"] = orjson.Fragment(old)
+        size += record.old_size if record.old_size is not None else item_size(orjson.loads(old))
     body["SequenceNumber"] = sequence_text(record.seq)
     body["SizeBytes"] = size
     body["StreamViewType"] = view
