@@ -435,18 +435,10 @@ class HttpProtocol(asyncio.Protocol):
         """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
         session = self.dispatcher.engine.session
         writes = session.writes
-        server = self.server
-        if server.request_log is None:  # (ServerState.handle, inline: the path of every request)
-            status, payload = self.dispatcher.handle(request.target, request.authorization, request.body,
-                                                     request.too_large, request.request_id, request.host)
-        else:
-            status, payload = server.handle(request)
+        status, payload = self.server.handle(request)
         if status == 0:
             return False
-        if not request.extra and request.coding is None:  # (_Request.render, inline)
-            response = render_response(status, payload, request.content_type, request.request_id, request.keep_alive)
-        else:
-            response = request.render(status, payload)
+        response = request.render(status, payload)
         if self.dispatcher.engine.reading:
             self.server.end_pass_soon()
         if session.pending or self.held:  # behind a held answer on this connection, wait too: answers stay in order
