@@ -86,7 +86,7 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
     for op in ops:
         key = op.key
         where = (op.table.table_id, key.h, key.pk, key.sk)
-        blind = op.blind and not op.table.indexes  # (skips_read: unknown row, so even a delete must reach it)
+        blind = skips_read(op)  # (the row as it stands is unknown: even a delete must reach it)
         if blind:
             old: Item | None = None
             old_size, old_data = 0, None
