@@ -12,6 +12,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.api.counted import counted
+from tests.api.item_sizes import item_size
 from tests.api.test_protocol import call
 from tests.conftest import create_table
 
@@ -351,30 +352,7 @@ def test_binary_hash_key_size_limit(ddb, binary_table):
                      f"{INVALID}Size of hashkey has exceeded the maximum size limit of2048 bytes")
 
 
-# --- item size ------------------------------------------------------------------------------------------
-
-
-def size_of(value: dict) -> int:
-    """DynamoDB's documented size of a value (Developer Guide, "Item sizes and formats"), for test items."""
-    ((kind, inner),) = value.items()
-    if kind == "S":
-        return len(inner.encode())
-    if kind == "B":
-        return len(inner)
-    if kind == "N":  # integers without trailing zeros: 1 byte per two digits, plus 1
-        return 1 + (len(inner.lstrip("-")) + 1) // 2 + inner.startswith("-")
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "L":
-        return 3 + sum(1 + size_of(v) for v in inner)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode()) + size_of(v) for k, v in inner.items())
-    raise AssertionError(kind)
-
-
-def item_size(item: dict) -> int:
-    return sum(len(name.encode()) + size_of(value) for name, value in item.items())
-
+# --- item size (sized apart from the server: tests/api/item_sizes.py) -------------------------------------
 
 LIMIT = 400 * 1024
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.item_sizes import item_size, number_size
 from tests.conftest import create_table
 
 LIMIT = 400 * 1024
@@ -21,44 +22,6 @@ UPDATE_TOO_BIG = ("ValidationException", "Item size to update has exceeded the m
 KEY = {"pk": {"S": "a"}}
 KEY_BYTES = 3  # "pk" + "a"
 UPDATE, WRITE, REMOVE, ARITHMETIC = 3, 19, 2, 50
-
-
-def number_size(text: str) -> int:
-    """1 byte, plus half the integer and half the fraction significant digits (rounded up), plus 1 if negative."""
-    negative = text.startswith("-")
-    whole, _, fraction = text.lstrip("-").partition(".")
-    whole = whole.lstrip("0")
-    if not fraction:
-        whole = whole.rstrip("0")
-    elif not whole:
-        fraction = fraction.lstrip("0")
-    fraction = fraction.rstrip("0")
-    return 1 + (len(whole) + 1) // 2 + (len(fraction) + 1) // 2 + negative
-
-
-def size_of(value: dict) -> int:
-    (kind, inner), = value.items()
-    if kind == "S":
-        return len(inner.encode())
-    if kind == "N":
-        return number_size(inner)
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(member.encode()) for member in inner)
-    if kind == "NS":
-        return sum(map(number_size, inner))
-    if kind == "L":
-        return 3 + sum(1 + size_of(element) for element in inner)
-    if kind == "M":
-        return 3 + sum(1 + len(name.encode()) + size_of(element) for name, element in inner.items())
-    raise AssertionError(kind)
-
-
-def item_size(item: dict) -> int:
-    return sum(len(name.encode()) + size_of(value) for name, value in item.items())
 
 
 def error_of(call) -> tuple[str, str]:  # type: ignore[no-untyped-def]
