@@ -14,7 +14,8 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -267,3 +268,18 @@ def cpu_seconds() -> float:
     """CPU time (user + system) of this client process so far, to tell whether the client saturates a core."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def processes_cpu_seconds(chosen: Callable[[int, list[str]], bool]) -> float:
+    """CPU seconds (user + system) of the live processes `chosen(pid, stat fields from the state on)` picks, from
+    /proc (0.0 where there is none). Unlike a rate, a server's CPU per request holds on a shared machine."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid = int(stat.parent.name)
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state ppid pgrp ... utime(11) stime(12)
+        except (OSError, ValueError):
+            continue
+        if chosen(pid, fields):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")

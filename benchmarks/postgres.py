@@ -36,6 +36,7 @@ from pathlib import Path
 
 import psycopg
 import streams
+from ddbclient import processes_cpu_seconds
 from streams import ROOT, Sample, Server, add_worktree, check_source, drive, git, prepare, use_uvloop
 
 WORKLOADS = ["put", "update", "get", "query"]
@@ -99,17 +100,8 @@ class Postgres:
 
 
 def family_cpu_seconds(parent: int) -> float:
-    """CPU seconds (user + system) of `parent` and its live children (PostgreSQL's backends), from /proc."""
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            pid = int(stat.parent.name)
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, ValueError):
-            continue
-        if pid == parent or int(fields[1]) == parent:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of `parent` and its live children (PostgreSQL's backends)."""
+    return processes_cpu_seconds(lambda pid, fields: pid == parent or int(fields[1]) == parent)
 
 
 @dataclass

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import os
 import random
-import resource
 import signal
 import statistics
 import subprocess
@@ -43,7 +42,7 @@ from types import FrameType
 from typing import Any
 
 import orjson
-from ddbclient import Connection, DynamoError, Endpoint, error_of
+from ddbclient import Connection, DynamoError, Endpoint, cpu_seconds, error_of, processes_cpu_seconds
 from servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,23 +205,9 @@ def request_maker(operation: str, table: str, items: int) -> tuple[Callable[[], 
     return lambda: query % (name, pick(partitions)), b'"Count":%d' % PARTITION
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def group_cpu_seconds(group: int) -> float:
-    """CPU seconds (user + system) of every live process in process group `group` (a server's supervisor and
-    workers), from /proc; 0.0 where /proc is not there. Unlike a rate, this holds on a shared machine."""
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group:  # fields from the state on: state ppid pgrp ... utime(11) stime(12)
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of every live process in process group `group` (a server's supervisor and workers)."""
+    return processes_cpu_seconds(lambda pid, fields: int(fields[2]) == group)
 
 
 def percentile_ms(ordered: list[float], fraction: float) -> float:
