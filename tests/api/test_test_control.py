@@ -59,13 +59,15 @@ def test_an_item_expires_when_the_clock_passes_its_ttl(dev):
     ddb, streams = make_client(dev.endpoint), make_client(dev.endpoint, "dynamodbstreams")
     table, arn = streamed_ttl_table(ddb)
     ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "expires": {"N": str(int(time.time()) + 3600)}})
-    assert control(dev, "POST", "/openddb/ttl/sweep") == (200, {"deleted": 0})
+    # (The count is of the whole store, which other tests share on PostgreSQL: the item itself must stay.)
+    status, swept = control(dev, "POST", "/openddb/ttl/sweep")
+    assert status == 200 and isinstance(swept["deleted"], int)
     assert "Item" in ddb.get_item(TableName=table, Key={"pk": {"S": "a"}})
 
     status, moved = control(dev, "POST", "/openddb/clock", {"advance": 3601})
     assert status == 200 and moved["offset"] >= 3601 and moved["now"] > time.time() + 3600
     status, swept = control(dev, "POST", "/openddb/ttl/sweep")
-    assert status == 200 and swept["deleted"] in (0, 1)  # (the server's own sweep may have been first)
+    assert status == 200 and isinstance(swept["deleted"], int)  # (the server's own sweep may have been first)
     assert "Item" not in ddb.get_item(TableName=table, Key={"pk": {"S": "a"}})
     removed = [record for record in records(streams, arn) if record["eventName"] == "REMOVE"]
     assert len(removed) == 1
