@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
+from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.workers import stop_with_parent, supervise
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                             "$OPENDDB_DEV=1, else off)")
     _local_flags(serve)
     _stream_options(serve)
+    _connection_options(serve)
     _tail_parser(commands)
     commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a container "
                                        "health check").add_argument(
@@ -107,6 +109,34 @@ def _stream_options(serve: argparse.ArgumentParser) -> None:
                               "(repeatable)")
     streams.add_argument("--config", metavar="FILE",
                          help="triggers with their settings: a TOML ([[trigger]]) or JSON ({\"trigger\": [...]}) file")
+
+
+_LIMIT_DEFAULTS = ConnectionLimits()
+
+
+def _connection_options(serve: argparse.ArgumentParser) -> None:
+    limits = serve.add_argument_group("connections (per worker; see docs/OPERATIONS.md)")
+    limits.add_argument("--request-timeout", type=float, default=_LIMIT_DEFAULTS.request_seconds, metavar="S",
+                        help="a request must arrive whole within S seconds of its first byte, else 408 and the "
+                             "connection closed (default 60)")
+    limits.add_argument("--idle-timeout", type=float, default=_LIMIT_DEFAULTS.idle_seconds, metavar="S",
+                        help="close keep-alive connections idle for S seconds, as DynamoDB does after about a minute "
+                             "(default 60)")
+    limits.add_argument("--max-connections", type=int, default=0, metavar="N",
+                        help="open connections per worker (default: what the open-files limit allows, raised to "
+                             "its hard limit at start)")
+    limits.add_argument("--max-buffered-mb", type=int, default=_LIMIT_DEFAULTS.buffered_bytes >> 20, metavar="MB",
+                        help="bytes of requests still arriving that a worker holds before it reads no more of them "
+                             "until some finish (default 256)")
+
+
+def _limits(args: argparse.Namespace) -> ConnectionLimits:
+    """The connection limits the options ask for (StartupError if they make no sense)."""
+    if args.request_timeout <= 0 or args.idle_timeout <= 0 or args.max_connections < 0 or args.max_buffered_mb < 1:
+        raise StartupError("--request-timeout and --idle-timeout must be positive, --max-connections at least 0 "
+                           "(0: from the open-files limit) and --max-buffered-mb at least 1")
+    return ConnectionLimits(args.request_timeout, args.idle_timeout, args.max_connections,
+                            args.max_buffered_mb << 20)
 
 
 def _tail_parser(commands: Any) -> None:
@@ -158,7 +188,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     ready = asyncio.Event()
     dispatcher = Dispatcher(engine)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
-                                     cors=args.cors, control=_control(args)))
+                                     cors=args.cors, control=_control(args), limits=_limits(args)))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -326,7 +356,9 @@ def _start(args: argparse.Namespace) -> int:
         os.environ["OPENDDB_WORDING"] = args.wording
     configs = _triggers(args)
     _stream_settings(args)
+    _limits(args)
     check_port(args.port)
+    raise_file_limit()  # (connections are open files; the workers forked later inherit it)
     if args.workers is not None and args.workers < 1:
         raise StartupError(f"--workers {args.workers}: at least 1")
     if args.dev and args.workers not in (None, 1):

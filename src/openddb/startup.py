@@ -52,7 +52,7 @@ def check_data_dir(path: str) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise StartupError(f"the data dir {path} is a file, not a directory")
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)  # (owner-only: see SQLiteEngine)
     except OSError as error:
         raise StartupError(f"cannot create the data dir {path}: {_reason(error)}") from None
     try:

@@ -25,6 +25,7 @@ import orjson
 
 from openddb.errors import InternalServerError
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
+from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
 from openddb.server.requests_log import RequestLog
 
@@ -48,8 +49,8 @@ MAX_HEADER_BYTES = 16 * 1024
 COMPRESS_ABOVE_BYTES = 4096
 _COMPRESS_LEVEL = 1
 
-_REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 413: b"Request Entity Too Large",
-            500: b"Internal Server Error"}
+_REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 408: b"Request Timeout",
+            413: b"Request Entity Too Large", 500: b"Internal Server Error"}
 _JSON_1_0 = b"application/x-amz-json-1.0"
 # Byte for byte as DynamoDB answered a request in JSON 1.1 (quoted in rusoto issue 215).
 _PAGE_NOT_FOUND = (b'<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
@@ -186,12 +187,20 @@ BACKGROUND_SECONDS = 1.0
 _BACKGROUND_RETRY_SECONDS = 0.01
 
 
+class _Detached:
+    """The parser a closed connection keeps: it refers to nothing (see `HttpProtocol.connection_lost`)."""
+
+
+_DETACHED = httptools.HttpRequestParser(_Detached())
+
+
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
-    __slots__ = ("_attempts", "_body", "_body_size", "_deferred", "_failed", "_head_bytes", "_head_size", "_headers",
-                 "_last", "_retry_due", "_since", "_too_large", "_upgrade_body", "_url", "_write_paused", "busy",
-                 "dispatcher", "held", "parser", "server", "transport")
+    __slots__ = ("_attempts", "_body", "_body_size", "_budget_paused", "_counted", "_deferred", "_failed",
+                 "_head_bytes", "_head_size", "_headers", "_last", "_retry_due", "_since", "_too_large",
+                 "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held", "mark", "parser", "server",
+                 "transport")
 
     def __init__(self, dispatcher: Dispatcher, server: ServerState) -> None:
         self.dispatcher = dispatcher
@@ -223,15 +232,54 @@ class HttpProtocol(asyncio.Protocol):
         self._write_paused = False
         self._retry_due = False  # a `_retry` is scheduled
         self._failed = False  # malformed HTTP was answered: nothing more is read before the connection closes
+        # Limits (see server/connection_limits.py): the sweep count when this connection last began or finished
+        # receiving a request; the bytes of the arriving request counted in the worker's budget; whether reading
+        # waits for room in that budget.
+        self.mark = server.watch.count
+        self._counted = 0
+        self._budget_paused = False
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.server.watch.admit(self.server.connections):  # type: ignore[arg-type]
+            transport.close()  # (every connection of this worker is busy, and there is no room for one more)
+            return
         self.transport = transport  # type: ignore[assignment]
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
         self.transport = None
+        # What a half-sent request held goes now, not at the next garbage collection: the parser and this
+        # protocol refer to each other.
+        self._body = []
+        self._headers = {}
+        self.parser = _DETACHED
+        budget = self.server.budget
+        if self._budget_paused and self in budget.waiting:
+            budget.waiting.remove(self)
+        if self._counted:
+            counted, self._counted = self._counted, 0
+            budget.give_back(counted)
+
+    # --- limits (server/connection_limits.py) --------------------------------------------------
+    def receiving(self) -> bool:
+        return self.busy
+
+    def idle(self) -> bool:
+        return not self.busy and not self.held and not self._deferred
+
+    def time_out(self) -> None:
+        self._fail(408)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def resume_reading_budget(self) -> None:
+        self._budget_paused = False
+        if not self._deferred:  # (else the retry of the deferred requests reads again when they are done)
+            self._resume_reading()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -302,6 +350,7 @@ class HttpProtocol(asyncio.Protocol):
         self._body_size = 0
         self._too_large = False
         self.busy = True
+        self.mark = self.server.watch.count
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -326,6 +375,8 @@ class HttpProtocol(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self._body_size += len(body)
+        if not self._too_large:
+            self._hold_bytes(len(body))
         if self._body_size > MAX_BODY_BYTES:
             self._too_large = True
             self._body = []
@@ -338,6 +389,16 @@ class HttpProtocol(asyncio.Protocol):
                     parts[0] = bytearray(parts[0])
                 parts[0] += body
 
+    def _hold_bytes(self, size: int) -> None:
+        """Count `size` bytes of the arriving request in the worker's budget; past it, read nothing more until
+        there is room (see server/connection_limits.py)."""
+        self._counted += size
+        budget = self.server.budget
+        if not budget.take(size) and self.transport is not None and not self._budget_paused:
+            self._budget_paused = True
+            self.transport.pause_reading()
+            budget.waiting.append(self)
+
     def on_message_complete(self) -> None:
         if self._upgrade_body is None and self.parser.should_upgrade():
             return  # its body follows the headers as "upgraded" data: answered once read (`_read_upgrade_body`)
@@ -346,6 +407,10 @@ class HttpProtocol(asyncio.Protocol):
             self._respond()
         finally:
             self.busy = False
+            self.mark = self.server.watch.count
+            if self._counted:
+                counted, self._counted = self._counted, 0
+                self.server.budget.give_back(counted)
             if self.server.closing:
                 self.close_if_idle()
 
@@ -482,7 +547,7 @@ class HttpProtocol(asyncio.Protocol):
     def _resume_reading(self) -> bool:
         """Read again, unless the client is behind on its answers or the connection waits to close; whether it
         does."""
-        if self.transport is None or self._write_paused or self._failed:
+        if self.transport is None or self._write_paused or self._failed or self._budget_paused:
             return False
         self.transport.resume_reading()
         return True
@@ -539,10 +604,15 @@ class ServerState:
     (a conflict: another worker changed a row its optimistic writes had read), the held requests are run
     again, in order, under the writer lock, and their new answers are sent instead."""
 
-    def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None) -> None:
+    def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
+                 limits: ConnectionLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
+        limits = limits or ConnectionLimits()
+        self.watch = Watch(limits)
+        self.budget = Budget(limits.buffered_bytes)
+        self.sweeping: asyncio.TimerHandle | None = None
         # DescribeEndpoints answers with the address the client used: given to a dispatcher whose `handle` takes it.
         self.connections: set[HttpProtocol] = set()
         self.closing = False
@@ -574,6 +644,15 @@ class ServerState:
             return
         self.dispatcher.run_background()
         self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
+
+    def sweep(self) -> None:
+        """Close the connections past their time (see server/connection_limits.py), about once a second."""
+        if self.closing:
+            return
+        closed = self.watch.sweep(self.connections)  # type: ignore[arg-type]
+        if closed:
+            log.debug("closed %d connections past their time", closed)
+        self.sweeping = asyncio.get_running_loop().call_later(SWEEP_SECONDS, self.sweep)
 
     def send_soon(self, transport: asyncio.Transport, response: bytes, keep_alive: bool) -> None:
         """Send an answer at the end of this event-loop pass, with the pass's other answers."""
@@ -692,12 +771,12 @@ class ServerState:
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
-                control: Control | None = None) -> None:
+                control: Control | None = None, limits: ConnectionLimits | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
-    test-control endpoints (None: they do not exist)."""
+    test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher, Cors(cors))
+    state = ServerState(dispatcher, Cors(cors), limits)
     state.control = control
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
@@ -705,14 +784,16 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,
                                           reuse_address=True)
     state.background = loop.call_later(BACKGROUND_SECONDS, state.run_background)
+    state.sweeping = loop.call_later(SWEEP_SECONDS, state.sweep)
     if ready is not None:
         ready.set()
     stop = stop or asyncio.Event()
     await stop.wait()
     server.close()
     state.closing = True
-    if state.background is not None:
-        state.background.cancel()
+    for timer in (state.background, state.sweeping):
+        if timer is not None:
+            timer.cancel()
     for connection in list(state.connections):
         connection.close_if_idle()
     deadline = loop.time() + 10

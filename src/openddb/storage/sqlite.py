@@ -64,7 +64,7 @@ class _WriterLock:
 
     def __init__(self, path: str | None) -> None:
         self._path = path
-        self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._probe = -1
 
     def wait_free(self) -> None:
@@ -110,7 +110,7 @@ class _CatalogSignal:
         if path is None:
             self._counters = mmap.mmap(-1, 16)  # private to this process
         else:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 if os.fstat(fd).st_size < 16:
                     os.ftruncate(fd, 16)
@@ -161,7 +161,7 @@ class _Checkpointer:
         self._interval = interval
         # One checkpointer per store is enough: the worker whose thread holds this flock copies, the others'
         # threads only check now and then whether it is free (its holder exited).
-        self._duty = os.open(path + ".checkpoint-lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self._duty = os.open(path + ".checkpoint-lock", os.O_RDWR | os.O_CREAT, 0o600)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="openddb-checkpoint", daemon=True)
         self._thread.start()
@@ -276,8 +276,11 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         if path is None:
             target = ":memory:"
         else:
-            os.makedirs(path, exist_ok=True)
+            # Owner-only: a data dir made here, and the store's files (SQLite gives its -wal and -shm files the
+            # database file's mode). A dir that already exists keeps its mode: it may be the user's own.
+            os.makedirs(path, mode=0o700, exist_ok=True)
             target = os.path.join(path, "openddb.sqlite3")
+            os.close(os.open(target, os.O_RDWR | os.O_CREAT, 0o600))
         self.location = target
         self._lock = _WriterLock(None if path is None else os.path.join(path, "openddb.lock"))
         self._signal = _CatalogSignal(None if path is None else os.path.join(path, "openddb.catalog"))

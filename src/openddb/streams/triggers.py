@@ -224,7 +224,7 @@ class StateStore:
         folder = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(folder, exist_ok=True)
         temporary = self.path + ".tmp"
-        with open(temporary, "wb") as file:
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
@@ -412,7 +412,8 @@ class Trigger:
             return
         folder = os.path.dirname(os.path.abspath(self.config.on_failure))
         os.makedirs(folder, exist_ok=True)
-        with open(self.config.on_failure, "ab") as file:
+        # (owner-only, as the store's files: the records hold items)
+        with os.fdopen(os.open(self.config.on_failure, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as file:
             file.write(orjson.dumps(record) + b"\n")
             file.flush()
             os.fsync(file.fileno())  # written before the position moves past the batch
