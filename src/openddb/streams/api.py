@@ -110,7 +110,7 @@ def list_streams(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if table is not None and not streams and context.engine.get_table(table) is None:
         # (best guess: the control plane's wording for a missing table)
         raise ResourceNotFoundException(f"Requested resource not found: Table: {table} not found")
-    limit = request.get("Limit", PAGE_LIMIT)
+    limit = request.get("Limit") or PAGE_LIMIT  # (null: not given)
     first = _after([stream.arn for stream in streams], start)
     page = streams[first:first + limit]
     response: dict[str, Any] = {"Streams": [
@@ -139,7 +139,7 @@ def describe_stream(context: RequestContext, request: dict[str, Any]) -> dict[st
     shard_filter = request.get("ShardFilter")
     if shard_filter is not None:  # CHILD_SHARDS: the shards whose parent is the one named
         shards = [shard for shard in shards if shard.parent_id == shard_filter["ShardId"]]
-    limit = request.get("Limit", PAGE_LIMIT)
+    limit = request.get("Limit") or PAGE_LIMIT  # (null: not given)
     first = _after([shard.shard_id for shard in shards], request.get("ExclusiveStartShardId"))
     page = shards[first:first + limit]
     # ENABLING and DISABLING pass within the request that changes the stream here: the settled state is reported.
@@ -212,7 +212,7 @@ def trimmed() -> TrimmedDataAccessException:
 
 def get_records(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(GET_RECORDS, request)
-    limit = request.get("Limit", RECORDS_LIMIT)
+    limit = request.get("Limit") or RECORDS_LIMIT  # (null: not given)
     if limit > RECORDS_LIMIT:
         # The service model's documentation of LimitExceededException names this case ("GetRecords was called
         # with a value of more than 1000 for the limit request parameter"); its message is a best guess.
