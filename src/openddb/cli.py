@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Coroutine
@@ -18,6 +19,7 @@ from openddb import __version__
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
+from openddb.server.tls import TlsSetupError, server_context
 from openddb.server.workers import stop_with_parent, supervise
 from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite, remove_sqlite_store
 from openddb.storage.base import Engine, StreamSettings
@@ -69,11 +71,41 @@ def _parser() -> argparse.ArgumentParser:
     _stream_options(serve)
     _connection_options(serve)
     _tail_parser(commands)
-    commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a container "
-                                       "health check").add_argument(
-        "--endpoint", default=None, metavar="URL",
-        help="the server (default: http://127.0.0.1:$OPENDDB_PORT, else port 8000)")
+    health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
+                                                       "container health check")
+    health_parser.add_argument("--endpoint", default=None, metavar="URL",
+                               help="the server (default: http://127.0.0.1:$OPENDDB_PORT, else port 8000)")
+    health_parser.add_argument("--ca", default=None, metavar="FILE",
+                               help="for an https:// endpoint: the certificate authority to trust (openddb-ca.pem)")
+    _cert_parser(commands)
     return parser
+
+
+def _cert_parser(commands: Any) -> None:
+    cert = commands.add_parser("cert", help="make a local certificate authority and a server certificate for "
+                                            "serve --tls-cert/--tls-key (needs: pip install 'openddb[tls]')")
+    cert.add_argument("--out", default="./openddb-tls", metavar="DIR",
+                      help="where to write openddb-ca.pem, openddb-cert.pem, openddb-key.pem (default ./openddb-tls)")
+    cert.add_argument("--host", action="append", default=[], metavar="NAME",
+                      help="a host name or IP address the certificate is for, besides localhost, 127.0.0.1 and ::1 "
+                           "(repeatable)")
+    cert.add_argument("--days", type=int, default=825, help="days the certificates are valid (default 825)")
+
+
+def _cert(args: argparse.Namespace) -> int:
+    try:
+        from openddb.certificates import DEFAULT_HOSTS, make_certificates
+    except ImportError:
+        print("openddb: openddb cert needs the cryptography package: pip install 'openddb[tls]'", file=sys.stderr)
+        return 2
+    if args.days < 1:
+        print("openddb: --days must be at least 1", file=sys.stderr)
+        return 2
+    files = make_certificates(args.out, [*DEFAULT_HOSTS, *args.host], args.days)
+    print(f"certificate authority (clients trust it): {files.ca}\n"
+          f"serve with: openddb serve --tls-cert {files.cert} --tls-key {files.key}\n"
+          f"boto3: boto3.client('dynamodb', endpoint_url='https://localhost:8000', verify='{files.ca}')")
+    return 0
 
 
 _LOCAL_EPILOG = """\
@@ -125,9 +157,24 @@ def _connection_options(serve: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-connections", type=int, default=0, metavar="N",
                         help="open connections per worker (default: what the open-files limit allows, raised to "
                              "its hard limit at start)")
+    limits.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this certificate chain (PEM; `openddb cert` makes one), with --tls-key")
+    limits.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
     limits.add_argument("--max-buffered-mb", type=int, default=_LIMIT_DEFAULTS.buffered_bytes >> 20, metavar="MB",
                         help="bytes of requests still arriving that a worker holds before it reads no more of them "
                              "until some finish (default 256)")
+
+
+def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS context of --tls-cert/--tls-key (None: plain HTTP); StartupError if they cannot be used."""
+    if args.tls_cert is None and args.tls_key is None:
+        return None
+    if args.tls_cert is None or args.tls_key is None:
+        raise StartupError("--tls-cert and --tls-key go together")
+    try:
+        return server_context(args.tls_cert, args.tls_key)
+    except TlsSetupError as error:
+        raise StartupError(str(error)) from None
 
 
 def _limits(args: argparse.Namespace) -> ConnectionLimits:
@@ -188,11 +235,13 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     ready = asyncio.Event()
     dispatcher = Dispatcher(engine)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
-                                     cors=args.cors, control=_control(args), limits=_limits(args)))
+                                     cors=args.cors, control=_control(args), limits=_limits(args),
+                                     tls=_tls(args)))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
-        log.info("OpenDDB %s listening on http://%s:%d (%s)", __version__, host, port, where)
+        scheme = "https" if args.tls_cert else "http"
+        log.info("OpenDDB %s listening on %s://%s:%d (%s)", __version__, scheme, host, port, where)
         if args.dev:
             log.warning("--dev: anyone who reaches http://%s:%d/openddb/ can empty the store and move the clock",
                         host, port)
@@ -290,13 +339,16 @@ def _stop_deliverer(pid: int | None, sock: socket.socket) -> None:
         pass  # it is gone already (a supervisor reaped it)
 
 
-def health(endpoint: str | None) -> int:
-    """0 if the server at `endpoint` answers its health check (`GET /`, no signature needed), else 1."""
+def health(endpoint: str | None, ca: str | None = None) -> int:
+    """0 if the server at `endpoint` answers its health check (`GET /`, no signature needed), else 1; `ca`: the
+    certificate authority an https:// endpoint's certificate is checked against (else the system's)."""
+    import ssl
     import urllib.request
 
     url = endpoint or f"http://127.0.0.1:{_served_port()}/"
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        context = ssl.create_default_context(cafile=ca) if url.startswith("https:") else None
+        with urllib.request.urlopen(url, timeout=5, context=context) as answer:
             healthy = answer.status == 200 and answer.read().startswith(b"healthy")
     except OSError as error:
         print(f"openddb: {url} does not answer: {error}", file=sys.stderr)
@@ -338,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "streams":
         return _tail(args)
     if args.command == "health":
-        return health(args.endpoint)
+        return health(args.endpoint, args.ca)
+    if args.command == "cert":
+        return _cert(args)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
                         stream=sys.stderr)
     try:
@@ -357,6 +411,7 @@ def _start(args: argparse.Namespace) -> int:
     configs = _triggers(args)
     _stream_settings(args)
     _limits(args)
+    _tls(args)
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
     if args.workers is not None and args.workers < 1:

@@ -13,6 +13,7 @@ import logging
 import os
 import queue
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -771,18 +772,20 @@ class ServerState:
 
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
-                control: Control | None = None, limits: ConnectionLimits | None = None) -> None:
+                control: Control | None = None, limits: ConnectionLimits | None = None,
+                tls: ssl.SSLContext | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
-    test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections."""
+    test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
+    serve HTTPS with it (server/tls.py)."""
     loop = asyncio.get_running_loop()
     state = ServerState(dispatcher, Cors(cors), limits)
     state.control = control
     if sock is not None:
-        server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024)
+        server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024, ssl=tls)
     else:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,
-                                          reuse_address=True)
+                                          reuse_address=True, ssl=tls)
     state.background = loop.call_later(BACKGROUND_SECONDS, state.run_background)
     state.sweeping = loop.call_later(SWEEP_SECONDS, state.sweep)
     if ready is not None:

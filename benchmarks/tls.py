@@ -1,0 +1,181 @@
+"""TLS benchmark (issue 25): what `serve --tls-cert/--tls-key` costs get and put, against plain HTTP, one run.
+
+    python benchmarks/tls.py                        # 3 interleaved rounds x 5 s of get and put
+    python benchmarks/tls.py --rounds 5 --duration 10 --workers 2
+
+Two servers of the current tree, one plain and one HTTPS (a pair made by `openddb cert` in a temporary dir), each
+with its table loaded the same way; then, round after round, each workload on each server in turn, from
+keep-alive connections (TLS sessions set up once per connection, as SDK clients keep them). Reports ops/s, p50/p99
+and the server's CPU per request (robust on a shared machine). Servers are always stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from ddbclient import Connection, Endpoint, cpu_seconds, fast_loop, median, percentile_ms, processes_cpu_seconds
+from servers import free_port
+from streams import PARTITION, item_json, request_maker
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = "bench-tls"
+OPERATIONS = {"get": "GetItem", "put": "PutItem", "update": "UpdateItem", "query": "Query"}
+
+
+class Server:
+    """An `openddb serve` of this tree in its own process group, plain or HTTPS."""
+
+    def __init__(self, name: str, tmp: Path, workers: int, tls: tuple[str, str] | None) -> None:
+        self.name, self.port = name, free_port()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
+                   str(tmp / f"data-{name}"), "--workers", str(workers), "--log-level", "warning"]
+        if tls:
+            command += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        self.log = (tmp / f"{name}.log").open("wb")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+    def cpu(self) -> float:
+        group = self.process.pid
+        return processes_cpu_seconds(lambda pid, fields: int(fields[2]) == group)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+
+async def ready(server: Server, items: int) -> None:
+    """Wait until it answers; create and load its table."""
+    for _ in range(400):
+        try:
+            connection = Connection(Endpoint(server.url, sign=False))
+            await connection.json("ListTables", {})
+            break
+        except OSError:
+            await asyncio.sleep(0.05)
+    else:
+        raise RuntimeError(f"{server.name} did not start")
+    await connection.json("CreateTable", {
+        "TableName": TABLE, "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                 {"AttributeName": "sk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]})
+    for first in range(0, items, 25):
+        puts = [{"PutRequest": {"Item": orjson.loads(item_json(index, 0))}}
+                for index in range(first, min(items, first + 25))]
+        await connection.json("BatchWriteItem", {"RequestItems": {TABLE: puts}})
+    connection.close()
+
+
+async def drive(server: Server, label: str, args: argparse.Namespace) -> dict[str, float]:
+    operation = OPERATIONS[label]
+    make, _ = request_maker(operation, TABLE, args.items)
+    connections = [Connection(Endpoint(server.url, sign=False)) for _ in range(args.connections)]
+    for connection in connections:  # (handshakes before the clock starts: SDKs keep their connections)
+        await connection.json("DescribeTable", {"TableName": TABLE})
+    latencies: list[float] = []
+    errors = [0]
+    stop = time.perf_counter() + args.duration
+
+    async def worker(connection: Connection) -> None:
+        while (began := time.perf_counter()) < stop:
+            status, _ = await connection.call(operation, make())
+            if status == 200:
+                latencies.append(time.perf_counter() - began)
+            else:
+                errors[0] += 1
+
+    server_cpu, client_cpu, start = server.cpu(), cpu_seconds(), time.perf_counter()
+    await asyncio.gather(*(worker(connection) for connection in connections))
+    elapsed = time.perf_counter() - start
+    for connection in connections:
+        connection.close()
+    return {"rate": len(latencies) / elapsed, "p50": percentile_ms(latencies, 0.5),
+            "p99": percentile_ms(latencies, 0.99), "cpu_us": 1e6 * (server.cpu() - server_cpu) / max(1, len(latencies)),
+            "client": 100 * (cpu_seconds() - client_cpu) / elapsed, "errors": errors[0]}
+
+
+async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, float]]]:
+    for server in servers:
+        await ready(server, args.items)
+    results: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for round_ in range(1, args.rounds + 1):
+        for label in args.workloads:
+            order = servers if round_ % 2 else list(reversed(servers))
+            for server in order:
+                figures = await drive(server, label, args)
+                results.setdefault((label, server.name), []).append(figures)
+                print(f"round {round_}  {label:6} {server.name:6} {figures['rate']:>9,.0f} ops/s  p50 "
+                      f"{figures['p50']:5.2f} ms  p99 {figures['p99']:6.2f} ms  server {figures['cpu_us']:6.1f} µs "
+                      f"CPU/op  client CPU {figures['client']:3.0f}%  errors {figures['errors']:.0f}", flush=True)
+    return results
+
+
+def report(results: dict[tuple[str, str], list[dict[str, float]]], labels: list[str]) -> str:
+    lines = ["| workload | plain ops/s | https ops/s | https/plain | plain µs CPU/op | https µs CPU/op |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for label in labels:
+        plain, https = results[(label, "plain")], results[(label, "https")]
+        ratio = median([h["rate"] / p["rate"] for h, p in zip(https, plain) if p["rate"]])
+        lines.append(f"| {label} | {median([p['rate'] for p in plain]):,.0f} | "
+                     f"{median([h['rate'] for h in https]):,.0f} | {ratio:.3f} | "
+                     f"{median([p['cpu_us'] for p in plain]):.1f} | {median([h['cpu_us'] for h in https]):.1f} |")
+    return "\n".join(lines) + "\n\nMedians over rounds; the ratio is the median of per-round ratios."
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("-c", "--connections", type=int, default=32)
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--workloads", default="get,put")
+    args = parser.parse_args()
+    args.workloads = args.workloads.split(",")
+    assert all(label in OPERATIONS for label in args.workloads), f"workloads: {', '.join(OPERATIONS)}"
+    assert args.items % PARTITION == 0
+    fast_loop()
+    signal.signal(signal.SIGTERM, _interrupt)
+    servers: list[Server] = []
+    with tempfile.TemporaryDirectory(prefix="openddb-tls-bench-") as tmp:
+        try:
+            made = subprocess.run([sys.executable, "-m", "openddb", "cert", "--out", f"{tmp}/tls"], cwd=ROOT,
+                                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+            if made.returncode:
+                raise RuntimeError(made.stderr)
+            pair = (f"{tmp}/tls/openddb-cert.pem", f"{tmp}/tls/openddb-key.pem")
+            servers = [Server("plain", Path(tmp), args.workers, None),
+                       Server("https", Path(tmp), args.workers, pair)]
+            results = asyncio.run(rounds(servers, args))
+        except KeyboardInterrupt:
+            print("interrupted: servers stopped", file=sys.stderr)
+            return 130
+        finally:
+            for server in servers:
+                server.stop()
+    print("\n" + report(results, args.workloads))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
