@@ -16,6 +16,8 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
+from openddb.api.context import DEFAULT_ACCOUNT
+from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     _local_flags(serve)
     _stream_options(serve)
     _connection_options(serve)
+    _auth_options(serve)
     _tail_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
@@ -165,6 +168,35 @@ def _connection_options(serve: argparse.ArgumentParser) -> None:
                              "until some finish (default 256)")
 
 
+def _auth_options(serve: argparse.ArgumentParser) -> None:
+    auth = serve.add_argument_group("identity")
+    auth.add_argument("--auth", choices=("off", "verify"), default=os.environ.get("OPENDDB_AUTH", "off"),
+                      help="off (the default, as local servers do): any credentials work, signatures are read but not "
+                           "checked; verify: every request's SigV4 signature is checked against the known keys, as "
+                           "DynamoDB does ($OPENDDB_AUTH)")
+    auth.add_argument("--root-credentials", metavar="ACCESS_KEY:SECRET",
+                      default=_root_from_environment(),
+                      help="the administrator's access key and secret for --auth verify (default: "
+                           "$OPENDDB_ROOT_ACCESS_KEY_ID and $OPENDDB_ROOT_SECRET_ACCESS_KEY)")
+
+
+def _root_from_environment() -> str | None:
+    key, secret = os.environ.get("OPENDDB_ROOT_ACCESS_KEY_ID"), os.environ.get("OPENDDB_ROOT_SECRET_ACCESS_KEY")
+    return f"{key}:{secret}" if key and secret else None
+
+
+def _verifier(args: argparse.Namespace) -> Verifier | None:
+    """The signature checks `--auth verify` asks for (None with --auth off); StartupError if it lacks its keys."""
+    if args.auth == "off":
+        return None
+    key, _, secret = (args.root_credentials or "").partition(":")
+    if not key or not secret:
+        raise StartupError("--auth verify needs --root-credentials ACCESS_KEY:SECRET (or "
+                           "OPENDDB_ROOT_ACCESS_KEY_ID and OPENDDB_ROOT_SECRET_ACCESS_KEY)")
+    root = Credentials(key, secret, DEFAULT_ACCOUNT, f"arn:aws:iam::{DEFAULT_ACCOUNT}:root")
+    return Verifier({key: root})
+
+
 def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS context of --tls-cert/--tls-key (None: plain HTTP); StartupError if they cannot be used."""
     if args.tls_cert is None and args.tls_key is None:
@@ -234,6 +266,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
         loop.add_signal_handler(signum, stop.set)
     ready = asyncio.Event()
     dispatcher = Dispatcher(engine)
+    dispatcher.verifier = _verifier(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args)))
@@ -412,6 +445,7 @@ def _start(args: argparse.Namespace) -> int:
     _stream_settings(args)
     _limits(args)
     _tls(args)
+    _verifier(args)
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
     if args.workers is not None and args.workers < 1:

@@ -33,6 +33,7 @@ from openddb.errors import (
     UnsupportedOperationException,
     ValidationException,
 )
+from openddb.identity.sigv4 import SignedRequest, Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
@@ -197,12 +198,13 @@ class Dispatcher:
     def __init__(self, engine: Engine, account: str = "000000000000") -> None:
         self.engine = engine
         self.account = account
+        self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
         self.handlers = _handlers()
         self.rewriters = _rewriters()
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
-               request_id: bytes, host: bytes = b"") -> tuple[int, bytes]:
+               request_id: bytes, host: bytes = b"", signed: SignedRequest | None = None) -> tuple[int, bytes]:
         request: dict[str, Any] | None = None
         try:
             handler = self.handlers.get(target)
@@ -211,6 +213,10 @@ class Dispatcher:
             if authorization is None:
                 raise MissingAuthenticationTokenException()
             region = _region_from(authorization)
+            if self.verifier is not None:
+                if signed is None:
+                    raise MissingAuthenticationTokenException()  # (a caller that kept back what was signed)
+                self.verifier.verify(authorization, signed)
             if too_large:
                 raise RequestEntityTooLargeException("Request payload size exceeds the limit")
             try:

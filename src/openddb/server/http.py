@@ -25,6 +25,7 @@ import httptools
 import orjson
 
 from openddb.errors import InternalServerError
+from openddb.identity.sigv4 import SignedRequest
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
@@ -139,6 +140,7 @@ class _Request(NamedTuple):
     extra: bytes = b""  # more header lines for the answer (CORS)
     coding: bytes | None = None  # the coding the answer may be compressed in (from Accept-Encoding)
     host: bytes = b""  # the Host header: the address the client reached this server at
+    signed: SignedRequest | None = None  # what its signature covers, when the server verifies signatures
 
     def render(self, status: int, payload: bytes) -> bytes:
         if not self.extra and self.coding is None:  # (the usual SDK request: the shortest path)
@@ -446,6 +448,8 @@ class HttpProtocol(asyncio.Protocol):
                          keep_alive)
             return
         body, too_large = b"".join(self._body), self._too_large
+        # (a signature covers the body as sent: compressed, if it was)
+        signed = SignedRequest(method, url, headers, body) if self.server.verifying else None
         encoding = headers.get(b"content-encoding")
         if encoding is not None and not too_large:
             body, too_large = _decoded(body, encoding)
@@ -453,7 +457,7 @@ class HttpProtocol(asyncio.Protocol):
         request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body, too_large,
                            request_id, _JSON_1_0, keep_alive, extra,
                            None if accept is None or accept == b"identity" else chosen_coding(accept),  # (boto3's)
-                           headers.get(b"host", b""))
+                           headers.get(b"host", b""), signed)
         if self._deferred or self._write_paused:  # keep this connection's answers in request order
             self._deferred.append(request)
         elif not self._execute(request):
@@ -610,6 +614,7 @@ class ServerState:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
+        self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
         limits = limits or ConnectionLimits()
         self.watch = Watch(limits)
         self.budget = Budget(limits.buffered_bytes)
@@ -630,9 +635,9 @@ class ServerState:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
             return self.request_log.handle(self.dispatcher, request.target, request.authorization, request.body,
-                                           request.too_large, request.request_id, request.host)
+                                           request.too_large, request.request_id, request.host, request.signed)
         return self.dispatcher.handle(request.target, request.authorization, request.body, request.too_large,
-                                      request.request_id, request.host)
+                                      request.request_id, request.host, request.signed)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes

@@ -21,6 +21,7 @@ import orjson
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
+    from openddb.identity.sigv4 import SignedRequest
 
 log = logging.getLogger("openddb.requests")
 # The format the command line's logging set-up uses (cli.py); lines written directly follow it.
@@ -48,10 +49,11 @@ class RequestLog:
         return cls([handler.stream for handler in handlers] if direct else None)  # type: ignore[attr-defined]
 
     def handle(self, dispatcher: Dispatcher, target: bytes, authorization: bytes | None, body: bytes,
-               too_large: bool, request_id: bytes, host: bytes) -> tuple[int, bytes]:
+               too_large: bool, request_id: bytes, host: bytes,
+               signed: SignedRequest | None = None) -> tuple[int, bytes]:
         """`dispatcher.handle(...)`, logging the answer (an answer of status 0, "try again", is not one)."""
         started = time.perf_counter()
-        status, payload = dispatcher.handle(target, authorization, body, too_large, request_id, host)
+        status, payload = dispatcher.handle(target, authorization, body, too_large, request_id, host, signed)
         if status:
             elapsed = (time.perf_counter() - started) * 1000
             operation = target.rpartition(b".")[2].decode(errors="replace") or "-"

@@ -1,12 +1,15 @@
-"""TLS benchmark (issue 25): what `serve --tls-cert/--tls-key` costs get and put, against plain HTTP, one run.
+"""Security benchmark (issue 25): what HTTPS (`--tls-cert/--tls-key`) and signature checks (`--auth verify`)
+cost get and put, against a plain server, one run.
 
-    python benchmarks/tls.py                        # 3 interleaved rounds x 5 s of get and put
-    python benchmarks/tls.py --rounds 5 --duration 10 --workers 2
+    python benchmarks/security.py                   # 3 interleaved rounds x 5 s of get and put
+    python benchmarks/security.py --rounds 5 --duration 10 --variants https,verify --workers 2
 
-Two servers of the current tree, one plain and one HTTPS (a pair made by `openddb cert` in a temporary dir), each
-with its table loaded the same way; then, round after round, each workload on each server in turn, from
-keep-alive connections (TLS sessions set up once per connection, as SDK clients keep them). Reports ops/s, p50/p99
-and the server's CPU per request (robust on a shared machine). Servers are always stopped.
+Servers of the current tree: "plain" (HTTP, --auth off), "https" (a pair made by `openddb cert` in a temporary
+dir) and "verify" (--auth verify with the client's key as root credentials), each with its table loaded the same
+way; then, round after round, each workload on each server in turn, from keep-alive connections (TLS sessions set
+up once per connection, as SDK clients keep them). The client signs every request anew for every server, so the
+servers differ only in what they do. Reports ops/s, p50/p99 and the server's CPU per request (robust on a shared
+machine). Servers are always stopped.
 """
 
 from __future__ import annotations
@@ -27,20 +30,24 @@ from servers import free_port
 from streams import PARTITION, item_json, request_maker
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = "bench-tls"
+TABLE = "bench-security"
+VARIANTS = ("https", "verify")
 OPERATIONS = {"get": "GetItem", "put": "PutItem", "update": "UpdateItem", "query": "Query"}
 
 
 class Server:
     """An `openddb serve` of this tree in its own process group, plain or HTTPS."""
 
-    def __init__(self, name: str, tmp: Path, workers: int, tls: tuple[str, str] | None) -> None:
+    def __init__(self, name: str, tmp: Path, workers: int, tls: tuple[str, str] | None = None,
+                 verify: bool = False) -> None:
         self.name, self.port = name, free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
                    str(tmp / f"data-{name}"), "--workers", str(workers), "--log-level", "warning"]
         if tls:
             command += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        if verify:  # (the benchmark client's key: see sigv4.Signer)
+            command += ["--auth", "verify", "--root-credentials", "bench:bench"]
         self.log = (tmp / f"{name}.log").open("wb")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
                                         start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
@@ -63,7 +70,7 @@ async def ready(server: Server, items: int) -> None:
     """Wait until it answers; create and load its table."""
     for _ in range(400):
         try:
-            connection = Connection(Endpoint(server.url, sign=False))
+            connection = Connection(Endpoint(server.url))
             await connection.json("ListTables", {})
             break
         except OSError:
@@ -85,7 +92,7 @@ async def ready(server: Server, items: int) -> None:
 async def drive(server: Server, label: str, args: argparse.Namespace) -> dict[str, float]:
     operation = OPERATIONS[label]
     make, _ = request_maker(operation, TABLE, args.items)
-    connections = [Connection(Endpoint(server.url, sign=False)) for _ in range(args.connections)]
+    connections = [Connection(Endpoint(server.url)) for _ in range(args.connections)]
     for connection in connections:  # (handshakes before the clock starts: SDKs keep their connections)
         await connection.json("DescribeTable", {"TableName": TABLE})
     latencies: list[float] = []
@@ -127,14 +134,17 @@ async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[
 
 
 def report(results: dict[tuple[str, str], list[dict[str, float]]], labels: list[str]) -> str:
-    lines = ["| workload | plain ops/s | https ops/s | https/plain | plain µs CPU/op | https µs CPU/op |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| workload | server | ops/s | p50 ms | p99 ms | µs CPU/op | ops/s against plain |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    names = sorted({name for _, name in results}, key=lambda name: name != "plain")
     for label in labels:
-        plain, https = results[(label, "plain")], results[(label, "https")]
-        ratio = median([h["rate"] / p["rate"] for h, p in zip(https, plain) if p["rate"]])
-        lines.append(f"| {label} | {median([p['rate'] for p in plain]):,.0f} | "
-                     f"{median([h['rate'] for h in https]):,.0f} | {ratio:.3f} | "
-                     f"{median([p['cpu_us'] for p in plain]):.1f} | {median([h['cpu_us'] for h in https]):.1f} |")
+        plain = results[(label, "plain")]
+        for name in names:
+            runs = results[(label, name)]
+            ratio = median([run["rate"] / base["rate"] for run, base in zip(runs, plain) if base["rate"]])
+            lines.append(f"| {label} | {name} | {median([run['rate'] for run in runs]):,.0f} | "
+                         f"{median([run['p50'] for run in runs]):.2f} | {median([run['p99'] for run in runs]):.2f} | "
+                         f"{median([run['cpu_us'] for run in runs]):.1f} | {ratio:.3f} |")
     return "\n".join(lines) + "\n\nMedians over rounds; the ratio is the median of per-round ratios."
 
 
@@ -150,22 +160,28 @@ def main() -> int:
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--workloads", default="get,put")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="servers besides plain: https, verify")
     args = parser.parse_args()
     args.workloads = args.workloads.split(",")
+    args.variants = args.variants.split(",")
+    assert all(variant in VARIANTS for variant in args.variants), f"variants: {', '.join(VARIANTS)}"
     assert all(label in OPERATIONS for label in args.workloads), f"workloads: {', '.join(OPERATIONS)}"
     assert args.items % PARTITION == 0
     fast_loop()
     signal.signal(signal.SIGTERM, _interrupt)
     servers: list[Server] = []
-    with tempfile.TemporaryDirectory(prefix="openddb-tls-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="openddb-security-bench-") as tmp:
         try:
             made = subprocess.run([sys.executable, "-m", "openddb", "cert", "--out", f"{tmp}/tls"], cwd=ROOT,
                                   capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
             if made.returncode:
                 raise RuntimeError(made.stderr)
             pair = (f"{tmp}/tls/openddb-cert.pem", f"{tmp}/tls/openddb-key.pem")
-            servers = [Server("plain", Path(tmp), args.workers, None),
-                       Server("https", Path(tmp), args.workers, pair)]
+            servers = [Server("plain", Path(tmp), args.workers)]
+            if "https" in args.variants:
+                servers.append(Server("https", Path(tmp), args.workers, tls=pair))
+            if "verify" in args.variants:
+                servers.append(Server("verify", Path(tmp), args.workers, verify=True))
             results = asyncio.run(rounds(servers, args))
         except KeyboardInterrupt:
             print("interrupted: servers stopped", file=sys.stderr)

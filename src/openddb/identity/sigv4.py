@@ -1,0 +1,218 @@
+"""Signature Version 4, verified (`openddb serve --auth verify`): the request's signature recomputed from the
+secret of its access key, as AWS does it (IAM User Guide, "Create a signed AWS API request": the canonical
+request, the string to sign, the signing key derived from the secret by date, region and service).
+
+The Authorization header's form and scope were checked before this runs (api/dispatch.py, with or without
+verification). Here, in AWS's order as far as it shows: the access key must be known (UnrecognizedClientException),
+the request's time within 15 minutes of the server's (InvalidSignatureException, "Signature expired" / "not yet
+current"), and the signature equal to the one computed (InvalidSignatureException). The messages are DynamoDB's,
+as public threads quote its answers (each cited at its constant).
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import hmac
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote, unquote
+
+from openddb import clock
+from openddb.errors import IncompleteSignatureException, InvalidSignatureException, UnrecognizedClientException
+
+# For an access key DynamoDB does not know, byte for byte as a raw answer shows it (baopham/laravel-dynamodb issue
+# 228, 2020; botocore prints the same in pynamodb/PynamoDB issue 603).
+UNKNOWN_KEY = "The security token included in the request is invalid"
+# The wrong secret, or a request changed after it was signed: the raw answer to a PutItem, 178 characters
+# (ttsuruoka/php-simple-amazon-dynamodb issue 1, 2016).
+MISMATCH = ("The request signature we calculated does not match the signature you provided. Check your AWS Secret "
+            "Access Key and signing method. Consult the service documentation for details.")
+# "Signature expired: 20240805T055512Z is now earlier than 20240805T061917Z (20240805T063417Z - 15 min.)" (a
+# DynamoDB PutItem, praetorian-inc/chariot-ui issue 453, 2024); the mirror for a clock ahead, "Signature not yet
+# current: 20190305T002809Z is still later than 20190304T214315Z (20190304T212815Z + 15 min.)" (a DynamoDB
+# putItem, aws/aws-sdk-js issue 2565, 2019).
+_SKEW = timedelta(minutes=15)
+_AMZ_DATE = "%Y%m%dT%H%M%SZ"
+_SIGNED_HEADERS = re.compile(rb"SignedHeaders=([^,\s]*)")
+_CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
+_SPACES = re.compile(rb"\s+")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A long-term access key and its secret, and the account and principal it stands for."""
+
+    access_key_id: str
+    secret: str
+    account: str
+    arn: str  # e.g. arn:aws:iam::000000000000:root
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    """What a signature covers: the method, the path and query as sent, every header (lower-case names; a header
+    sent twice is its values joined by commas) and the body as sent (compressed, if it was)."""
+
+    method: bytes
+    url: bytes
+    headers: Mapping[bytes, bytes]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What an Authorization header says before its signature: whose key, the scope, the signed headers."""
+
+    key_id: str
+    scope: bytes  # day/region/service/aws4_request
+    day: bytes
+    region: bytes
+    service: bytes
+    names: tuple[bytes, ...]  # the signed headers, lower case, in the header's order
+
+
+class Verifier:
+    """Checks requests against the credentials it knows (`keys`, by access key id)."""
+
+    def __init__(self, keys: Mapping[str, Credentials]) -> None:
+        self.keys = dict(keys)
+        self._signing_keys: dict[tuple[str, bytes], bytes] = {}
+        # Clients send the same credential scope and signed headers request after request: parsed once.
+        self._scopes: dict[bytes, _Scope] = {}
+        self._stamps: dict[bytes, int] = {}  # x-amz-date -> epoch seconds, for this second's requests
+
+    def verify(self, authorization: bytes, request: SignedRequest) -> Credentials:
+        """The credentials that signed `request` (whose Authorization header's form was checked before), or the
+        error DynamoDB answers."""
+        cut = authorization.rfind(b"Signature=")
+        scope = self._scopes.get(authorization[:cut]) or self._parse(authorization, cut)
+        credentials = self.keys.get(scope.key_id)
+        headers = request.headers
+        if credentials is None or b"x-amz-security-token" in headers:
+            # (a session token with a long-term key is no credential either: there are no temporary ones yet)
+            raise UnrecognizedClientException(UNKNOWN_KEY)
+        stamp = headers.get(b"x-amz-date")
+        stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
+        self._check_time(stamp)
+        digest = hashlib.sha256(canonical_request(request, scope.names)).hexdigest().encode()
+        to_sign = b"AWS4-HMAC-SHA256\n%s\n%s\n%s" % (stamp, scope.scope, digest)
+        expected = hmac.digest(self._signing_key(credentials.secret, scope), to_sign, "sha256").hex().encode()
+        given = authorization[cut + 10:].split(b",", 1)[0].strip().lower()
+        if not hmac.compare_digest(expected, given):
+            raise InvalidSignatureException(MISMATCH)
+        return credentials
+
+    def _parse(self, authorization: bytes, cut: int) -> _Scope:
+        credential = _CREDENTIAL.search(authorization)
+        signed = _SIGNED_HEADERS.search(authorization)
+        assert credential is not None and signed is not None and cut > 0  # (its form was checked before)
+        key_id, day, region, service = credential.groups()
+        scope = _Scope(key_id.decode("latin-1"), b"%s/%s/%s/aws4_request" % (day, region, service), day, region,
+                       service, tuple(signed.group(1).lower().split(b";")))
+        if len(self._scopes) > 4096:
+            self._scopes.clear()
+        self._scopes[authorization[:cut]] = scope
+        return scope
+
+    def _signing_key(self, secret: str, scope: _Scope) -> bytes:
+        cached = (secret, scope.scope)
+        key = self._signing_keys.get(cached)
+        if key is None:
+            key = ("AWS4" + secret).encode()
+            for part in (scope.day, scope.region, scope.service, b"aws4_request"):
+                key = hmac.digest(key, part, "sha256")
+            if len(self._signing_keys) > 4096:
+                self._signing_keys.clear()
+            self._signing_keys[cached] = key
+        return key
+
+    def _check_time(self, stamp: bytes) -> None:
+        """InvalidSignatureException unless `stamp` is within 15 minutes of the server's clock."""
+        signed = self._stamps.get(stamp)
+        if signed is None:
+            signed = _epoch(stamp)
+            if len(self._stamps) > 64:
+                self._stamps.clear()
+            self._stamps[stamp] = signed
+        now = int(clock.now())
+        if now - _SKEW_SECONDS <= signed <= now + _SKEW_SECONDS:
+            return
+        text, current = stamp.decode(), datetime.fromtimestamp(now, UTC)
+        if signed < now:
+            raise InvalidSignatureException(
+                f"Signature expired: {text} is now earlier than {(current - _SKEW).strftime(_AMZ_DATE)} "
+                f"({current.strftime(_AMZ_DATE)} - 15 min.)")
+        raise InvalidSignatureException(
+            f"Signature not yet current: {text} is still later than {(current + _SKEW).strftime(_AMZ_DATE)} "
+            f"({current.strftime(_AMZ_DATE)} + 15 min.)")
+
+
+_SKEW_SECONDS = 15 * 60
+
+
+def _epoch(stamp: bytes) -> int:
+    """Seconds since the epoch of an X-Amz-Date value (20260101T000000Z); InvalidSignatureException if it is none."""
+    try:
+        return calendar.timegm(time.strptime(stamp.decode("latin-1"), _AMZ_DATE))
+    except ValueError:
+        raise InvalidSignatureException(MISMATCH) from None  # best guess: a time that cannot be read
+
+
+def _stamp_of(headers: Mapping[bytes, bytes], authorization: bytes) -> bytes:
+    """Without X-Amz-Date, the request's time from its Date header (RFC 7231 form), as an X-Amz-Date value."""
+    date = headers.get(b"date")
+    if date is None:
+        # best guess at the words: AWS's for a signed request without a time (IncompleteSignature family)
+        raise IncompleteSignatureException("Authorization header requires existence of either a 'X-Amz-Date' or a "
+                                           "'Date' header. Authorization=" + authorization.decode("latin-1"))
+    try:
+        parsed = time.strptime(date.decode("latin-1").strip(), "%a, %d %b %Y %H:%M:%S GMT")
+    except ValueError:
+        raise InvalidSignatureException(MISMATCH) from None  # best guess, as above
+    return time.strftime(_AMZ_DATE, parsed).encode()
+
+
+def canonical_request(request: SignedRequest, names: tuple[bytes, ...]) -> bytes:
+    """SigV4's canonical request of `request` for the signed header `names` (lower case, in the header's order):
+    method, path, query, each signed header `name:value` (trimmed, inner runs of spaces as one), the names, and the
+    body's SHA-256 (or the x-amz-content-sha256 the client sent)."""
+    url = request.url
+    get = request.headers.get
+    lines = [request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url)]  # (path, query)
+    for name in names:
+        value = get(name, b"").strip()
+        if b"  " in value or b"\t" in value:
+            value = _SPACES.sub(b" ", value)
+        lines.append(name + b":" + value)
+    lines.append(b"")
+    lines.append(b";".join(names))
+    lines.append(get(b"x-amz-content-sha256") or hashlib.sha256(request.body).hexdigest().encode())
+    return b"\n".join(lines)
+
+
+def _canonical_path_and_query(url: bytes) -> bytes:
+    path, _, query = url.partition(b"?")
+    return _canonical_path(path) + b"\n" + _canonical_query(query)
+
+
+def _canonical_path(path: bytes) -> bytes:
+    """The path, each segment URI-encoded (as every SDK signs a non-S3 service: encoded once more)."""
+    if path in (b"", b"/"):
+        return b"/"
+    text = quote(path.decode("latin-1"), safe="/~")
+    return text.encode("latin-1")
+
+
+def _canonical_query(query: bytes) -> bytes:
+    if not query:
+        return b""
+    pairs = []
+    for part in query.split(b"&"):
+        name, _, value = part.partition(b"=")
+        pairs.append((quote(unquote(name.decode("latin-1")), safe="-_.~"),
+                      quote(unquote(value.decode("latin-1")), safe="-_.~")))
+    return "&".join(f"{name}={value}" for name, value in sorted(pairs)).encode("latin-1")
