@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="server processes sharing the port (default: one per CPU core; 1 with --in-memory)")
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
                        help="normal: durable across a crash of the server; full: fsync each commit")
+    serve.add_argument("--disk-reserve-mb", type=int, default=32, metavar="MB",
+                       help="disk space the embedded store holds in reserve and gives up when the disk fills, so it "
+                            "can checkpoint and recover once there is room (default 32; 0: none)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="info (the default) logs a line per request; warning: start-up problems and errors")
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
@@ -244,7 +247,7 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
         postgres.stream_settings = _stream_settings(args)
         mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
         return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
-    sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync)
+    sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync, args.disk_reserve_mb << 20)
     sqlite.stream_settings = _stream_settings(args)
     return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(args.data_dir))
 
@@ -448,6 +451,8 @@ def _start(args: argparse.Namespace) -> int:
     _verifier(args)
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
+    if args.disk_reserve_mb < 0:
+        raise StartupError(f"--disk-reserve-mb {args.disk_reserve_mb}: at least 0")
     if args.workers is not None and args.workers < 1:
         raise StartupError(f"--workers {args.workers}: at least 1")
     if args.dev and args.workers not in (None, 1):

@@ -225,6 +225,17 @@ class InternalServerError(DynamoDBError):
     status = 500
 
 
+class ServiceUnavailable(DynamoDBError):
+    """503, retryable: the Developer Guide's "Error messages and codes" lists it among the 5xx errors, a temporary
+    state in which a request can be sent again. OpenDDB answers it when its store cannot take a write now (its disk
+    is full): nothing of the request was kept."""
+
+    status = 503
+
+    def __init__(self, message: str = "The service is currently unavailable or busy.") -> None:  # best guess
+        super().__init__(message)
+
+
 # --- DynamoDB Streams errors -------------------------------------------------------------------
 
 

@@ -66,15 +66,18 @@ def check_data_dir(path: str) -> None:
             raise StartupError(f"the store file {store_file} is not writable by this user")
 
 
-def open_sqlite(path: str | None, sync: str) -> SQLiteEngine:
-    """The embedded engine on `path` (None: in memory), as a server uses it."""
+def open_sqlite(path: str | None, sync: str, reserve_bytes: int | None = None) -> SQLiteEngine:
+    """The embedded engine on `path` (None: in memory), as a server uses it; `reserve_bytes`: disk space held
+    against a full disk (None: the engine's default)."""
     from openddb.storage.sqlite import SQLiteEngine
 
     if path is None:
         return SQLiteEngine(None, sync=sync, group_commit=True, shared_reads=True)
     check_data_dir(path)
     try:
-        return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True)
+        if reserve_bytes is None:
+            return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True)
+        return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True, reserve_bytes=reserve_bytes)
     except (sqlite3.Error, OSError) as error:
         raise StartupError(f"cannot open the store in {path}: {error}") from None
 

@@ -29,6 +29,7 @@ from openddb.errors import (
     RequestEntityTooLargeException,
     ResourceNotFoundException,
     SerializationException,
+    ServiceUnavailable,
     UnknownOperationException,
     UnsupportedOperationException,
     ValidationException,
@@ -254,7 +255,10 @@ class Dispatcher:
             return error.status, orjson.dumps(error.to_wire())
         except EngineBusy:
             return 0, b""  # nothing happened: the server runs the request again shortly
-        except Exception:
+        except Exception as error:
+            if self.engine.unavailable(error):  # (nothing of the request was kept: the client may send it again)
+                unavailable = ServiceUnavailable()
+                return unavailable.status, orjson.dumps(unavailable.to_wire())
             log.exception("internal error handling %s", target.decode("latin-1"))
             failure = InternalServerError("Internal server error")
             return failure.status, orjson.dumps(failure.to_wire())
@@ -272,6 +276,7 @@ class Dispatcher:
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)
+            self._duty("disk reserve", self.engine.keep_reserve)
         finally:
             self.engine.end_reads()  # no read snapshot may outlive the duty (it would hold back checkpoints)
 
@@ -289,5 +294,7 @@ class Dispatcher:
             duty(*args)
         except CatalogChanged:
             pass  # a table changed under the duty: its next round looks again
-        except Exception:
+        except Exception as error:
+            if self.engine.unavailable(error):
+                return  # (the disk is full: said once, by the engine; the duty runs again when there is room)
             log.exception("%s failed", what)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import httptools
 import orjson
 
-from openddb.errors import InternalServerError
+from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.identity.sigv4 import SignedRequest
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
@@ -721,7 +721,7 @@ class ServerState:
     def release(self) -> None:
         self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
         held = self._held
-        failed = False
+        failed: DynamoDBError | None = None
         engine = self.engine
         # Wait for the lock outright when the group is small (the wait is short, a thread hop dearer) or after
         # many lost races (a busy neighbour cannot starve us); a large group waits beside the event loop.
@@ -736,16 +736,18 @@ class ServerState:
                 self._await_writer()
                 return
             held = answers
-        except Exception:
-            log.exception("group commit failed; answering its %d requests with errors", len(held))
-            failed = True
+        except Exception as error:
+            if engine.unavailable(error):  # (the disk is full: nothing of the group was kept; said by the engine)
+                failed = ServiceUnavailable()
+            else:
+                log.exception("group commit failed; answering its %d requests with errors", len(held))
+                failed = InternalServerError("Internal server error")
         self._held = []
         self._flush_attempts = 0
-        for connection, request, response, _ in held:
+        for connection, request, response, group in held:
             connection.held -= 1
-            if failed:
-                error = InternalServerError("Internal server error")
-                response = request.render(error.status, orjson.dumps(error.to_wire()))
+            if failed is not None and group is not None:  # (reads and DDL rest on committed state: they stand)
+                response = request.render(failed.status, orjson.dumps(failed.to_wire()))
             transport = connection.transport
             if transport is None or transport.is_closing():
                 continue

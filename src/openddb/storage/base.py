@@ -525,6 +525,16 @@ class Engine(ABC):
         retention: records, shards, and streams disabled or of deleted tables. Run under the "streams" lease."""
         raise NotImplementedError
 
+    def keep_reserve(self) -> None:  # noqa: B027 - deliberately a no-op default: most engines keep none
+        """Take back disk space kept in reserve against a full disk, if it was given up and there is room again
+        (a background duty, about once a second)."""
+
+    def unavailable(self, error: BaseException) -> bool:
+        """Whether `error`, raised by a write or a commit, means the store cannot take writes for now (its disk is
+        full) rather than a fault: nothing of the failed request (or group) was kept, and the same request may
+        succeed later. The engine may act on it (free space it kept in reserve)."""
+        return False
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release the store; called once at shutdown."""

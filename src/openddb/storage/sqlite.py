@@ -52,6 +52,7 @@ from openddb.storage.base import (
     is_stored_version,
 )
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
+from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
 
@@ -252,8 +253,9 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
 
 class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
-                 shared_reads: bool = False) -> None:
+                 shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
+        `reserve_bytes`: disk space held against a full disk (see sqlite_reserve).
 
         With `group_commit`, `write` leaves its transaction open for `commit` (see `WriteSession`); with
         `shared_reads`, reads share a snapshot until `end_reads` (see `_read`): for a server, which calls it at
@@ -301,6 +303,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         # Savepoints journal the pages they change; in memory, not in a temporary file written page by page.
         db.execute("PRAGMA temp_store = MEMORY")
         self._checkpointer: _Checkpointer | None = None
+        self._reserve = SpaceReserve(path, reserve_bytes)
         if path is not None:
             db.execute("PRAGMA wal_autocheckpoint = 0")
             db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
@@ -385,6 +388,16 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         if self._signal.current() != self._signal.seen:
             self._rollback()
             raise CatalogChanged()
+
+    def unavailable(self, error: BaseException) -> bool:
+        if isinstance(error, sqlite3.OperationalError) and \
+                getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            self._reserve.give_up()
+            return True
+        return False
+
+    def keep_reserve(self) -> None:
+        self._reserve.hold()
 
     def _commit(self) -> None:
         try:
