@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
 from openddb.api.context import DEFAULT_ACCOUNT
+from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
@@ -177,6 +178,9 @@ def _auth_options(serve: argparse.ArgumentParser) -> None:
                       help="off (the default, as local servers do): any credentials work, signatures are read but not "
                            "checked; verify: every request's SigV4 signature is checked against the known keys, as "
                            "DynamoDB does ($OPENDDB_AUTH)")
+    auth.add_argument("--audit-log", metavar="FILE", default=os.environ.get("OPENDDB_AUDIT_LOG"),
+                      help="append a JSON line (CloudTrail's management-event shape) for every control-plane call and "
+                           "every call refused for who made it ($OPENDDB_AUDIT_LOG)")
     auth.add_argument("--root-credentials", metavar="ACCESS_KEY:SECRET",
                       default=_root_from_environment(),
                       help="the administrator's access key and secret for --auth verify (default: "
@@ -186,6 +190,16 @@ def _auth_options(serve: argparse.ArgumentParser) -> None:
 def _root_from_environment() -> str | None:
     key, secret = os.environ.get("OPENDDB_ROOT_ACCESS_KEY_ID"), os.environ.get("OPENDDB_ROOT_SECRET_ACCESS_KEY")
     return f"{key}:{secret}" if key and secret else None
+
+
+def _audit_log(args: argparse.Namespace) -> AuditLog | None:
+    """The audit log `--audit-log` names (None: none); StartupError if it cannot be written."""
+    if args.audit_log is None:
+        return None
+    try:
+        return AuditLog(args.audit_log)
+    except OSError as error:
+        raise StartupError(f"--audit-log {args.audit_log}: {error.strerror or error}") from None
 
 
 def _verifier(args: argparse.Namespace) -> Verifier | None:
@@ -270,6 +284,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     ready = asyncio.Event()
     dispatcher = Dispatcher(engine)
     dispatcher.verifier = _verifier(args)
+    dispatcher.audit = _audit_log(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args)))
@@ -449,6 +464,9 @@ def _start(args: argparse.Namespace) -> int:
     _limits(args)
     _tls(args)
     _verifier(args)
+    audit = _audit_log(args)  # (opened here to report a mistake at once; each worker opens its own)
+    if audit is not None:
+        audit.close()
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
     if args.disk_reserve_mb < 0:

@@ -8,6 +8,7 @@ import json
 import socket
 
 from openddb.api.dispatch import Dispatcher
+from openddb.api.incoming import Frame
 from openddb.server.http import HttpProtocol, ServerState
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH
@@ -15,10 +16,10 @@ from tests.api.test_protocol import AUTH
 
 def dispatcher_with_table(engine: SQLiteEngine) -> Dispatcher:
     dispatcher = Dispatcher(engine)
-    dispatcher.handle(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
+    dispatcher.handle(Frame(b"DynamoDB_20120810.CreateTable", AUTH.encode(), json.dumps({
         "TableName": "tbl", "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r")
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}).encode(), False, b"r"))
     return dispatcher
 
 

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from openddb.api.incoming import Frame
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH, framed_request
 from tests.unit.serving import connect, dispatcher_with_table, receive
@@ -44,8 +45,8 @@ def test_answers_keep_request_order_when_a_pass_mixes_reads_and_writes(tmp_path,
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
         engine.session.optimistic = optimistic
         dispatcher = dispatcher_with_table(engine)
-        dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
-            "TableName": "tbl", "Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}).encode(), False, b"r")
+        dispatcher.handle(Frame(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
+            "TableName": "tbl", "Item": {"pk": {"S": "k"}, "n": {"N": "1"}}}).encode(), False, b"r"))
         engine.commit()
         engine.end_reads()
         clients, protocols = await connect(dispatcher, 2)

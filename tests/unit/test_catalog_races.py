@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from openddb.api.dispatch import Dispatcher
+from openddb.api.incoming import Frame
 from openddb.storage.base import HASH_SPACE
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH
@@ -23,8 +24,8 @@ ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/tbl"
 
 
 def call(dispatcher: Dispatcher, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    status, payload = dispatcher.handle(f"DynamoDB_20120810.{operation}".encode(), AUTH.encode(),
-                                        json.dumps(body).encode(), False, b"r")
+    status, payload = dispatcher.handle(Frame(f"DynamoDB_20120810.{operation}".encode(), AUTH.encode(),
+                                        json.dumps(body).encode(), False, b"r"))
     dispatcher.engine.end_reads()
     return status, json.loads(payload) if payload else {}
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 
 from openddb.api.dispatch import Dispatcher
+from openddb.api.incoming import Frame
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH, framed_request
 from tests.unit.serving import connect, dispatcher_with_table, receive
@@ -27,8 +28,8 @@ def _add(key: str) -> bytes:
 
 
 def _stored(engine: SQLiteEngine, dispatcher: Dispatcher, key: str) -> str:
-    _, payload = dispatcher.handle(b"DynamoDB_20120810.GetItem", AUTH.encode(), json.dumps(
-        {"TableName": "tbl", "Key": {"pk": {"S": key}}, "ConsistentRead": True}).encode(), False, b"r")
+    _, payload = dispatcher.handle(Frame(b"DynamoDB_20120810.GetItem", AUTH.encode(), json.dumps(
+        {"TableName": "tbl", "Key": {"pk": {"S": key}}, "ConsistentRead": True}).encode(), False, b"r"))
     engine.end_reads()
     return str(json.loads(payload)["Item"]["c"]["N"])
 
@@ -47,8 +48,8 @@ def test_conflict_reruns_only_the_failed_group(tmp_path) -> None:
             protocols[1].data_received(framed_request("TagResource", {
                 "ResourceArn": TABLE_ARN, "Tags": [{"Key": "k", "Value": "v"}]}))
             protocols[2].data_received(_add("second"))
-            status, _ = other_dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps(
-                {"TableName": "tbl", "Item": {"pk": {"S": "second"}, "c": {"N": "10"}}}).encode(), False, b"r")
+            status, _ = other_dispatcher.handle(Frame(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps(
+                {"TableName": "tbl", "Item": {"pk": {"S": "second"}, "c": {"N": "10"}}}).encode(), False, b"r"))
             assert status == 200
             answers = [b"", b"", b""]
             for _ in range(200):

@@ -13,14 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from openddb.api.dispatch import Dispatcher
+from openddb.api.incoming import Frame
 from openddb.storage.base import IndexRow
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH
 
 
 def _call(dispatcher: Dispatcher, operation: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, payload = dispatcher.handle(b"DynamoDB_20120810." + operation.encode(), AUTH.encode(),
-                                        json.dumps(body).encode(), False, b"r")
+    status, payload = dispatcher.handle(Frame(b"DynamoDB_20120810." + operation.encode(), AUTH.encode(),
+                                        json.dumps(body).encode(), False, b"r"))
     assert status == 200, payload
     dispatcher.engine.commit()
     dispatcher.engine.end_reads()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from openddb.api.incoming import Frame
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH, framed_request
 from tests.unit.serving import connect, dispatcher_with_table
@@ -22,8 +23,8 @@ def test_a_client_not_reading_its_answers_is_not_answered_ahead(tmp_path) -> Non
     async def scenario() -> tuple[int, int, int]:
         engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
         dispatcher = dispatcher_with_table(engine)
-        dispatcher.handle(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
-            "TableName": "tbl", "Item": {"pk": {"S": "k"}, "blob": {"S": "x" * 4000}}}).encode(), False, b"r")
+        dispatcher.handle(Frame(b"DynamoDB_20120810.PutItem", AUTH.encode(), json.dumps({
+            "TableName": "tbl", "Item": {"pk": {"S": "k"}, "blob": {"S": "x" * 4000}}}).encode(), False, b"r"))
         engine.commit()
         engine.end_reads()
         clients, protocols = await connect(dispatcher, 1)

@@ -19,6 +19,7 @@ import orjson
 from openddb import clock
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.expression_members import REQUEST_BYTES
+from openddb.api.incoming import Caller, Incoming
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
@@ -34,7 +35,8 @@ from openddb.errors import (
     UnsupportedOperationException,
     ValidationException,
 )
-from openddb.identity.sigv4 import SignedRequest, Verifier
+from openddb.identity.audit import AUDITED, AuditLog
+from openddb.identity.sigv4 import Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
@@ -118,29 +120,30 @@ def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
     return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
 
 
-_CHECKED: dict[bytes, str] = {}  # an Authorization header's part before its signature, checked -> its region
+# An Authorization header's part before its signature, checked -> its region and access key.
+_CHECKED: dict[bytes, tuple[str, str]] = {}
 _CHECKED_HEAD_MAX = 1024  # a real one is 150-300 bytes; longer ones are checked every time, not kept
 
 
-def _region_from(authorization: bytes) -> str:
-    """The region of the SigV4 credential scope; signatures themselves are not verified yet, but what needs no
-    secret is checked: the header's form, the service, and that the host is among the signed headers."""
+def _scope_from(authorization: bytes) -> tuple[str, str]:
+    """The region and access key of the SigV4 credential scope, once what needs no secret is checked: the header's
+    form, the service, and that the host is among the signed headers (the signature itself: identity/sigv4.py)."""
     # Clients send the same credential scope and signed headers request after request, the signature alone
     # changing: a header whose part before ", Signature=" passed every check, and whose signature is one piece
     # (no space or comma), is answered from the cache.
     cut = authorization.rfind(b", Signature=")
     if cut > 0:
         head = authorization[:cut]
-        region = _CHECKED.get(head)
-        if region is not None:
+        scope = _CHECKED.get(head)
+        if scope is not None:
             signature = authorization[cut + 12:]
             if b" " not in signature and b"," not in signature:
-                return region
-    region = _parse_region(authorization)
+                return scope
+    scope = _parse_scope(authorization)
     _check_signed_headers(authorization)
     if 0 < cut <= _CHECKED_HEAD_MAX and len(_CHECKED) < 1024:
-        _CHECKED[authorization[:cut]] = region
-    return region
+        _CHECKED[authorization[:cut]] = scope
+    return scope
 
 
 def _check_signed_headers(authorization: bytes) -> None:
@@ -169,7 +172,7 @@ def _names_a_type(value: Any) -> bool:
     return False
 
 
-def _parse_region(authorization: bytes) -> str:
+def _parse_scope(authorization: bytes) -> tuple[str, str]:
     if not authorization.startswith(b"AWS4-HMAC-SHA256"):
         raise IncompleteSignatureException(
             "Authorization header requires 'Credential' parameter. Authorization header requires "
@@ -190,7 +193,7 @@ def _parse_region(authorization: bytes) -> str:
         raise IncompleteSignatureException(" ".join(parts) + " Authorization=" + authorization.decode("latin-1"))
     if match.group(4) != b"dynamodb":  # (the scope needs no secret to check; DynamoDB's words, trailing space too)
         raise InvalidSignatureException("Credential should be scoped to correct service: 'dynamodb'. ")
-    return match.group(3).decode("latin-1") or "us-east-1"
+    return match.group(3).decode("latin-1") or "us-east-1", match.group(1).decode("latin-1")
 
 
 class Dispatcher:
@@ -200,58 +203,32 @@ class Dispatcher:
         self.engine = engine
         self.account = account
         self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
+        self.audit: AuditLog | None = None  # records control-plane changes and refused callers (`--audit-log`)
         self.handlers = _handlers()
         self.rewriters = _rewriters()
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
-    def handle(self, target: bytes, authorization: bytes | None, body: bytes, too_large: bool,
-               request_id: bytes, host: bytes = b"", signed: SignedRequest | None = None) -> tuple[int, bytes]:
+    def handle(self, incoming: Incoming) -> tuple[int, bytes]:
+        """One API call through its stages: route, authenticate, parse, (authorize), execute, render. The HTTP
+        layer framed it before; the server meters and sends the answer after."""
         request: dict[str, Any] | None = None
+        caller: Caller | None = None
         try:
-            handler = self.handlers.get(target)
+            handler = self.handlers.get(incoming.target)
             if handler is None:  # (an operation DynamoDB has but OpenDDB lacks has a handler: see _handlers)
                 raise UnknownOperationException()
-            if authorization is None:
-                raise MissingAuthenticationTokenException()
-            region = _region_from(authorization)
-            if self.verifier is not None:
-                if signed is None:
-                    raise MissingAuthenticationTokenException()  # (a caller that kept back what was signed)
-                self.verifier.verify(authorization, signed)
-            if too_large:
-                raise RequestEntityTooLargeException("Request payload size exceeds the limit")
-            try:
-                request = orjson.loads(body) if body else {}
-            except orjson.JSONDecodeError:
-                raise SerializationException() from None
-            if not isinstance(request, dict):
-                raise SerializationException("Start of list found where not expected"
-                                             if isinstance(request, list) else None)
-            # (the text may come escaped, \u005f_type: any escape sends the request through the search)
-            if (b'type"' in body or b"\\u" in body) and _names_a_type(request):
-                raise SerializationException("No assembly name on stack!")
-            rewrite = self.rewriters.get(target)
-            given = request if rewrite is None else rewrite(request)
-            REQUEST_BYTES.set(len(body))
-            for attempt in range(_CATALOG_ATTEMPTS):
-                context = RequestContext(self.engine, region, self.account, request_id.decode(), host=host)
-                try:
-                    response = handler(context, given)
-                    break
-                except CatalogChanged:  # nothing was written: run again on the fresh table description
-                    if attempt == _CATALOG_ATTEMPTS - 1:
-                        raise
-                    if attempt:  # changes racing on one table: a little jitter lets the queue drain
-                        time.sleep(random.uniform(0, 0.002 * attempt))
-            if response is None:
-                return 200, b""
-            if context.arns is not None:
-                response = as_requested(response, context.arns)
-            return 200, orjson.dumps(response)
+            caller = self._authenticate(incoming)
+            request = self._parse(incoming)
+            response = self._execute(handler, caller, incoming, request)
+            if self.audit is not None and incoming.target in AUDITED:
+                self.audit.record(incoming, caller, request)
+            return 200, b"" if response is None else orjson.dumps(response)
         except DynamoDBError as error:
             # Refused before all its values were checked? A mis-shaped one anywhere wins, as in DynamoDB.
             if request is not None and isinstance(error, ValidationException | ResourceNotFoundException):
                 error = attribute_value_error(request) or error
+            if self.audit is not None and (caller is None or incoming.target in AUDITED):
+                self.audit.record(incoming, caller, request, error)  # (refused by authentication, or a change)
             return error.status, orjson.dumps(error.to_wire())
         except EngineBusy:
             return 0, b""  # nothing happened: the server runs the request again shortly
@@ -259,9 +236,63 @@ class Dispatcher:
             if self.engine.unavailable(error):  # (nothing of the request was kept: the client may send it again)
                 unavailable = ServiceUnavailable()
                 return unavailable.status, orjson.dumps(unavailable.to_wire())
-            log.exception("internal error handling %s", target.decode("latin-1"))
+            log.exception("internal error handling %s", incoming.target.decode("latin-1"))
             failure = InternalServerError("Internal server error")
             return failure.status, orjson.dumps(failure.to_wire())
+
+    def _authenticate(self, incoming: Incoming) -> Caller:
+        """Who calls: the Authorization header checked (its form and scope always; with a verifier, its
+        signature too), in DynamoDB's order, the body size after it."""
+        authorization = incoming.authorization
+        if authorization is None:
+            raise MissingAuthenticationTokenException()
+        region, access_key = _scope_from(authorization)
+        principal = None
+        if self.verifier is not None:
+            if incoming.signed is None:
+                raise MissingAuthenticationTokenException()  # (a caller that kept back what was signed)
+            principal = self.verifier.verify(authorization, incoming.signed).arn
+        if incoming.too_large:
+            raise RequestEntityTooLargeException("Request payload size exceeds the limit")
+        return Caller(region, self.account, access_key, principal)
+
+    @staticmethod
+    def _parse(incoming: Incoming) -> dict[str, Any]:
+        """The body as a JSON object, or DynamoDB's SerializationException."""
+        body = incoming.body
+        try:
+            request = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError:
+            raise SerializationException() from None
+        if not isinstance(request, dict):
+            raise SerializationException("Start of list found where not expected"
+                                         if isinstance(request, list) else None)
+        # (the text may come escaped, \u005f_type: any escape sends the request through the search)
+        if (b'type"' in body or b"\\u" in body) and _names_a_type(request):
+            raise SerializationException("No assembly name on stack!")
+        return request
+
+    def _execute(self, handler: Handler, caller: Caller, incoming: Incoming,
+                 request: dict[str, Any]) -> dict[str, Any] | None:
+        """The handler's answer (legacy parameters rewritten first); a call that met a catalog change before it
+        wrote anything runs again, as attempts of one request."""
+        rewrite = self.rewriters.get(incoming.target)
+        given = request if rewrite is None else rewrite(request)
+        REQUEST_BYTES.set(len(incoming.body))
+        request_id = incoming.request_id.decode()
+        for attempt in range(_CATALOG_ATTEMPTS):
+            context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host)
+            try:
+                response = handler(context, given)
+                break
+            except CatalogChanged:  # nothing was written: run again on the fresh table description
+                if attempt == _CATALOG_ATTEMPTS - 1:
+                    raise
+                if attempt:  # changes racing on one table: a little jitter lets the queue drain
+                    time.sleep(random.uniform(0, 0.002 * attempt))
+        if response is not None and context.arns is not None:
+            response = as_requested(response, context.arns)
+        return response
 
     def run_background(self) -> None:
         """The store's background duties (TTL expiry; index backfills a restart cut short, at start and then

@@ -141,6 +141,7 @@ class _Request(NamedTuple):
     coding: bytes | None = None  # the coding the answer may be compressed in (from Accept-Encoding)
     host: bytes = b""  # the Host header: the address the client reached this server at
     signed: SignedRequest | None = None  # what its signature covers, when the server verifies signatures
+    peer: str = ""  # the client's address, when the audit log records it
 
     def render(self, status: int, payload: bytes) -> bytes:
         if not self.extra and self.coding is None:  # (the usual SDK request: the shortest path)
@@ -457,7 +458,7 @@ class HttpProtocol(asyncio.Protocol):
         request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body, too_large,
                            request_id, _JSON_1_0, keep_alive, extra,
                            None if accept is None or accept == b"identity" else chosen_coding(accept),  # (boto3's)
-                           headers.get(b"host", b""), signed)
+                           headers.get(b"host", b""), signed, self._peer() if self.server.auditing else "")
         if self._deferred or self._write_paused:  # keep this connection's answers in request order
             self._deferred.append(request)
         elif not self._execute(request):
@@ -492,6 +493,11 @@ class HttpProtocol(asyncio.Protocol):
         status, body = self.server.control.respond(self.server, method, self._url, b"".join(self._body))
         self._answer(render_extended(status, body, b"application/json", request_id, keep_alive, extra, None),
                      keep_alive)
+
+    def _peer(self) -> str:
+        """The client's address (its host), "" where the transport has none."""
+        name = self.transport.get_extra_info("peername") if self.transport is not None else None
+        return str(name[0]) if isinstance(name, tuple) else ""
 
     def _local_address(self) -> bytes:
         """host:port of this end of the connection (for a request without a Host header, as HTTP/1.0 allows)."""
@@ -615,6 +621,7 @@ class ServerState:
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
+        self.auditing = dispatcher.audit is not None  # (then requests carry the client's address)
         limits = limits or ConnectionLimits()
         self.watch = Watch(limits)
         self.budget = Budget(limits.buffered_bytes)
@@ -634,10 +641,8 @@ class ServerState:
     def handle(self, request: _Request) -> tuple[int, bytes]:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
-            return self.request_log.handle(self.dispatcher, request.target, request.authorization, request.body,
-                                           request.too_large, request.request_id, request.host, request.signed)
-        return self.dispatcher.handle(request.target, request.authorization, request.body, request.too_large,
-                                      request.request_id, request.host, request.signed)
+            return self.request_log.handle(self.dispatcher, request)
+        return self.dispatcher.handle(request)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes

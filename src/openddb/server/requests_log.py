@@ -21,7 +21,7 @@ import orjson
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
-    from openddb.identity.sigv4 import SignedRequest
+    from openddb.api.incoming import Incoming
 
 log = logging.getLogger("openddb.requests")
 # The format the command line's logging set-up uses (cli.py); lines written directly follow it.
@@ -48,17 +48,15 @@ class RequestLog:
                                   and handler.level <= logging.INFO for handler in handlers)
         return cls([handler.stream for handler in handlers] if direct else None)  # type: ignore[attr-defined]
 
-    def handle(self, dispatcher: Dispatcher, target: bytes, authorization: bytes | None, body: bytes,
-               too_large: bool, request_id: bytes, host: bytes,
-               signed: SignedRequest | None = None) -> tuple[int, bytes]:
-        """`dispatcher.handle(...)`, logging the answer (an answer of status 0, "try again", is not one)."""
+    def handle(self, dispatcher: Dispatcher, incoming: Incoming) -> tuple[int, bytes]:
+        """`dispatcher.handle(incoming)`, logging the answer (an answer of status 0, "try again", is not one)."""
         started = time.perf_counter()
-        status, payload = dispatcher.handle(target, authorization, body, too_large, request_id, host, signed)
+        status, payload = dispatcher.handle(incoming)
         if status:
             elapsed = (time.perf_counter() - started) * 1000
-            operation = target.rpartition(b".")[2].decode(errors="replace") or "-"
+            operation = incoming.target.rpartition(b".")[2].decode(errors="replace") or "-"
             message = (f"{operation} {status}{_error_type(status, payload)} {elapsed:.2f}ms {len(payload)}B "
-                       f"id={request_id.decode()}")
+                       f"id={incoming.request_id.decode()}")
             if self._streams is None:
                 log.info("%s", message)
             else:
