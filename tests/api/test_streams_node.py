@@ -8,28 +8,20 @@ Needs `node` and the SDK installed with `npm ci --prefix tests/node`; skipped wi
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import re
-import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openddb.streams import iterators
 from tests.conftest import ServerProcess, make_client, unique_name
+from tests.node_runner import needs_node, run_node
 
-NODE_DIR = Path(__file__).resolve().parent.parent / "node"
-SCRIPT = NODE_DIR / "streams.mjs"
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or not (NODE_DIR / "node_modules").is_dir(),
-    reason="needs node on PATH and the JavaScript SDK: run `npm ci --prefix tests/node`")
+pytestmark = needs_node
 
 SEQUENCE = re.compile(r"[0-9]{21,40}")
 
@@ -68,15 +60,8 @@ def trimming_server() -> Iterator[ServerProcess]:
 
 
 def run_case(endpoint: str, case: str, *args: str) -> dict[str, Any]:
-    """What streams.mjs prints for `case`; its stderr (the JavaScript stack) in the failure message if it fails."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    # The SDK's notice that later releases need Node 22 is noise on stderr, which a failure message shows.
-    env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] = "true"
-    done = subprocess.run(["node", str(SCRIPT), endpoint, case, *args], capture_output=True, text=True, timeout=120,
-                          env=env, check=False)
-    assert done.returncode == 0, f"streams.mjs {case} failed:\n{done.stderr}\n{done.stdout}"
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    """What streams.mjs prints for `case`."""
+    return run_node("streams.mjs", endpoint, case, *args)
 
 
 def date_of(value: dict[str, str]) -> datetime:

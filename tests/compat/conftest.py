@@ -6,3 +6,12 @@ from __future__ import annotations
 
 ITEMS = 7  # written by a batch, read back in pages of PAGE
 PAGE = 3
+# The scenario's table: orders of a customer (pk, sk) with a global index on their status.
+KEYS = {"AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                 {"AttributeName": "sk", "AttributeType": "S"},
+                                 {"AttributeName": "status", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "GlobalSecondaryIndexes": [{"IndexName": "by_status", "Projection": {"ProjectionType": "ALL"},
+                                    "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"},
+                                                  {"AttributeName": "sk", "KeyType": "RANGE"}]}],
+        "BillingMode": "PAY_PER_REQUEST"}

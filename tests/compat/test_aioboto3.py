@@ -6,19 +6,10 @@ import asyncio
 
 import pytest
 
-from tests.compat.conftest import ITEMS, PAGE
+from tests.compat.conftest import ITEMS, KEYS, PAGE
 from tests.conftest import unique_name
 
 aioboto3 = pytest.importorskip("aioboto3")
-
-KEYS = {"AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
-                                 {"AttributeName": "sk", "AttributeType": "S"},
-                                 {"AttributeName": "status", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "GlobalSecondaryIndexes": [{"IndexName": "by_status", "Projection": {"ProjectionType": "ALL"},
-                                    "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"},
-                                                  {"AttributeName": "sk", "KeyType": "RANGE"}]}],
-        "BillingMode": "PAY_PER_REQUEST"}
 
 
 async def scenario(endpoint: str) -> None:

@@ -10,8 +10,7 @@ import sys
 
 import pytest
 
-from tests.compat.conftest import ITEMS, PAGE
-from tests.compat.test_aioboto3 import KEYS
+from tests.compat.conftest import ITEMS, KEYS, PAGE
 from tests.conftest import unique_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("awscli") is None, reason="awscli is not installed")

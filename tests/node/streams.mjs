@@ -27,6 +27,7 @@ import {
   ResourceNotFoundException,
   TrimmedDataAccessException,
 } from "@aws-sdk/client-dynamodb-streams";
+import { plain } from "./plain.mjs";
 
 const [endpoint, caseName, ...caseArgs] = process.argv.slice(2);
 
@@ -44,19 +45,6 @@ const streams = new DynamoDBStreamsClient(settings);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // --- JSON output ----------------------------------------------------------------------------------------------
-
-// The value in plain JSON, keeping the types the SDK parsed visible; the SDK's $metadata is dropped.
-function plain(value) {
-  if (value instanceof Date) return { $date: value.toISOString() };
-  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString("base64") };
-  if (Array.isArray(value)) return value.map(plain);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).filter(([key, v]) => key !== "$metadata" && v !== undefined).map(([k, v]) => [k, plain(v)]),
-    );
-  }
-  return value;
-}
 
 // The JavaScript type of each member of a record, as the SDK parsed it.
 function typesOf(record) {
