@@ -13,6 +13,7 @@ from typing import Any
 
 from openddb import clock
 from openddb.api import indexes as ix
+from openddb.api import transient
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
 from openddb.api.figures import counted, epoch_millis
@@ -249,11 +250,28 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account,
         stream=stream)
     check_throughput_quota(context.engine, meta, context.region)
+    _clear_name(context, meta.name, now)
+    if transient.delayed():
+        meta.pending, meta.pending_until = "CREATING", transient.until(now)
+        if request.get("WarmThroughput"):
+            meta.warm_until = meta.pending_until
     meta = context.engine.create_table(meta)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     if request.get("WarmThroughput"):  # asked for: answered as being set up
         description["WarmThroughput"] = {**warm_throughput(meta), "Status": "UPDATING"}
     return {"TableDescription": description}
+
+
+def _clear_name(context: RequestContext, name: str, now: float) -> None:
+    """CreateTable's name must be free: a table still CREATING or DELETING under it is refused by its status (one
+    in any other status by the engine, as existing); one whose deletion is over is removed now."""
+    existing = context.engine.get_table(name)
+    if existing is None or existing.pending is None:
+        return
+    if transient.gone(existing, now):
+        context.engine.delete_table(name, existing)
+    elif transient.table_status(existing, now) in ("CREATING", "DELETING"):
+        transient.refuse_if_busy(existing, now)
 
 
 def _created_stream(context: RequestContext, name: str, spec: dict[str, Any] | None,
@@ -333,11 +351,12 @@ def _stream_description(meta: TableMeta) -> dict[str, Any]:
     return members
 
 
-def warm_throughput(meta: TableMeta) -> dict[str, Any]:
+def warm_throughput(meta: TableMeta, now: float = 0.0) -> dict[str, Any]:
     """The table's WarmThroughput: the highest capacity it ever had (12000/4000 once it has been on demand); it
-    never goes down when capacity is lowered."""
+    never goes down when capacity is lowered. UPDATING until a raise is over (by the clock `now`)."""
     read, write = ix.warm_units(meta, (meta.read_capacity, meta.write_capacity), (meta.peak_read, meta.peak_write))
-    return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write, "Status": "ACTIVE"}
+    return {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write,
+            "Status": transient.warm_status(meta.warm_until, now)}
 
 
 def _class_summary(meta: TableMeta) -> dict[str, Any]:
@@ -361,12 +380,14 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
     `fresh`: answering a CreateTable or a switch to on-demand, which lack LastUpdateToPayPerRequestDateTime until
     the change settles. `warm`: include WarmThroughput, which a CreateTable response lacks."""
     item_count, size = counted(context.engine, meta) if counts else (0, 0)
+    now = clock.now()
+    status = status or transient.table_status(meta, now)
     description: dict[str, Any] = {
         # Sorted by name, as DynamoDB answers whatever order they were given in.
         "AttributeDefinitions": sorted(meta.attribute_definitions, key=lambda d: d["AttributeName"]),
         "TableName": meta.name,
         "KeySchema": meta.key_schema_wire(),
-        "TableStatus": status or meta.status,
+        "TableStatus": status,
         "CreationDateTime": epoch_millis(meta.created_at),
         "ProvisionedThroughput": throughput_description(meta),
         "TableSizeBytes": size,
@@ -394,10 +415,13 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
     if meta.on_demand:
         description["OnDemandThroughput"] = dict(meta.on_demand)
     if warm:
-        description["WarmThroughput"] = warm_throughput(meta)
+        description["WarmThroughput"] = warm_throughput(meta, now)
     if meta.indexes:
-        description.update(ix.describe_indexes(context.engine, meta, creating=status == "CREATING", counts=counts,
-                                               warm=warm))
+        description.update(ix.describe_indexes(context.engine, meta, now, creating=status == "CREATING",
+                                               counts=counts, warm=warm))
+    deleting = _deleting_descriptions(context, meta, transient.dropping(meta, now), counts=False)
+    if deleting:
+        description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
     return description
 
 
@@ -414,7 +438,7 @@ def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str
 
 def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(LIST_TABLES, request)
-    names = context.engine.list_tables()
+    names = [name for name in context.engine.list_tables() if context.find_table(name)[1] is not None]
     start = request.get("ExclusiveStartTableName")
     if start is not None:
         names = [name for name in names if name > start]
@@ -501,12 +525,13 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused
     _check_one_concern(changes, request)
+    now = clock.now()
+    transient.refuse_if_busy(before, now)  # (an UpdateTable while the last one is under way)
     if "WarmThroughput" in changes:  # it only ever grows
         current = warm_throughput(meta)
         meta.peak_read, meta.peak_write = ix.warm_request(
             request["WarmThroughput"], (current["ReadUnitsPerSecond"], current["WriteUnitsPerSecond"]),
             (ix.DECREASING, ix.DECREASING))
-    now = clock.now()
     if request.get("StreamSpecification") is not None:
         _plan_stream(meta, request["StreamSpecification"], now)
     sse = _plan_sse(meta, request)
@@ -521,7 +546,9 @@ def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                                                  "OnDemandThroughput", "WarmThroughput")):
         check_throughput_quota(context.engine, meta, context.region, before)
     # Described before the change is stored: an engine may remove a dropped index's entries along with it.
-    deleting = _dropped_index_descriptions(context, before, plan.dropped)
+    deleting = _deleting_descriptions(context, before, [i for i in before.indexes if i.index_id in plan.dropped])
+    if transient.delayed():
+        _hold_statuses(request, changes, before, meta, plan, now)
     context.engine.update_table(meta)
     for index_id in plan.dropped:
         context.engine.drop_index(meta, index_id)
@@ -651,16 +678,16 @@ def _plan_table_class(meta: TableMeta, table_class: str, now: float) -> None:
         meta.table_class = table_class
 
 
-def _dropped_index_descriptions(context: RequestContext, before: TableMeta,
-                                dropped: list[int]) -> list[dict[str, Any]]:
-    """The answer still lists a dropped index, as DELETING (described before its entries go)."""
-    if not dropped:
+def _deleting_descriptions(context: RequestContext, meta: TableMeta, indexes: list[IndexMeta], *,
+                           counts: bool = True) -> list[dict[str, Any]]:
+    """Descriptions of `meta`'s GSIs `indexes` as DELETING: UpdateTable's answer still lists a dropped index (as
+    described before its entries go), and DescribeTable does while its deletion takes time."""
+    if not indexes:
         return []
-    gone = copy.copy(before)
-    gone.indexes = [copy.copy(index) for index in before.indexes if index.index_id in dropped]
-    for index in gone.indexes:
-        index.status = "DELETING"
-    deleting: list[dict[str, Any]] = ix.describe_indexes(context.engine, gone).get("GlobalSecondaryIndexes", [])
+    gone = copy.copy(meta)
+    gone.indexes = [dataclasses.replace(index, status="DELETING", pending=None) for index in indexes]
+    deleting: list[dict[str, Any]] = ix.describe_indexes(context.engine, gone, clock.now(), counts=counts).get(
+        "GlobalSecondaryIndexes", [])
     return deleting
 
 
@@ -670,7 +697,7 @@ def _update_answer(context: RequestContext, request: dict[str, Any], changes: li
     """UpdateTable's TableDescription. DynamoDB answers while the change is still being applied: the throughput
     shown is the one before it (units and decreases counted), for the table and for each index an Update action
     changes (shown UPDATING); the times of the last increase and decrease are already the new ones."""
-    updating = any(request.get(k) is not None for k in _UPDATING_MEMBERS) or plan.created or plan.dropped
+    updating = _table_updating(request, plan)
     to_on_demand = plan.switched and plan.billing_mode == "PAY_PER_REQUEST"
     description = describe(context, meta, status="UPDATING" if updating else None, fresh=to_on_demand)
     if deleting:
@@ -694,6 +721,39 @@ def _update_answer(context: RequestContext, request: dict[str, Any], changes: li
         shown = {**meta.on_demand, **plan.on_demand}
         description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}
     return description
+
+
+def _table_updating(request: dict[str, Any], plan: _CapacityPlan) -> bool:
+    """Whether UpdateTable's change makes the table UPDATING (an index's own update leaves it ACTIVE)."""
+    return any(request.get(k) is not None for k in _UPDATING_MEMBERS) or bool(plan.created or plan.dropped)
+
+
+def _hold_statuses(request: dict[str, Any], changes: list[str], before: TableMeta, meta: TableMeta,
+                   plan: _CapacityPlan, now: float) -> None:
+    """With --delay-transient-statuses, in the description stored with the change: the table UPDATING (for a change
+    of its own), new GSIs CREATING, dropped ones DELETING, updated ones UPDATING and raised warm throughputs
+    UPDATING, for the delay."""
+    end = transient.until(now)
+    # An online index change answers UPDATING, but the table is soon ACTIVE again while the index is CREATING or
+    # DELETING: that is when DynamoDB's "Only 1 online index ..." refusal is met.
+    if any(request.get(k) is not None for k in _UPDATING_MEMBERS):
+        meta.pending, meta.pending_until = "UPDATING", end
+    if "WarmThroughput" in changes:
+        meta.warm_until = end
+    for index in plan.created:
+        index.pending, index.pending_until = "CREATING", end
+    meta.dropping = transient.dropping(meta, now) + [
+        dataclasses.replace(index, pending="DELETING", pending_until=end)
+        for index in before.indexes if index.index_id in plan.dropped]
+    for update in request.get("GlobalSecondaryIndexUpdates") or []:
+        action = update.get("Update")
+        updated = meta.index(action["IndexName"]) if action else None
+        if updated is None:
+            continue
+        if action.get("ProvisionedThroughput") is not None or action.get("OnDemandThroughput") is not None:
+            updated.pending, updated.pending_until = "UPDATING", end
+        elif action.get("WarmThroughput") is not None:
+            updated.warm_until = end
 
 
 def _answer_index_updates(description: dict[str, Any], request: dict[str, Any], before: TableMeta,
@@ -765,18 +825,30 @@ _NOT_IN_DELETE_ANSWER = frozenset({"KeySchema", "AttributeDefinitions", "Creatio
 def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(DELETE_TABLE, request)
     meta = context.described_table(request["TableName"])
+    now = clock.now()
+    # "If table is already in the DELETING state, no error is returned" (the API Reference, DeleteTable).
+    deleting = transient.table_status(meta, now) == "DELETING"
     if meta.deletion_protection:
         raise ValidationException("Resource cannot be deleted as it is currently protected against deletion. "
                                   "Disable deletion protection first.")
-    if any(index.status != "ACTIVE" for index in meta.indexes):
+    if not deleting:
+        transient.refuse_if_busy(meta, now)  # "If a table is in CREATING or UPDATING states" (the same)
+    if any(transient.index_status(index, now) != "ACTIVE" for index in meta.indexes) or transient.dropping(meta, now):
         raise ResourceInUseException("Attempt to change a resource which is still in use: Cannot delete table while "
                                      "indexes are being created, updated, or deleted.")
     # DynamoDB's answer leaves out the key schema, the attribute definitions, the creation time and the local
     # indexes (captured in 2016 and in 2023).
     description = {member: value for member, value in describe(context, meta, status="DELETING").items()
                    if member not in _NOT_IN_DELETE_ANSWER}
+    if deleting:
+        return {"TableDescription": description}
     # Only the version checked here: protected, or deleted, by another worker meanwhile, it runs again.
-    context.engine.delete_table(meta.name, meta)
+    if transient.delayed():  # the table stays, DELETING, for the delay (then the background duty removes it)
+        held = copy.deepcopy(meta)
+        held.pending, held.pending_until = "DELETING", transient.until(now)
+        context.engine.update_table(held)
+    else:
+        context.engine.delete_table(meta.name, meta)
     return {"TableDescription": description}
 
 
