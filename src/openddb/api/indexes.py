@@ -76,6 +76,12 @@ GSI_UPDATES = v.List(v.Struct({
 ONE_ONLINE_INDEX = "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
 
 
+def require_support(engine: Engine) -> None:
+    """Secondary indexes need an engine that keeps them."""
+    if not engine.supports_indexes:
+        raise ValidationException("Secondary indexes are not supported by this server's storage engine yet")
+
+
 # --- throughput limits (OnDemandThroughput, WarmThroughput) of tables and of global secondary indexes -----------
 
 _INITIAL = ("initial throughput for OnDemand. See: https://docs.aws.amazon.com/amazondynamodb/latest/"
