@@ -8,6 +8,7 @@ server with several workers agrees with itself (the last test)."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 import urllib.request
@@ -253,3 +254,25 @@ def test_workers_agree_on_the_status() -> None:
             assert {status(make_client(process.endpoint), name) for _ in range(6)} == {"ACTIVE"}
         finally:
             process.finish()
+
+
+@pytest.mark.skipif(not os.environ.get("OPENDDB_TEST_POSTGRES"), reason="set OPENDDB_TEST_POSTGRES to a URL")
+def test_postgresql_nodes_agree_on_the_status() -> None:
+    """Two nodes over one PostgreSQL database: the node that did not make the change, started without the option,
+    shows the same transient status, and its waiter sees the table gone once the deletion is over."""
+    url = str(os.environ["OPENDDB_TEST_POSTGRES"])
+    nodes = [ServerProcess(None, "--engine", url, "--delay-transient-statuses", str(DELAY)),
+             ServerProcess(None, "--engine", url)]
+    try:
+        one, two = make_client(nodes[0].endpoint), make_client(nodes[1].endpoint)
+        name = new_table(one)
+        assert status(two, name) == "CREATING"
+        two.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
+        assert one.delete_table(TableName=name)["TableDescription"]["TableStatus"] == "DELETING"
+        assert status(two, name) == "DELETING"
+        two.get_waiter("table_not_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
+        with pytest.raises(one.exceptions.ResourceNotFoundException):
+            one.describe_table(TableName=name)
+    finally:
+        for node in nodes:
+            node.finish()
