@@ -97,6 +97,9 @@ def test_a_deleted_table_is_deleting_until_the_waiter_sees_it_gone(slow):
     ddb.get_waiter("table_not_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     with pytest.raises(ddb.exceptions.ResourceNotFoundException):
         ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})
+    with pytest.raises(ddb.exceptions.ResourceNotFoundException):  # (gone to every request, before the store
+        ddb.tag_resource(ResourceArn=f"arn:aws:dynamodb:us-east-1:000000000000:table/{name}",  # removes it too)
+                         Tags=[{"Key": "k", "Value": "v"}])
     assert name not in ddb.list_tables(ExclusiveStartTableName=name[:-1], Limit=100)["TableNames"]
     new_table(ddb, name)  # the name is free again, the old items gone with the table
     ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
