@@ -131,11 +131,16 @@ def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str
 
 def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(LIST_TABLES, request)
-    names = [name for name in context.engine.list_tables() if context.find_table(name)[1] is not None]
     start = request.get("ExclusiveStartTableName")
-    if start is not None:
-        names = [name for name in names if name > start]
     limit = int(request.get("Limit") or 100)
+    # A table whose delayed deletion is over is left out; only the names of this page (and the next one, which
+    # says whether there is a next page) are looked up.
+    names = []
+    for name in context.engine.list_tables():
+        if (start is None or name > start) and context.find_table(name)[1] is not None:
+            names.append(name)
+            if len(names) > limit:
+                break
     response: dict[str, Any] = {"TableNames": names[:limit]}
     if len(names) > limit:
         response["LastEvaluatedTableName"] = names[limit - 1]
