@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+import openddb.testing
+from openddb import clock
 from tests.conftest import ServerProcess, make_client, unique_name
 
 DELAY = 0.6
@@ -283,3 +285,20 @@ def test_postgresql_nodes_agree_on_the_status() -> None:
     finally:
         for node in nodes:
             node.finish()
+
+
+def test_the_in_process_server_reads_the_delay_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/TESTING.md: the in-process server takes the delay from OPENDDB_TRANSIENT_SECONDS, and its clock, moved
+    ahead, ends the status."""
+    monkeypatch.setenv("OPENDDB_TRANSIENT_SECONDS", str(HOUR))
+    server = openddb.testing.Server()
+    server.start()
+    try:
+        ddb = make_client(server.endpoint)
+        name = new_table(ddb)
+        assert status(ddb, name) == "CREATING"
+        server.advance_clock(HOUR)
+        assert status(ddb, name) == "ACTIVE"
+    finally:
+        server.stop()
+        clock.set_offset(0)  # (the clock is this test process's)
