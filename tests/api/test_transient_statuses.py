@@ -302,3 +302,17 @@ def test_the_in_process_server_reads_the_delay_from_the_environment(monkeypatch:
     finally:
         server.stop()
         clock.set_offset(0)  # (the clock is this test process's)
+
+
+def test_a_change_of_encryption_is_updating_for_the_delay(dev):
+    ddb = make_client(dev.endpoint)
+    name = new_table(ddb)
+    advance(dev, HOUR)
+    ddb.update_table(TableName=name, SSESpecification={"Enabled": True, "SSEType": "KMS"})
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert described["TableStatus"] == "ACTIVE"
+    assert described["SSEDescription"]["Status"] == "UPDATING"
+    advance(dev, HOUR)
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert described["SSEDescription"]["Status"] == "DISABLED"  # (the key kept, the store not encrypted: see docs)
+    assert described["SSEDescription"]["SSEType"] == "KMS"

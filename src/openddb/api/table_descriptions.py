@@ -73,7 +73,9 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
         description["TableThroughputModeSummary"] = {
             "TableThroughputMode" if member == "BillingMode" else member: value for member, value in summary.items()}
     description.update(stream_description(meta))
-    if meta.sse is not None:
+    if now < meta.sse_until:  # a change of encryption still under way (--delay-transient-statuses)
+        description["SSEDescription"] = {**(sse_description(meta) if meta.sse else {}), "Status": "UPDATING"}
+    elif meta.sse is not None:
         description["SSEDescription"] = sse_description(meta)
     if meta.table_class is not None:
         description["TableClassSummary"] = class_summary(meta)

@@ -225,8 +225,8 @@ def _table_updating(request: dict[str, Any], plan: CapacityPlan) -> bool:
 def _hold_statuses(request: dict[str, Any], changes: list[str], before: TableMeta, meta: TableMeta,
                    plan: CapacityPlan, now: float) -> None:
     """With --delay-transient-statuses, in the description stored with the change: the table UPDATING (for a change
-    of its own), new GSIs CREATING, dropped ones DELETING, updated ones UPDATING and raised warm throughputs
-    UPDATING, for the delay."""
+    of its own), new GSIs CREATING, dropped ones DELETING, updated ones UPDATING, raised warm throughputs and a
+    change of encryption UPDATING, for the delay."""
     end = transient.until(now)
     # An online index change answers UPDATING, but the table is soon ACTIVE again while the index is CREATING or
     # DELETING: that is when DynamoDB's "Only 1 online index ..." refusal is met.
@@ -234,6 +234,8 @@ def _hold_statuses(request: dict[str, Any], changes: list[str], before: TableMet
         meta.pending, meta.pending_until = "UPDATING", end
     if "WarmThroughput" in changes:
         meta.warm_until = end
+    if "SSESpecification" in changes:
+        meta.sse_until = end
     for index in plan.created:
         index.pending, index.pending_until = "CREATING", end
     meta.dropping = transient.dropping(meta, now) + [

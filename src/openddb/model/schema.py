@@ -141,6 +141,7 @@ class TableMeta:
     pending: TableStatus | None = None
     pending_until: float = 0.0
     warm_until: float = 0.0
+    sse_until: float = 0.0  # (an SSESpecification change: SSEDescription UPDATING until then)
     dropping: list[IndexMeta] = field(default_factory=list)
 
     @property
