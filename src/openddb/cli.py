@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("openddb")
 _STREAM_DEFAULTS = StreamSettings()
+# How long --delay-transient-statuses (and DynamoDB Local's -delayTransientStatuses, which takes no value) holds a
+# transient status when no SECONDS is given: DynamoDB Local documents no duration, and AWS takes from seconds to
+# minutes; 2 s makes waiting code wait without slowing a test suite much (see docs/TESTING.md).
+TRANSIENT_SECONDS = 2.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="a server for tests: the test-control endpoints under /openddb/ (empty the store, move "
                             "the clock, sweep TTL now; no signature needed) and one process (default: "
                             "$OPENDDB_DEV=1, else off)")
+    serve.add_argument("--delay-transient-statuses", "-delayTransientStatuses", type=_seconds, nargs="?",
+                       const=TRANSIENT_SECONDS, default=None, metavar="SECONDS", dest="delay_transient_statuses",
+                       help="tables and indexes stay CREATING, UPDATING or DELETING for SECONDS after each change, "
+                            "as on DynamoDB (default without the option: none; without SECONDS: "
+                            f"{TRANSIENT_SECONDS:g}; see docs/TESTING.md)")
     _local_flags(serve)
     _stream_options(serve)
     _connection_options(serve)
@@ -119,8 +128,9 @@ _LOCAL_EPILOG = """\
 DynamoDB Local's options are accepted too, so scripts and container definitions written for it run unchanged:
 -port, -dbPath, -inMemory and -cors are the options above; -sharedDb changes nothing (OpenDDB always keeps one
 store for every access key and region, as DynamoDB Local does with -sharedDb); -disableTelemetry changes nothing
-(OpenDDB sends no telemetry); -delayTransientStatuses and -optimizeDbBeforeStartup are accepted but not
-implemented (a warning says so); -jar FILE and -Dname=value (java's) are ignored."""
+(OpenDDB sends no telemetry); -delayTransientStatuses is --delay-transient-statuses (2 seconds);
+-optimizeDbBeforeStartup is accepted but not implemented (a warning says so); -jar FILE and -Dname=value (java's)
+are ignored."""
 
 
 def _local_flags(serve: argparse.ArgumentParser) -> None:
@@ -128,7 +138,6 @@ def _local_flags(serve: argparse.ArgumentParser) -> None:
     local = serve.add_argument_group("DynamoDB Local's options (see below)")
     local.add_argument("-sharedDb", action="store_true", help=argparse.SUPPRESS)
     local.add_argument("-disableTelemetry", action="store_true", help=argparse.SUPPRESS)
-    local.add_argument("-delayTransientStatuses", action="store_true", help=argparse.SUPPRESS)
     local.add_argument("-optimizeDbBeforeStartup", action="store_true", help=argparse.SUPPRESS)
     local.add_argument("-jar", metavar="FILE", help=argparse.SUPPRESS)
     local.add_argument("-help", action="help", help=argparse.SUPPRESS)
@@ -453,12 +462,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds, at least 0 (argparse's type for --delay-transient-statuses)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= seconds < 86400:
+        raise argparse.ArgumentTypeError(f"{text}: from 0 to 86400 seconds")
+    return seconds
+
+
 _JAVA_PROPERTY = re.compile(r"-D[\w.]+=")
 
 
 def _start(args: argparse.Namespace) -> int:
     if args.wording is not None:  # (read when the API modules load, after this, in every worker they fork)
         os.environ["OPENDDB_WORDING"] = args.wording
+    if args.delay_transient_statuses is not None:  # (read by api/transient.py, in every worker)
+        os.environ["OPENDDB_TRANSIENT_SECONDS"] = repr(args.delay_transient_statuses)
     configs = _triggers(args)
     _stream_settings(args)
     _limits(args)
@@ -500,9 +522,6 @@ def _start(args: argparse.Namespace) -> int:
 
 def _warn_local_flags(args: argparse.Namespace) -> None:
     """DynamoDB Local's options that OpenDDB accepts without doing what they do there say so."""
-    if args.delayTransientStatuses:
-        log.warning("-delayTransientStatuses is not implemented: tables and indexes spend no added time in "
-                    "CREATING, UPDATING or DELETING")
     if args.optimizeDbBeforeStartup:
         log.warning("-optimizeDbBeforeStartup is not implemented: the store is used as it is")
 

@@ -1,5 +1,5 @@
 """DynamoDB Local's command-line options work as aliases, so its scripts and container definitions run unchanged;
-the two whose behaviour OpenDDB lacks say so at start-up instead of pretending."""
+the one whose behaviour OpenDDB lacks says so at start-up instead of pretending."""
 
 from __future__ import annotations
 
@@ -78,10 +78,20 @@ def test_options_not_implemented_say_so() -> None:
     port = free_port()
     with local_style("-inMemory", "-port", str(port), "-delayTransientStatuses", "-optimizeDbBeforeStartup",
                      "--log-level", "warning", port=port) as (endpoint, lines):
-        make_client(endpoint).create_table(**USERS)
-    assert len(lines) == 2
-    assert "-delayTransientStatuses is not implemented" in lines[0]
-    assert "-optimizeDbBeforeStartup is not implemented" in lines[1]
+        ddb = make_client(endpoint)
+        # -delayTransientStatuses is implemented (tests/api/test_transient_statuses.py): a new table is CREATING.
+        assert ddb.create_table(**USERS)["TableDescription"]["TableStatus"] == "CREATING"
+        assert ddb.describe_table(TableName="users")["Table"]["TableStatus"] == "CREATING"
+    assert len(lines) == 1
+    assert "-optimizeDbBeforeStartup is not implemented" in lines[0]
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_bad_transient_delay_is_refused(value: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "openddb", "serve", "-inMemory",
+                           f"--delay-transient-statuses={value}"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "--delay-transient-statuses" in done.stderr
 
 
 def test_help_describes_them_and_conflicts_are_refused() -> None:

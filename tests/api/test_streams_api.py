@@ -356,7 +356,7 @@ def test_iterator_refusals(ddb, streams):
     with pytest.raises(ClientError) as excinfo:
         streams.get_shard_iterator(StreamArn=arn, ShardId="shardId-00000000000000000000-00000000",
                                    ShardIteratorType="LATEST")
-    assert error_of(excinfo)[0] == "ResourceNotFoundException"
+    assert error_of(excinfo) == ("ResourceNotFoundException", "Requested resource not found: Shard does not exist")
     iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]
     with pytest.raises(ClientError) as excinfo:
         streams.get_records(ShardIterator=iterator[:-6] + "AAAAAA")

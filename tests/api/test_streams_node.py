@@ -225,7 +225,7 @@ def test_errors(node_server: ServerProcess) -> None:
     stream_gone = f"Requested resource not found: Stream: {result['unknownArn']} not found"
     assert result["describeUnknownStream"]["message"] == stream_gone
     assert result["iteratorOfUnknownStream"]["message"] == stream_gone
-    assert "shardId-00000000000000000000-00000000" in result["iteratorOfUnknownShard"]["message"]
+    assert result["iteratorOfUnknownShard"]["message"] == "Requested resource not found: Shard does not exist"
     for case in ("malformedIterator", "alteredIterator", "limitZero", "atSequenceNumberWithoutOne"):
         assert error(case) == client_error("ValidationException"), case
     assert result["malformedIterator"]["message"] == result["alteredIterator"]["message"] == "Invalid ShardIterator"

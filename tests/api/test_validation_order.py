@@ -238,3 +238,24 @@ def test_batch_and_transaction_writes_answer_value_errors_bare(server, table, va
               "TransactWriteItems": {"TransactItems": [{"Put": {"TableName": table, "Item": value}}]}}
     for operation, body in bodies.items():
         assert raw_error(server, operation, body) == ("ValidationException", message), operation
+
+
+# --- Query and Scan ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", ["Query", "Scan"])
+@pytest.mark.parametrize(("name", "constraint"), [("bad!name", PATTERN), ("ab", TOO_SHORT)])
+def test_read_malformed_table_name_is_refused_not_looked_up(server, operation, name, constraint):
+    """A read held to a table name's rules, as the item operations are: no table is looked up for it."""
+    body: dict[str, Any] = {"TableName": name}
+    if operation == "Query":
+        body.update(KeyConditionExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
+    assert raw_error(server, operation, body) == name_error("tableName", name, constraint)
+
+
+@pytest.mark.parametrize("operation", ["Query", "Scan"])
+def test_read_by_table_arn_is_not_held_to_name_rules(server, operation):
+    body: dict[str, Any] = {"TableName": f"arn:aws:dynamodb:us-east-1:000000000000:table/{missing()}"}
+    if operation == "Query":
+        body.update(KeyConditionExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
+    assert raw_error(server, operation, body) == ("ResourceNotFoundException", "Requested resource not found")

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from openddb.api import transient
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine
@@ -34,7 +35,8 @@ class RequestContext:
                 self.arns = {}
             self.arns[name] = name_or_arn
         meta = self.engine.get_table(name)
-        if meta is None:
+        # A table still CREATING, or whose deletion is over, serves no item (see api/transient.py).
+        if meta is None or (meta.pending is not None and not transient.serves_items(meta)):
             raise ResourceNotFoundException("Requested resource not found")
         return meta
 
@@ -50,7 +52,10 @@ class RequestContext:
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
             self.check_table_arn(name_or_arn)
-        return name, self.engine.get_table(name)
+        meta = self.engine.get_table(name)
+        if meta is not None and meta.pending is not None and transient.gone(meta):
+            return name, None
+        return name, meta
 
     def check_table_arn(self, arn: str) -> None:
         """A TableName ARN must name a table of this partition and region (another region's is not served from

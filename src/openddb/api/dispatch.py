@@ -298,7 +298,7 @@ class Dispatcher:
         """The store's background duties (TTL expiry; index backfills a restart cut short, at start and then
         every RESUME_SECONDS), for the server to call about once a second, between event-loop passes that left no
         group of writes open."""
-        from openddb.api import indexes, ttl
+        from openddb.api import indexes, transient, ttl
 
         now = clock.now()
         try:
@@ -306,6 +306,7 @@ class Dispatcher:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
+            self._duty("finishing table deletions", transient.finish_deletions, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)
             self._duty("disk reserve", self.engine.keep_reserve)
         finally:

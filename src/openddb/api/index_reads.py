@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from openddb import clock
+from openddb.api import transient
 from openddb.api.capacity import capacity_with_indexes, read_units
 from openddb.api.context import RequestContext
 from openddb.api.indexes import schedule_backfill
@@ -58,6 +60,8 @@ def index_for_read(context: RequestContext, meta: TableMeta, request: dict[str, 
             # A backfill that a stopped process left unfinished resumes here (and on DescribeTable).
             schedule_backfill(context.engine, meta, index)
             raise ValidationException(_BACKFILLING)
+        if index.pending is not None and transient.index_status(index, clock.now()) == "CREATING":
+            raise ValidationException(_BACKFILLING)  # filled, but still CREATING (--delay-transient-statuses)
         if request.get("Select") == "ALL_ATTRIBUTES" and index.projection_type != "ALL":
             raise invalid(_SELECT_ALL.format(name))
     return index

@@ -18,6 +18,7 @@ import os
 import time
 from typing import Any
 
+from openddb.api import transient
 from openddb.api import validation as v
 from openddb.api.figures import counted
 from openddb.api.throughput import ON_DEMAND_WARM, count_decrease, provisioned_units, throughput_description
@@ -73,6 +74,12 @@ GSI_UPDATES = v.List(v.Struct({
     "Delete": v.Struct({"IndexName": _INDEX_NAME}),
 }))
 ONE_ONLINE_INDEX = "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
+
+
+def require_support(engine: Engine) -> None:
+    """Secondary indexes need an engine that keeps them."""
+    if not engine.supports_indexes:
+        raise ValidationException("Secondary indexes are not supported by this server's storage engine yet")
 
 
 # --- throughput limits (OnDemandThroughput, WarmThroughput) of tables and of global secondary indexes -----------
@@ -309,10 +316,10 @@ def java_hash_set_order(names: list[str]) -> list[str]:
 # --- descriptions --------------------------------------------------------------------------------------------
 
 
-def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False, counts: bool = True,
+def describe_indexes(engine: Engine, meta: TableMeta, now: float, *, creating: bool = False, counts: bool = True,
                      warm: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """The GlobalSecondaryIndexes / LocalSecondaryIndexes members of a TableDescription (`warm`: with each GSI's
-    WarmThroughput, as the table's)."""
+    """The GlobalSecondaryIndexes / LocalSecondaryIndexes members of a TableDescription by the clock `now`
+    (`warm`: with each GSI's WarmThroughput, as the table's)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for index in meta.indexes:
         count, size = counted(engine, meta, index) if counts else (0, 0)
@@ -322,19 +329,21 @@ def describe_indexes(engine: Engine, meta: TableMeta, *, creating: bool = False,
             "Projection": index.projection_wire(),
         }
         if index.is_global:
-            status = "CREATING" if creating else index.status
+            status = "CREATING" if creating else transient.index_status(index, now)
             description["IndexStatus"] = status
             if status == "CREATING" and not creating:
                 # Only an index UpdateTable adds shows Backfilling, and only until it is ACTIVE.
                 description["Backfilling"] = True
+            if index.status == "CREATING":
                 schedule_backfill(engine, meta, index)  # resumes one a restart cut short; no-op if running
             description["ProvisionedThroughput"] = throughput_description(index)
             if index.on_demand:
                 description["OnDemandThroughput"] = dict(index.on_demand)
             if warm:
                 read, write = index_warm(meta, index)
-                description["WarmThroughput"] = {"ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write,
-                                                 "Status": status}
+                description["WarmThroughput"] = {
+                    "ReadUnitsPerSecond": read, "WriteUnitsPerSecond": write,
+                    "Status": status if status != "ACTIVE" else transient.warm_status(index.warm_until, now)}
         description["IndexSizeBytes"] = size
         description["ItemCount"] = count
         description["IndexArn"] = f"{meta.arn}/index/{index.name}"
@@ -360,7 +369,7 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
     """Apply GlobalSecondaryIndexUpdates to `meta` (validated whole first): the indexes created, the ids dropped.
     `billing_mode` is the table's mode once the request is applied (it may switch it)."""
     updates: list[dict[str, Any]] = request["GlobalSecondaryIndexUpdates"]
-    _check_index_actions(meta, updates)
+    _check_index_actions(meta, updates, now)
     types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
     created: list[IndexMeta] = []
     dropped: list[int] = []
@@ -374,8 +383,9 @@ def apply_index_updates(meta: TableMeta, request: dict[str, Any], now: float,
     return created, dropped
 
 
-def _check_index_actions(meta: TableMeta, updates: list[dict[str, Any]]) -> None:
-    """One action per update, one update per index, and one online creation or deletion at a time."""
+def _check_index_actions(meta: TableMeta, updates: list[dict[str, Any]], now: float) -> None:
+    """One action per update, one update per index, one online creation or deletion at a time, and no change to
+    an index whose last one is still under way."""
     for update in updates:
         actions = sum(1 for k in ("Create", "Update", "Delete") if update.get(k) is not None)
         if actions == 0:
@@ -390,12 +400,17 @@ def _check_index_actions(meta: TableMeta, updates: list[dict[str, Any]]) -> None
             raise invalid(f"Only one global secondary index update per index is allowed simultaneously. Index: {name}")
         named.add(name)
     online = [u for u in updates if u.get("Create") is not None or u.get("Delete") is not None]
-    building = {i.name for i in meta.indexes if i.status == "CREATING"}
+    building = {i.name for i in meta.indexes if transient.index_status(i, now) == "CREATING"}
     # "You can delete an index that is being created during the Backfilling phase" (the API Reference): only
-    # deleting the index being built may be asked while it is; any other online change waits for it.
+    # deleting the index being built may be asked while it is; any other online change waits for it, and for
+    # an index still being deleted.
     waiting = [u for u in online if u.get("Delete") is None or u["Delete"].get("IndexName") not in building]
-    if len(online) > 1 or (building and waiting):
+    if len(online) > 1 or ((building or transient.dropping(meta, now)) and waiting):
         raise LimitExceededException(ONE_ONLINE_INDEX)
+    for update in updates:
+        index = meta.index(update["Update"].get("IndexName", "")) if update.get("Update") is not None else None
+        if index is not None:
+            transient.refuse_index_busy(meta, index, now)
 
 
 def _delete(meta: TableMeta, name: str) -> int:

@@ -46,7 +46,7 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
         raise invalid(f"Invalid resource arn provided, only table or stream is accepted. Provided resource arn: {arn}")
     if parts[3] != context.region:
         raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
-    meta = context.engine.get_table(resource[1]) if len(resource) == 2 else None  # (no streams here)
+    meta = context.find_table(resource[1])[1] if len(resource) == 2 else None  # (no streams here)
     if meta is None:
         raise ResourceNotFoundException(f"Requested resource not found: ResourceArn: {arn} not found")
     return meta

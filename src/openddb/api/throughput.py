@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from openddb import clock
+from openddb.api import transient
 from openddb.api.figures import epoch_millis
 from openddb.errors import LimitExceededException
 from openddb.model.schema import IndexMeta, TableMeta
@@ -99,7 +100,7 @@ def _reserved_units(engine: Engine, units: Any) -> int:
     total = 0
     for name in engine.list_tables():
         other = engine.get_table(name)
-        if other is not None and other.billing_mode == "PROVISIONED":
+        if other is not None and other.billing_mode == "PROVISIONED" and not transient.gone(other):
             total += units(other) + sum(units(index) for index in other.indexes if index.is_global)
     return total
 

@@ -55,6 +55,11 @@ class IndexMeta:
     on_demand: dict[str, int] = field(default_factory=dict)  # a GSI's OnDemandThroughput members, if any were set
     peak_read: int = 0  # a GSI's WarmThroughput asked for, or the highest capacity it had: it never goes down
     peak_write: int = 0
+    # A transient status shown until `pending_until` (epoch seconds; see api/transient.py), and when a raised
+    # WarmThroughput stops being UPDATING.
+    pending: IndexStatus | None = None
+    pending_until: float = 0.0
+    warm_until: float = 0.0
 
     @property
     def is_global(self) -> bool:
@@ -130,6 +135,14 @@ class TableMeta:
     stream: StreamMeta | None = None
     # Raised by every stored change: `Engine.update_table` replaces only the version a change was derived from.
     version: int = 0
+    # A transient status (CREATING, UPDATING, DELETING: the table gone once it ends) shown until `pending_until`
+    # (epoch seconds), when a raised WarmThroughput stops being UPDATING, and the GSIs being deleted, described as
+    # DELETING until their own `pending_until` (see api/transient.py; engines ignore all of these).
+    pending: TableStatus | None = None
+    pending_until: float = 0.0
+    warm_until: float = 0.0
+    sse_until: float = 0.0  # (an SSESpecification change: SSEDescription UPDATING until then)
+    dropping: list[IndexMeta] = field(default_factory=list)
 
     @property
     def arn(self) -> str:
@@ -182,15 +195,17 @@ class TableMeta:
         raw["hash_key"] = KeyAttribute(**raw["hash_key"])
         if raw["range_key"] is not None:
             raw["range_key"] = KeyAttribute(**raw["range_key"])
-        indexes = []
-        for index in raw.get("indexes", []):
-            index["hash_keys"] = [KeyAttribute(**a) for a in index["hash_keys"]]
-            index["range_keys"] = [KeyAttribute(**a) for a in index["range_keys"]]
-            indexes.append(IndexMeta(**index))
-        raw["indexes"] = indexes
+        raw["indexes"] = [_index_from(index) for index in raw.get("indexes", [])]
+        raw["dropping"] = [_index_from(index) for index in raw.get("dropping", [])]
         if raw.get("stream") is not None:
             raw["stream"] = StreamMeta(**raw["stream"])
         return cls(**raw)
+
+
+def _index_from(raw: dict[str, Any]) -> IndexMeta:
+    raw["hash_keys"] = [KeyAttribute(**a) for a in raw["hash_keys"]]
+    raw["range_keys"] = [KeyAttribute(**a) for a in raw["range_keys"]]
+    return IndexMeta(**raw)
 
 
 def key_value_types(meta: TableMeta) -> dict[str, str]:

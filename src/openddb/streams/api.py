@@ -85,9 +85,9 @@ def _shard(engine: Engine, stream: StreamInfo, shard_id: str) -> ShardInfo:
     for shard in engine.list_shards(stream.stream_id):
         if shard.shard_id == shard_id:
             return shard
-    # (best guess: the stream's not-found wording, naming the shard)
-    raise ResourceNotFoundException(f"Requested resource not found: Shard: {shard_id} in Stream: {stream.arn} "
-                                    "not found")
+    # DynamoDB's words, quoted from GetShardIterator in ironSource/node-dynamodb-stream issue 16 (2021) and
+    # opensearch-project/data-prepper issue 4401 (2024).
+    raise ResourceNotFoundException("Requested resource not found: Shard does not exist")
 
 
 def _after(names: list[str], start: str | None) -> int:
