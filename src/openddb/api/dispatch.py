@@ -19,6 +19,7 @@ import orjson
 from openddb import clock
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.expression_members import REQUEST_BYTES
+from openddb.api.legacy import REWRITERS, Rewriter
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
@@ -110,8 +111,7 @@ def _handlers() -> dict[bytes, Handler]:
     return routes
 
 
-def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
-    from openddb.api.legacy import REWRITERS
+def _rewriters() -> dict[bytes, Rewriter]:
 
     return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
 
@@ -224,10 +224,11 @@ class Dispatcher:
             if (b'type"' in body or b"\\u" in body) and _names_a_type(request):
                 raise SerializationException("No assembly name on stack!")
             rewrite = self.rewriters.get(target)
-            given = request if rewrite is None else rewrite(request)
+            given, legacy = (request, None) if rewrite is None else rewrite(request)
             REQUEST_BYTES.set(len(body))
             for attempt in range(_CATALOG_ATTEMPTS):
-                context = RequestContext(self.engine, region, self.account, request_id.decode(), host=host)
+                context = RequestContext(self.engine, region, self.account, request_id.decode(), host=host,
+                                         legacy=legacy)
                 try:
                     response = handler(context, given)
                     break

@@ -1,0 +1,57 @@
+"""Read operations: Get (one item by its full key) and the read plan of a Query or Scan page.
+
+A front end (GetItem, a PartiQL SELECT on a full key) builds a `Get`; Query and Scan (the native operations and
+PartiQL's SELECT) build a `ReadPlan` with their key range. Both name the table, index and attributes they read,
+for the readers of operations (authorization, metering)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from openddb.api.capacity import read_units
+from openddb.expressions import Condition, Projection
+from openddb.model.schema import TableMeta
+from openddb.storage.base import Engine, StorageKey
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    table: TableMeta
+    key: StorageKey
+    projection: Projection | None
+    consistent: bool
+
+    def run(self, engine: Engine) -> tuple[Any, float]:
+        """(the item as the response carries it, or None if there is none; the read units it costs)."""
+        row = engine.get(self.table, self.key)
+        units = read_units(row.size if row else 0, self.consistent)
+        if row is None:
+            return None, units
+        # The stored JSON is the wire JSON: without a projection it is sent as it is, never parsed.
+        if self.projection is None:
+            return orjson.Fragment(row.data), units
+        return self.projection.apply(orjson.loads(row.data)), units
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """The compiled, validated parts a Query and a Scan page share."""
+
+    meta: TableMeta
+    select: str
+    projection: Projection | None
+    filter: Condition | None
+    limit: int | None
+    consistent: bool
+    capacity_mode: str | None
+
+    @property
+    def attributes_read(self) -> frozenset[str] | None:
+        """Top-level attributes the read returns (None: every one) and filters on."""
+        if self.projection is None:
+            return None
+        filtered = self.filter.names if self.filter is not None else frozenset()
+        return self.projection.top_level_names | filtered
