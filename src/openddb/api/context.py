@@ -37,6 +37,9 @@ class RequestContext:
     # The request's Host header: the address the client reached this server at (DescribeEndpoints answers with it).
     host: bytes = b""
     legacy: LegacyOrigin | None = None  # set when the request was rewritten from legacy parameters
+    # A read run for a PartiQL SELECT: its filter may name key attributes (the conditions on them a Query's key
+    # condition cannot carry, which DynamoDB evaluates as a filter), which a native Query refuses.
+    keys_in_filter: bool = False
 
     def generated(self, member: str) -> bool:
         """True if the expression ``member`` was written from legacy parameters (see `LegacyOrigin.generated`)."""

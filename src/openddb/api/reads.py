@@ -113,12 +113,12 @@ def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
 
 
 def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attrs: ExpressionAttributes, *,
-                query: bool, legacy: LegacyOrigin | None) -> IndexReadPlan:
+                query: bool, legacy: LegacyOrigin | None, keys_in_filter: bool = False) -> IndexReadPlan:
     base = _compile(meta, request, attrs, query=False, legacy=legacy)
     wanted: set[str] = set()
     if base.filter is not None:
         names = set(base.filter.names)
-        if query:
+        if query and not keys_in_filter:
             check_filter_names(meta, index, names, _filter_member(legacy))
         wanted |= names
     if base.projection is not None:
@@ -135,7 +135,8 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
     text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", context.legacy))
     assert text is not None
     where = key_range(index, text, attrs)
-    plan = _index_plan(meta, index, request, attrs, query=True, legacy=context.legacy)
+    plan = _index_plan(meta, index, request, attrs, query=True, legacy=context.legacy,
+                       keys_in_filter=context.keys_in_filter)
     attrs.check_all_used()
     forward = request.get("ScanIndexForward", True) is not False
     after = None
@@ -211,13 +212,13 @@ def _generated_filter(legacy: LegacyOrigin | None) -> bool:
 
 
 def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool,
-             legacy: LegacyOrigin | None) -> ReadPlan:
+             legacy: LegacyOrigin | None, keys_in_filter: bool = False) -> ReadPlan:
     generated = _generated_filter(legacy)
     text = expression_text(request, "FilterExpression", generated)
     condition = None
     if text is not None:
         condition = compile_condition(text, attrs, "FilterExpression", not generated)
-        if query:
+        if query and not keys_in_filter:
             names = condition.names
             for name in meta.key_names:  # key schema order (which key DynamoDB names when both are is not recorded)
                 if name in names:
@@ -379,7 +380,7 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     assert text is not None
     range_name = meta.range_key.name if meta.range_key is not None else None
     condition = compile_key_condition(text, attrs, meta.hash_key.name, range_name)
-    plan = _compile(meta, request, attrs, query=True, legacy=context.legacy)
+    plan = _compile(meta, request, attrs, query=True, legacy=context.legacy, keys_in_filter=context.keys_in_filter)
     attrs.check_all_used()
     if meta.hash_key.type not in condition.hash_value:
         raise invalid(_TYPE_MISMATCH)

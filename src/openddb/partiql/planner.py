@@ -1,0 +1,265 @@
+"""From a parsed PartiQL statement and its parameters to what runs it: an operation of the operation layer (Get,
+Put, Update, Delete), or, for a SELECT that reads more than one item, the Query or Scan DynamoDB would run.
+
+DynamoDB's choice (Developer Guide, "PartiQL select statements"): a WHERE that fixes the partition key with an
+equality runs as a Query, narrowed by conditions on the sort key; any other SELECT scans the table or index with
+the WHERE as its filter. A SELECT fixing the whole primary key of a table with nothing else reads that one item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
+from openddb.api.limits import exceeds_item_size
+from openddb.errors import ResourceNotFoundException, ValidationException
+from openddb.expressions import ExpressionAttributes, compile_condition, compile_projection, compile_update
+from openddb.model import AttributeValue, Item
+from openddb.model.schema import TableMeta
+from openddb.model.values import MSG_ITEM_SIZE, validate_item
+from openddb.operations import Delete, Get, Put, Update
+from openddb.partiql import ast
+from openddb.partiql.translate import Placeholders, bind, condition, update_text
+from openddb.storage.base import Engine, StorageKey
+
+# best guess at the wording: DynamoDB's message for a write whose WHERE leaves part of the key open is not
+# recorded in the sources searched
+MISSING_KEY = "Where clause does not contain a mandatory equality on all key attributes"
+_RANGE_OPS = frozenset({"=", "<", "<=", ">", ">="})
+
+
+@dataclass(frozen=True, slots=True)
+class NativeRead:
+    """A SELECT run as the Query or Scan DynamoDB would run for it: that operation's request members."""
+
+    operation: Literal["Query", "Scan"]
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    operation: Put | Update | Delete
+    returning: ast.Returning | None
+    insert: bool  # a failed condition is a DuplicateItemException
+
+
+def table_of(engine: Engine, name: str) -> TableMeta:
+    meta = engine.get_table(name)
+    if meta is None:
+        raise ResourceNotFoundException("Requested resource not found")  # as the native reads say it
+    return meta
+
+
+def conjuncts(node: ast.Expr | None) -> list[ast.Expr]:
+    if node is None:
+        return []
+    if isinstance(node, ast.And):
+        return conjuncts(node.left) + conjuncts(node.right)
+    return [node]
+
+
+def _attribute(node: ast.Expr) -> str | None:
+    """The attribute a bare one-step path names."""
+    return node.steps[0] if isinstance(node, ast.Path) and len(node.steps) == 1 and \
+        isinstance(node.steps[0], str) else None
+
+
+def _is_value(node: ast.Expr) -> bool:
+    return isinstance(node, ast.Value | ast.Param | ast.ListOf | ast.MapOf | ast.SetOf)
+
+
+def equality(node: ast.Expr) -> tuple[str, ast.Expr] | None:
+    """(attribute, value) of `attribute = value` (either way round)."""
+    if not isinstance(node, ast.Compare) or node.op != "=":
+        return None
+    for left, right in ((node.left, node.right), (node.right, node.left)):
+        name = _attribute(left)
+        if name is not None and _is_value(right):
+            return name, right
+    return None
+
+
+def _on_range(node: ast.Expr, name: str) -> bool:
+    """Whether a conjunct is a sort-key condition a Query's key condition can carry."""
+    if isinstance(node, ast.Compare) and node.op in _RANGE_OPS:
+        return (_attribute(node.left) == name and _is_value(node.right)) or \
+            (_attribute(node.right) == name and _is_value(node.left))
+    if isinstance(node, ast.Between):
+        return _attribute(node.operand) == name and _is_value(node.low) and _is_value(node.high)
+    if isinstance(node, ast.Call) and node.name == "begins_with" and len(node.args) == 2:
+        return _attribute(node.args[0]) == name and _is_value(node.args[1])
+    return False
+
+
+def _joined(parts: list[ast.Expr], refs: Placeholders) -> str | None:
+    return " AND ".join(condition(part, refs) for part in parts) if parts else None
+
+
+def plan_select(engine: Engine, select: ast.Select, parameters: list[AttributeValue],
+                consistent: bool) -> Get | NativeRead:
+    meta = table_of(engine, select.table)
+    index = None
+    if select.index is not None:
+        index = meta.index(select.index)
+        if index is None:
+            # best guess at the wording for a missing index named in FROM
+            raise ValidationException(f"The table does not have the specified index: {select.index}")
+    hash_names = [a.name for a in index.hash_keys] if index is not None else [meta.hash_key.name]
+    if index is not None:
+        range_names = [a.name for a in index.range_keys]
+    else:
+        range_names = [meta.range_key.name] if meta.range_key is not None else []
+    parts = conjuncts(select.where)
+    fixed: dict[str, ast.Expr] = {}
+    rest: list[ast.Expr] = []
+    for part in parts:
+        found = equality(part)
+        if found is not None and found[0] in hash_names and found[0] not in fixed:
+            fixed[found[0]] = found[1]
+        else:
+            rest.append(part)
+    refs = Placeholders(parameters)
+    projection = ", ".join(refs.path(path) for path in select.projection) if select.projection else None
+    if len(fixed) < len(hash_names):  # the partition key is not fixed: a Scan with the whole WHERE as filter
+        request: dict[str, Any] = {"TableName": meta.name}
+        if index is not None:
+            request["IndexName"] = index.name
+        filter_text = None if select.where is None else condition(select.where, refs)
+        if filter_text is not None:
+            request["FilterExpression"] = filter_text
+        return _read("Scan", request, projection, refs, consistent)
+    key_parts: list[ast.Expr] = [ast.Compare("=", ast.Path((name,)), fixed[name]) for name in hash_names]
+    for name in range_names:
+        ranged = [part for part in rest if _on_range(part, name)]
+        if ranged:
+            key_parts.append(ranged[0])
+            rest.remove(ranged[0])
+    if index is None and not rest and len(key_parts) == len(hash_names) + len(range_names) and all(
+            equality(part) for part in key_parts):
+        return _get(meta, key_parts, parameters, projection, refs, consistent)
+    request = {"TableName": meta.name, "KeyConditionExpression": _joined(key_parts, refs)}
+    if index is not None:
+        request["IndexName"] = index.name
+    filter_text = _joined(rest, refs)
+    if filter_text is not None:
+        request["FilterExpression"] = filter_text
+    if select.descending:
+        request["ScanIndexForward"] = False
+    return _read("Query", request, projection, refs, consistent)
+
+
+def _read(operation: Literal["Query", "Scan"], request: dict[str, Any], projection: str | None,
+          refs: Placeholders, consistent: bool) -> NativeRead:
+    if projection is not None:
+        request["ProjectionExpression"] = projection
+    if consistent:
+        request["ConsistentRead"] = True
+    request.update(refs.members())
+    return NativeRead(operation, request)
+
+
+def _get(meta: TableMeta, key_parts: list[ast.Expr], parameters: list[AttributeValue], projection: str | None,
+         refs: Placeholders, consistent: bool) -> Get:
+    key: Item = {}
+    for part in key_parts:
+        found = equality(part)
+        assert found is not None
+        key[found[0]] = bind(found[1], parameters)
+    _, storage_key = parse_key(meta, key)
+    compiled = None
+    if projection is not None:
+        compiled = compile_projection(projection, ExpressionAttributes(refs.names, None))
+    return Get(meta, storage_key, compiled, consistent)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The item an UPDATE or DELETE names: its table, key, and the rest of its WHERE (a condition)."""
+
+    meta: TableMeta
+    refs: Placeholders
+    key_item: Item
+    key: StorageKey
+    rest: list[ast.Expr]
+
+
+def _target(engine: Engine, table: str, where: ast.Expr, parameters: list[AttributeValue]) -> _Target:
+    meta = table_of(engine, table)
+    refs = Placeholders(parameters)
+    key, rest = _key_and_condition(meta, where, parameters)
+    key_item, storage_key = parse_key(meta, key)
+    return _Target(meta, refs, key_item, storage_key, rest)
+
+
+def _key_and_condition(meta: TableMeta, where: ast.Expr,
+                       parameters: list[AttributeValue]) -> tuple[Item, list[ast.Expr]]:
+    """A write's WHERE: an equality on every key attribute, and the rest, a condition on the item."""
+    key: Item = {}
+    rest: list[ast.Expr] = []
+    for part in conjuncts(where):
+        found = equality(part)
+        if found is not None and found[0] in meta.key_names and found[0] not in key:
+            key[found[0]] = bind(found[1], parameters)
+        else:
+            rest.append(part)
+    if len(key) != len(meta.key_names):
+        raise ValidationException(MISSING_KEY)
+    return key, rest
+
+
+def plan_insert(engine: Engine, insert: ast.Insert, parameters: list[AttributeValue], capacity: bool) -> WritePlan:
+    meta = table_of(engine, insert.table)
+    value = bind(insert.item, parameters)
+    if "M" not in value:
+        # best guess at the wording for an INSERT whose VALUE is not a map
+        raise ValidationException("Unsupported type passed: INSERT VALUE must be a map (a tuple)")
+    item = validate_item(value["M"])
+    key_item, key = item_key(meta, item)
+    check_index_keys(meta, item)
+    if exceeds_item_size(meta, item):
+        raise ValidationException(MSG_ITEM_SIZE)
+    refs = Placeholders(parameters)
+    text = f"attribute_not_exists({refs.name(meta.hash_key.name)})"
+    attrs = ExpressionAttributes(refs.names, None)
+    put = Put(meta, key_item, key, compile_condition(text, attrs), None, capacity, item)
+    return WritePlan(put, None, True)
+
+
+def plan_update(engine: Engine, update: ast.Update, parameters: list[AttributeValue], on_failure: Any,
+                capacity: bool) -> WritePlan:
+    target = _target(engine, update.table, update.where, parameters)
+    meta, refs = target.meta, target.refs
+    # UPDATE changes an item that exists: DynamoDB does not create one (a missing item fails the condition).
+    text = f"attribute_exists({refs.name(meta.hash_key.name)})"
+    extra = _joined(target.rest, refs)
+    if extra is not None:
+        text += f" AND ({extra})"
+    update_expression = update_text(update.sets, update.removes, refs)
+    attrs = ExpressionAttributes(refs.names, refs.values)
+    compiled = compile_update(update_expression, attrs)
+    check_key_untouched(meta, compiled)
+    operation = Update(meta, target.key_item, target.key, compile_condition(text, attrs), on_failure,
+                       capacity or update.returning is not None, compiled)
+    return WritePlan(operation, update.returning, False)
+
+
+def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeValue], on_failure: Any,
+                capacity: bool) -> WritePlan:
+    target = _target(engine, delete.table, delete.where, parameters)
+    extra = _joined(target.rest, target.refs)
+    compiled = None
+    if extra is not None:
+        compiled = compile_condition(extra, ExpressionAttributes(target.refs.names, target.refs.values))
+    operation = Delete(target.meta, target.key_item, target.key, compiled, on_failure,
+                       capacity or delete.returning is not None)
+    return WritePlan(operation, delete.returning, False)
+
+
+def plan_write(engine: Engine, statement: ast.Insert | ast.Update | ast.Delete, parameters: list[AttributeValue],
+               on_failure: Any, capacity: bool) -> WritePlan:
+    if isinstance(statement, ast.Insert):
+        return plan_insert(engine, statement, parameters, capacity)
+    if isinstance(statement, ast.Update):
+        return plan_update(engine, statement, parameters, on_failure, capacity)
+    return plan_delete(engine, statement, parameters, on_failure, capacity)
