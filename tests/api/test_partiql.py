@@ -245,3 +245,126 @@ def test_key_of_the_wrong_type(ddb, table):
     assert refused(ddb, f"SELECT * FROM \"{table}\" WHERE pk = 'p0' AND sk = 'x'") == (
         "ValidationException", "The provided key element does not match the schema")
     assert refused(ddb, f"INSERT INTO \"{table}\" VALUE {{'pk': 1, 'sk': 1}}")[0] == "ValidationException"
+
+
+# --- ExecuteTransaction ---------------------------------------------------------------------------------
+
+
+def test_transaction_writes_atomically(ddb):
+    """INSERT, UPDATE and DELETE in one transaction: all applied, charged as TransactWriteItems is."""
+    name = create_table(ddb, unique_name("pqltx"), range_type=None)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "u"}, "n": {"N": "1"}})
+    ddb.put_item(TableName=name, Item={"pk": {"S": "d"}})
+    got = ddb.execute_transaction(TransactStatements=[
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': ?, 'n': 1}}", "Parameters": [{"S": "i"}]},
+        {"Statement": f"UPDATE \"{name}\" SET n = n + 1 WHERE pk = 'u'"},
+        {"Statement": f"DELETE FROM \"{name}\" WHERE pk = 'd'"},
+    ], ReturnConsumedCapacity="TOTAL")
+    assert got["ConsumedCapacity"] == [{"TableName": name, "CapacityUnits": 6.0, "WriteCapacityUnits": 6.0}]
+    items = {item["pk"]["S"]: item for item in ddb.scan(TableName=name)["Items"]}
+    assert set(items) == {"i", "u"} and items["u"]["n"] == {"N": "2"}
+
+
+def test_transaction_cancelled_changes_nothing(ddb):
+    """One failing statement cancels all: reasons in order, DuplicateItem for an INSERT onto an existing key,
+    ConditionalCheckFailed (with the item, when asked) for a false condition; nothing is written."""
+    name = create_table(ddb, unique_name("pqltxc"), range_type=None)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=[
+            {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'new'}}"},
+            {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'a'}}"},
+            {"Statement": f"UPDATE \"{name}\" SET n = 2 WHERE pk = 'x' AND n = 5"},
+        ])
+    assert error_of(excinfo)[0] == "TransactionCanceledException"
+    reasons = excinfo.value.response["CancellationReasons"]
+    assert [reason["Code"] for reason in reasons] == ["None", "DuplicateItem", "ConditionalCheckFailed"]
+    assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "new"}})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=[{
+            "Statement": f"UPDATE \"{name}\" SET n = 2 WHERE pk = 'a' AND n = 5",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}])
+    assert excinfo.value.response["CancellationReasons"][0]["Item"] == {"pk": {"S": "a"}, "n": {"N": "1"}}
+
+
+def test_transaction_token_is_idempotent(ddb):
+    """A repeated ClientRequestToken with the same statements writes once; with others it is refused."""
+    name = create_table(ddb, unique_name("pqltok"), range_type=None)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "0"}})
+    statements = [{"Statement": f"UPDATE \"{name}\" SET n = n + 1 WHERE pk = 'a'"}]
+    for _ in range(2):
+        ddb.execute_transaction(TransactStatements=statements, ClientRequestToken="pql-token-1")
+    assert ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "1"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=statements * 1 + [
+            {"Statement": f"DELETE FROM \"{name}\" WHERE pk = 'b'"}], ClientRequestToken="pql-token-1")
+    assert error_of(excinfo)[0] == "IdempotentParameterMismatchException"
+
+
+def test_transaction_of_reads(ddb, table):
+    """SELECTs of one item each, read together, charged as TransactGetItems; a read of more is refused, and so is
+    a mix of reads and writes."""
+    got = ddb.execute_transaction(TransactStatements=[
+        {"Statement": f"SELECT n FROM \"{table}\" WHERE pk = 'p0' AND sk = 1"},
+        {"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p9' AND sk = 1"},
+    ], ReturnConsumedCapacity="TOTAL")
+    assert got["Responses"] == [{"Item": {"n": {"N": "1"}}}, {}]
+    assert got["ConsumedCapacity"][0]["CapacityUnits"] == 4.0
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=[{"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p0'"}])
+    assert error_of(excinfo)[0] == "ValidationException"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=[
+            {"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p0' AND sk = 1"},
+            {"Statement": f"DELETE FROM \"{table}\" WHERE pk = 'p9' AND sk = 1"}])
+    assert error_of(excinfo)[0] == "ValidationException"
+
+
+# --- BatchExecuteStatement ------------------------------------------------------------------------------
+
+
+def test_batch_of_writes_answers_each(ddb):
+    """Each statement runs on its own: the failing ones carry their Error, the others are written."""
+    name = create_table(ddb, unique_name("pqlbw"), range_type=None)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    got = ddb.batch_execute_statement(Statements=[
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'b'}}"},
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'a'}}"},
+        {"Statement": f"UPDATE \"{name}\" SET n = 9 WHERE pk = 'a' AND n = 5",
+         "ReturnValuesOnConditionCheckFailure": "ALL_OLD"},
+        {"Statement": f"DELETE FROM \"{name}\" WHERE pk = ?", "Parameters": [{"S": "a"}]},
+        {"Statement": "DELETE FROM \"no_such_table_pql\" WHERE pk = 'a'"},
+    ])["Responses"]
+    assert got[0] == {"TableName": name}
+    assert got[1]["Error"]["Code"] == "DuplicateItem"
+    assert got[2]["Error"]["Code"] == "ConditionalCheckFailed"
+    assert got[2]["Error"]["Item"] == {"pk": {"S": "a"}, "n": {"N": "1"}}
+    assert got[3] == {"TableName": name}
+    assert got[4]["Error"]["Code"] == "ResourceNotFound"
+    assert sorted(item["pk"]["S"] for item in ddb.scan(TableName=name)["Items"]) == ["b"]
+
+
+def test_batch_of_reads(ddb, table):
+    got = ddb.batch_execute_statement(Statements=[
+        {"Statement": f"SELECT n FROM \"{table}\" WHERE pk = ? AND sk = ?", "Parameters": [{"S": "p1"}, {"N": "1"}]},
+        {"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p9' AND sk = 1"},
+        {"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p1'"},
+        {"Statement": "SELEKT"},
+    ], ReturnConsumedCapacity="TOTAL")
+    responses = got["Responses"]
+    assert responses[0] == {"TableName": table, "Item": {"n": {"N": "11"}}}
+    assert responses[1] == {"TableName": table}
+    assert responses[2]["Error"]["Code"] == "ValidationError"
+    assert responses[3]["Error"] == {"Code": "ValidationError", "Message": MALFORMED + "Expected data manipulation"}
+    assert got["ConsumedCapacity"] == [{"TableName": table, "CapacityUnits": 1.0}]
+
+
+def test_batch_limits(ddb, table):
+    statement = {"Statement": f"SELECT * FROM \"{table}\" WHERE pk = 'p1' AND sk = 1"}
+    with pytest.raises(ClientError) as excinfo:
+        ddb.batch_execute_statement(Statements=[statement] * 26)
+    assert error_of(excinfo)[0] == "ValidationException"
+    with pytest.raises(ClientError) as excinfo:
+        ddb.batch_execute_statement(Statements=[
+            statement, {"Statement": f"DELETE FROM \"{table}\" WHERE pk = 'p9' AND sk = 1"}])
+    assert error_of(excinfo)[0] == "ValidationException"

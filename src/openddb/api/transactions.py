@@ -378,16 +378,29 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
         # A key that does not fit the schema cancels the transaction before duplicates or conditions are looked
         # at: the first such action carries the reason, every other one None (captured against DynamoDB).
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
+    if total_size > MAX_TRANSACTION_BYTES:
+        check_distinct(actions)
+        raise ValidationException(TOO_LARGE)
+    return run_transaction(context, actions, request, request.get("ClientRequestToken"), request["TransactItems"])
+
+
+def check_distinct(actions: list[WriteOperation]) -> None:
+    """One item may be the target of one action only."""
     targets = {(a.table.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
     if len(targets) != len(actions):
         raise ValidationException(MULTIPLE_OPERATIONS)
-    if total_size > MAX_TRANSACTION_BYTES:
-        raise ValidationException(TOO_LARGE)
+
+
+def run_transaction(context: RequestContext, actions: list[WriteOperation], request: dict[str, Any],
+                    token: str | None, identity: Any) -> dict[str, Any]:
+    """Write `actions` atomically (each front end's transaction: TransactWriteItems, PartiQL's ExecuteTransaction),
+    guarded by a ClientRequestToken if there is one (`identity`: what makes a repeat the same request), and
+    answer with the capacity and item collection metrics `request` asks for."""
+    check_distinct(actions)
     record: RequestToken | None = None
-    token = request.get("ClientRequestToken")
     if token is not None:
         now = clock.now()
-        record = RequestToken(token, canonical_digest(request["TransactItems"]), now)
+        record = RequestToken(token, canonical_digest(identity), now)
         existing = context.engine.get_token(token)
         if existing is not None and existing.created_at > now - TOKEN_LIFETIME:
             _same_request(existing, record)
@@ -441,6 +454,13 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
             gets.append((meta, key))
     if first_mismatch is not None:
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
+    return read_transaction(context, gets, projections, request.get("ReturnConsumedCapacity"))
+
+
+def read_transaction(context: RequestContext, gets: list[tuple[TableMeta, StorageKey]],
+                     projections: list[Projection | None], mode: str | None) -> dict[str, Any]:
+    """Read items from one snapshot, as a transaction (TransactGetItems, PartiQL's ExecuteTransaction of reads):
+    each answered {"Item": ...} or {} when it is missing; charged 2 read units per 4 KB."""
     # One item read twice is refused as in TransactWriteItems (DynamoDB's answer, relayed by a service built on it).
     if len({(meta.table_id, key) for meta, key in gets}) != len(gets):
         raise ValidationException(MULTIPLE_OPERATIONS)
@@ -457,7 +477,6 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
         # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
         responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
-    mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
         charges = [(meta, 2 * read_units(row.size if row else 0, True)) for (meta, _), row in zip(gets, rows)]
         response["ConsumedCapacity"] = _capacity(mode, charges, read=True)
