@@ -369,6 +369,11 @@ def _closed_end(sort: SortRange, forward: bool) -> bytes | None:
 
 def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(QUERY, request)
+    return run_query(context, request)
+
+
+def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """One page of a Query whose request fits its shape (checked by `query`, or built by a front end: PartiQL)."""
     if request.get("KeyConditionExpression") is None:
         raise ValidationException(
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
@@ -427,6 +432,11 @@ def _segments(request: dict[str, Any]) -> tuple[int, int] | None:
 
 def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(SCAN, request)
+    return run_scan(context, request)
+
+
+def run_scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """One page of a Scan whose request fits its shape (checked by `scan`, or built by a front end: PartiQL)."""
     segments = _segments(request)
     attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
     meta, index = _looked_up(context, request, attrs, query=False)

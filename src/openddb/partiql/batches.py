@@ -71,7 +71,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
          capacity: bool) -> dict[str, Any]:
     bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
     if isinstance(statement, ast.Select):
-        plan = plan_select(context.engine, statement, bound, bool(entry.get("ConsistentRead")))
+        plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         item, units = plan.run(context.engine)

@@ -14,9 +14,15 @@ from typing import Any, Literal
 from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.errors import ResourceNotFoundException, ValidationException
-from openddb.expressions import ExpressionAttributes, compile_condition, compile_projection, compile_update
+from openddb.expressions import (
+    ExpressionAttributes,
+    Projection,
+    compile_condition,
+    compile_projection,
+    compile_update,
+)
 from openddb.model import AttributeValue, Item
-from openddb.model.schema import TableMeta
+from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
 from openddb.operations import Delete, Get, Put, Update
 from openddb.partiql import ast
@@ -96,81 +102,95 @@ def _joined(parts: list[ast.Expr], refs: Placeholders) -> str | None:
     return " AND ".join(condition(part, refs) for part in parts) if parts else None
 
 
-def plan_select(engine: Engine, select: ast.Select, parameters: list[AttributeValue],
+@dataclass(frozen=True, slots=True)
+class _SelectPlan:
+    """What a SELECT runs as on one table description, worked out once per statement text: only its parameters
+    are bound per request."""
+
+    operation: Literal["Get", "Query", "Scan"]
+    request: dict[str, Any]  # Query, Scan: the native read's members but its values (see `refs.nodes`)
+    refs: Placeholders
+    key: tuple[tuple[str, ast.Expr], ...] = ()  # Get: the value of each key attribute
+    projection: Projection | None = None  # Get
+
+
+_PLANS: dict[tuple[str, int, int], _SelectPlan] = {}
+_PLANS_MAX = 1024
+
+
+def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[AttributeValue],
                 consistent: bool) -> Get | NativeRead:
     meta = table_of(engine, select.table)
+    cache_key = (text, meta.table_id, meta.version)
+    plan = _PLANS.get(cache_key)
+    if plan is None:
+        plan = _plan_select(meta, select)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[cache_key] = plan
+    if plan.operation == "Get":
+        _, key = parse_key(meta, {name: bind(node, parameters) for name, node in plan.key})
+        return Get(meta, key, plan.projection, consistent)
+    request = dict(plan.request)
+    if plan.refs.nodes:
+        request["ExpressionAttributeValues"] = plan.refs.bound(parameters)
+    if consistent:
+        request["ConsistentRead"] = True
+    return NativeRead(plan.operation, request)
+
+
+def _key_names(meta: TableMeta, index: IndexMeta | None) -> tuple[list[str], list[str]]:
+    """The partition and sort key attributes of the table or index read."""
+    if index is not None:
+        return [a.name for a in index.hash_keys], [a.name for a in index.range_keys]
+    return [meta.hash_key.name], [meta.range_key.name] if meta.range_key is not None else []
+
+
+def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     index = None
     if select.index is not None:
         index = meta.index(select.index)
         if index is None:
             # best guess at the wording for a missing index named in FROM
             raise ValidationException(f"The table does not have the specified index: {select.index}")
-    hash_names = [a.name for a in index.hash_keys] if index is not None else [meta.hash_key.name]
-    if index is not None:
-        range_names = [a.name for a in index.range_keys]
-    else:
-        range_names = [meta.range_key.name] if meta.range_key is not None else []
-    parts = conjuncts(select.where)
+    hash_names, range_names = _key_names(meta, index)
     fixed: dict[str, ast.Expr] = {}
     rest: list[ast.Expr] = []
-    for part in parts:
+    for part in conjuncts(select.where):
         found = equality(part)
         if found is not None and found[0] in hash_names and found[0] not in fixed:
             fixed[found[0]] = found[1]
         else:
             rest.append(part)
-    refs = Placeholders(parameters)
-    projection = ", ".join(refs.path(path) for path in select.projection) if select.projection else None
+    refs = Placeholders()
+    request: dict[str, Any] = {"TableName": meta.name}
+    if index is not None:
+        request["IndexName"] = index.name
+    if select.projection:
+        request["ProjectionExpression"] = ", ".join(refs.path(path) for path in select.projection)
     if len(fixed) < len(hash_names):  # the partition key is not fixed: a Scan with the whole WHERE as filter
-        request: dict[str, Any] = {"TableName": meta.name}
-        if index is not None:
-            request["IndexName"] = index.name
-        filter_text = None if select.where is None else condition(select.where, refs)
-        if filter_text is not None:
-            request["FilterExpression"] = filter_text
-        return _read("Scan", request, projection, refs, consistent)
+        if select.where is not None:
+            request["FilterExpression"] = condition(select.where, refs)
+        return _SelectPlan("Scan", {**request, **refs.members()}, refs)
     key_parts: list[ast.Expr] = [ast.Compare("=", ast.Path((name,)), fixed[name]) for name in hash_names]
     for name in range_names:
         ranged = [part for part in rest if _on_range(part, name)]
         if ranged:
             key_parts.append(ranged[0])
             rest.remove(ranged[0])
-    if index is None and not rest and len(key_parts) == len(hash_names) + len(range_names) and all(
-            equality(part) for part in key_parts):
-        return _get(meta, key_parts, parameters, projection, refs, consistent)
-    request = {"TableName": meta.name, "KeyConditionExpression": _joined(key_parts, refs)}
-    if index is not None:
-        request["IndexName"] = index.name
+    whole_key = [found for found in map(equality, key_parts) if found is not None]
+    if index is None and not rest and len(whole_key) == len(hash_names) + len(range_names):
+        projection = None
+        if select.projection:
+            projection = compile_projection(request["ProjectionExpression"], ExpressionAttributes(refs.names, None))
+        return _SelectPlan("Get", {}, refs, tuple(whole_key), projection)
+    request["KeyConditionExpression"] = _joined(key_parts, refs)
     filter_text = _joined(rest, refs)
     if filter_text is not None:
         request["FilterExpression"] = filter_text
     if select.descending:
         request["ScanIndexForward"] = False
-    return _read("Query", request, projection, refs, consistent)
-
-
-def _read(operation: Literal["Query", "Scan"], request: dict[str, Any], projection: str | None,
-          refs: Placeholders, consistent: bool) -> NativeRead:
-    if projection is not None:
-        request["ProjectionExpression"] = projection
-    if consistent:
-        request["ConsistentRead"] = True
-    request.update(refs.members())
-    return NativeRead(operation, request)
-
-
-def _get(meta: TableMeta, key_parts: list[ast.Expr], parameters: list[AttributeValue], projection: str | None,
-         refs: Placeholders, consistent: bool) -> Get:
-    key: Item = {}
-    for part in key_parts:
-        found = equality(part)
-        assert found is not None
-        key[found[0]] = bind(found[1], parameters)
-    _, storage_key = parse_key(meta, key)
-    compiled = None
-    if projection is not None:
-        compiled = compile_projection(projection, ExpressionAttributes(refs.names, None))
-    return Get(meta, storage_key, compiled, consistent)
+    return _SelectPlan("Query", {**request, **refs.members()}, refs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +206,7 @@ class _Target:
 
 def _target(engine: Engine, table: str, where: ast.Expr, parameters: list[AttributeValue]) -> _Target:
     meta = table_of(engine, table)
-    refs = Placeholders(parameters)
+    refs = Placeholders()
     key, rest = _key_and_condition(meta, where, parameters)
     key_item, storage_key = parse_key(meta, key)
     return _Target(meta, refs, key_item, storage_key, rest)
@@ -219,7 +239,7 @@ def plan_insert(engine: Engine, insert: ast.Insert, parameters: list[AttributeVa
     check_index_keys(meta, item)
     if exceeds_item_size(meta, item):
         raise ValidationException(MSG_ITEM_SIZE)
-    refs = Placeholders(parameters)
+    refs = Placeholders()
     text = f"attribute_not_exists({refs.name(meta.hash_key.name)})"
     attrs = ExpressionAttributes(refs.names, None)
     put = Put(meta, key_item, key, compile_condition(text, attrs), None, capacity, item)
@@ -236,7 +256,7 @@ def plan_update(engine: Engine, update: ast.Update, parameters: list[AttributeVa
     if extra is not None:
         text += f" AND ({extra})"
     update_expression = update_text(update.sets, update.removes, refs)
-    attrs = ExpressionAttributes(refs.names, refs.values)
+    attrs = ExpressionAttributes(refs.names, refs.bound(parameters))
     compiled = compile_update(update_expression, attrs)
     check_key_untouched(meta, compiled)
     operation = Update(meta, target.key_item, target.key, compile_condition(text, attrs), on_failure,
@@ -250,7 +270,8 @@ def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeVa
     extra = _joined(target.rest, target.refs)
     compiled = None
     if extra is not None:
-        compiled = compile_condition(extra, ExpressionAttributes(target.refs.names, target.refs.values))
+        refs = target.refs
+        compiled = compile_condition(extra, ExpressionAttributes(refs.names, refs.bound(parameters)))
     operation = Delete(target.meta, target.key_item, target.key, compiled, on_failure,
                        capacity or delete.returning is not None)
     return WritePlan(operation, delete.returning, False)

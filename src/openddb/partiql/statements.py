@@ -73,7 +73,7 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     bound = parameters(request.get("Parameters"), count)
     mode = request.get("ReturnConsumedCapacity")
     if isinstance(statement, ast.Select):
-        plan = plan_select(context.engine, statement, bound, bool(request.get("ConsistentRead")))
+        plan = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
         if isinstance(plan, Get):
             return _get_response(context, plan, mode)
         return _read(context, plan, request, text)
@@ -156,7 +156,7 @@ def _read(context: RequestContext, plan: NativeRead, request: dict[str, Any], te
     if token is not None:
         native["ExclusiveStartKey"] = _start_key(token, text)
     context.keys_in_filter = True
-    page = reads.query(context, native) if plan.operation == "Query" else reads.scan(context, native)
+    page = reads.run_query(context, native) if plan.operation == "Query" else reads.run_scan(context, native)
     response: dict[str, Any] = {"Items": page.get("Items", [])}
     last = page.get("LastEvaluatedKey")
     if last is not None:

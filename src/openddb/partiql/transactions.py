@@ -41,7 +41,8 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
     if any(reads) and not all(reads):
         raise ValidationException(MIXED)
     if all(reads):
-        return _read(context, statements, request.get("ReturnConsumedCapacity"))
+        texts = [entry["Statement"] for entry in entries]
+        return _read(context, texts, statements, request.get("ReturnConsumedCapacity"))
     actions: list[WriteOperation] = []
     inserts: list[bool] = []
     for entry, (statement, bound) in zip(entries, statements, strict=True):
@@ -64,10 +65,11 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
         raise TransactionCanceledException(reasons) from None
 
 
-def _read(context: RequestContext, statements: list[tuple[Any, Any]], mode: str | None) -> dict[str, Any]:
+def _read(context: RequestContext, texts: list[str], statements: list[tuple[Any, Any]],
+          mode: str | None) -> dict[str, Any]:
     gets: list[Get] = []
-    for statement, bound in statements:
-        plan = plan_select(context.engine, statement, bound, True)
+    for text, (statement, bound) in zip(texts, statements, strict=True):
+        plan = plan_select(context.engine, text, statement, bound, True)
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         gets.append(plan)

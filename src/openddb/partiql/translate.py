@@ -17,12 +17,13 @@ _CONDITION_FUNCTIONS = frozenset({"begins_with", "contains", "attribute_type"})
 
 
 class Placeholders:
-    """The ExpressionAttributeNames and Values of the expressions written for one statement and its parameters."""
+    """The ExpressionAttributeNames of the expressions written for one statement, and the value expressions behind
+    their value placeholders: the texts do not depend on the parameters, so one statement's expressions are
+    written (and compiled) once, and only the values are bound per request (`bound`)."""
 
-    def __init__(self, parameters: list[AttributeValue]) -> None:
-        self.parameters = parameters
+    def __init__(self) -> None:
         self.names: dict[str, str] = {}
-        self.values: dict[str, AttributeValue] = {}
+        self.nodes: dict[str, ast.Expr] = {}
         self._refs: dict[str, str] = {}
 
     def name(self, attribute: str) -> str:
@@ -32,10 +33,14 @@ class Placeholders:
             self.names[ref] = attribute
         return ref
 
-    def value(self, value: AttributeValue) -> str:
-        ref = f":{len(self.values)}"
-        self.values[ref] = value
+    def value(self, node: ast.Expr) -> str:
+        ref = f":{len(self.nodes)}"
+        self.nodes[ref] = node
         return ref
+
+    def bound(self, parameters: list[AttributeValue]) -> dict[str, AttributeValue]:
+        """ExpressionAttributeValues for these parameters."""
+        return {ref: bind(node, parameters) for ref, node in self.nodes.items()}
 
     def path(self, path: ast.Path) -> str:
         text = self.name(str(path.steps[0]))
@@ -44,13 +49,8 @@ class Placeholders:
         return text
 
     def members(self) -> dict[str, Any]:
-        """The request members these placeholders fill (none empty: DynamoDB refuses empty maps)."""
-        members: dict[str, Any] = {}
-        if self.names:
-            members["ExpressionAttributeNames"] = self.names
-        if self.values:
-            members["ExpressionAttributeValues"] = self.values
-        return members
+        """The ExpressionAttributeNames member these placeholders fill, if any (DynamoDB refuses an empty map)."""
+        return {"ExpressionAttributeNames": self.names} if self.names else {}
 
 
 def bind(node: ast.Expr, parameters: list[AttributeValue]) -> AttributeValue:
@@ -88,7 +88,7 @@ def operand(node: ast.Expr, refs: Placeholders) -> str:
         raise malformed(f"Unexpected function {node.name}")  # best guess
     if isinstance(node, ast.Arith):
         return f"{operand(node.left, refs)} {node.op} {operand(node.right, refs)}"
-    return refs.value(bind(node, refs.parameters))
+    return refs.value(node)
 
 
 def condition(node: ast.Expr, refs: Placeholders) -> str:
@@ -112,8 +112,7 @@ def condition(node: ast.Expr, refs: Placeholders) -> str:
             isinstance(node.args[0], ast.Path):
         second = node.args[1]
         if node.name == "attribute_type":
-            type_name = bind(second, refs.parameters)
-            return f"attribute_type({refs.path(node.args[0])}, {refs.value(type_name)})"
+            return f"attribute_type({refs.path(node.args[0])}, {refs.value(second)})"
         return f"{node.name}({refs.path(node.args[0])}, {operand(second, refs)})"
     raise malformed("Unexpected condition")  # best guess: DynamoDB's detail is not recorded
 
