@@ -80,8 +80,31 @@ def test_select_without_the_partition_key_scans(ddb, table):
     """Without an equality on the partition key the table is scanned with the WHERE as its filter."""
     got = run(ddb, f'SELECT * FROM "{table}" WHERE n > ? AND sk < 2', {"N": "5"})
     assert keys_of(got["Items"]) == [("p1", "0"), ("p1", "1"), ("p2", "0"), ("p2", "1")]
-    got = run(ddb, f"SELECT * FROM \"{table}\" WHERE pk = 'p0' OR pk = 'p2'")
-    assert len(got["Items"]) == 8
+
+
+def test_select_partitions_by_in_or_or(ddb, table):
+    """A partition key fixed by IN or by OR of equalities reads each partition by a Query, in the order named, each
+    partition once; charged as those Queries; paged across partitions by Limit and NextToken."""
+    native = [ddb.query(TableName=table, KeyConditionExpression="pk = :p", ReturnConsumedCapacity="TOTAL",
+                        ExpressionAttributeValues={":p": {"S": p}}) for p in ("p2", "p0")]
+    expected = native[0]["Items"] + native[1]["Items"]
+    for where in ("pk IN ['p2', 'p0', 'p2']", "pk = 'p2' OR pk = 'p0'", "(pk = ? OR pk = 'p0')"):
+        parameters = [{"S": "p2"}] if "?" in where else []
+        got = run(ddb, f'SELECT * FROM "{table}" WHERE {where}', *parameters, ReturnConsumedCapacity="TOTAL")
+        assert got["Items"] == expected
+        assert got["ConsumedCapacity"]["CapacityUnits"] == sum(q["ConsumedCapacity"]["CapacityUnits"] for q in native)
+    got = run(ddb, f"SELECT sk FROM \"{table}\" WHERE pk IN ['p2', 'p0'] AND sk > 1")
+    assert [(item["sk"]["N"]) for item in got["Items"]] == ["2", "3", "2", "3"]
+    seen, token, pages = [], None, 0
+    while True:
+        page = run(ddb, f"SELECT * FROM \"{table}\" WHERE pk IN ['p2', 'p0']", Limit=3,
+                   **({"NextToken": token} if token else {}))
+        seen.extend(page["Items"])
+        pages += 1
+        token = page.get("NextToken")
+        if token is None:
+            break
+    assert seen == expected and pages >= 3
 
 
 @pytest.mark.parametrize(("where", "expected"), [
@@ -292,12 +315,13 @@ def test_transaction_token_is_idempotent(ddb):
     name = create_table(ddb, unique_name("pqltok"), range_type=None)
     ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "0"}})
     statements = [{"Statement": f"UPDATE \"{name}\" SET n = n + 1 WHERE pk = 'a'"}]
+    token = name  # unique: tokens outlive a test run on a shared store
     for _ in range(2):
-        ddb.execute_transaction(TransactStatements=statements, ClientRequestToken="pql-token-1")
+        ddb.execute_transaction(TransactStatements=statements, ClientRequestToken=token)
     assert ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "1"}
     with pytest.raises(ClientError) as excinfo:
         ddb.execute_transaction(TransactStatements=statements * 1 + [
-            {"Statement": f"DELETE FROM \"{name}\" WHERE pk = 'b'"}], ClientRequestToken="pql-token-1")
+            {"Statement": f"DELETE FROM \"{name}\" WHERE pk = 'b'"}], ClientRequestToken=token)
     assert error_of(excinfo)[0] == "IdempotentParameterMismatchException"
 
 
@@ -368,3 +392,21 @@ def test_batch_limits(ddb, table):
         ddb.batch_execute_statement(Statements=[
             statement, {"Statement": f"DELETE FROM \"{table}\" WHERE pk = 'p9' AND sk = 1"}])
     assert error_of(excinfo)[0] == "ValidationException"
+
+
+def test_transaction_exists_is_a_condition_check(ddb):
+    """EXISTS(SELECT ...) on a whole key checks the item is there (and meets the rest of the WHERE) without
+    writing it; false, it cancels the transaction. Outside a transaction it is refused."""
+    name = create_table(ddb, unique_name("pqlex"), range_type=None)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    ddb.execute_transaction(TransactStatements=[
+        {"Statement": f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a' AND n = 1)"},
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'b'}}"}])
+    assert "Item" in ddb.get_item(TableName=name, Key={"pk": {"S": "b"}})
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=[
+            {"Statement": f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'zz')"},
+            {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'c'}}"}])
+    assert [r["Code"] for r in excinfo.value.response["CancellationReasons"]] == ["ConditionalCheckFailed", "None"]
+    assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "c"}})
+    assert refused(ddb, f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a')")[0] == "ValidationException"

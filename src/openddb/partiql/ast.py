@@ -137,4 +137,11 @@ class Delete:
     returning: Returning | None
 
 
-Statement = Select | Insert | Update | Delete
+@dataclass(frozen=True, slots=True)
+class Exists:
+    """EXISTS(SELECT ...): a transaction's condition check on one item."""
+
+    select: Select
+
+
+Statement = Select | Insert | Update | Delete | Exists

@@ -20,7 +20,7 @@ from openddb.model.schema import TableMeta
 from openddb.operations import Get
 from openddb.partiql import ast
 from openddb.partiql.planner import plan_select, plan_write
-from openddb.partiql.statements import PARAMETERS, STATEMENT, parameters, parsed, run_write
+from openddb.partiql.statements import EXISTS_OUTSIDE, PARAMETERS, STATEMENT, parameters, parsed, run_write
 from openddb.partiql.transactions import NOT_ONE_ITEM
 
 MAX_STATEMENTS = 25
@@ -80,6 +80,8 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         if item is not None:
             answer["Item"] = item
         return answer
+    if isinstance(statement, ast.Exists):
+        raise ValidationException(EXISTS_OUTSIDE)
     write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     result = run_write(context, write)
     charges.add(write.operation.table, write_units(max(result.old_size, result.new_size)), False)

@@ -14,7 +14,7 @@ from openddb.partiql.lexer import Token, malformed, tokenize
 
 _COMPARISONS = {"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _FUNCTIONS = frozenset({"begins_with", "contains", "attribute_type", "size", "list_append", "set_add",
-                        "set_delete", "if_not_exists", "exists"})
+                        "set_delete", "if_not_exists"})
 _RETURNING = {("ALL", "OLD"): "ALL_OLD", ("MODIFIED", "OLD"): "UPDATED_OLD", ("ALL", "NEW"): "ALL_NEW",
               ("MODIFIED", "NEW"): "UPDATED_NEW"}
 
@@ -69,6 +69,11 @@ class _Parser:
             parsed = self.update()
         elif token.is_word("DELETE"):
             parsed = self.delete()
+        elif token.is_word("EXISTS"):
+            self.at += 1
+            self.expect("(")
+            parsed = ast.Exists(self.select())
+            self.expect(")")
         else:
             # DynamoDB's words (aws-sdk-for-javascript-v3 issue 98, dynoxide PR 149)
             raise malformed("Expected data manipulation")
@@ -323,7 +328,7 @@ class _Parser:
 # Words that cannot be a bare identifier (a quoted one may be anything).
 _KEYWORDS = frozenset({"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "IS", "BETWEEN", "MISSING", "INSERT",
                        "INTO", "VALUE", "VALUES", "UPDATE", "SET", "REMOVE", "DELETE", "RETURNING", "ORDER", "BY",
-                       "ASC", "DESC", "TRUE", "FALSE", "NULL"})
+                       "ASC", "DESC", "TRUE", "FALSE", "NULL", "EXISTS"})
 
 
 def parse(statement: str) -> tuple[ast.Statement, int]:

@@ -24,7 +24,7 @@ from openddb.expressions import (
 from openddb.model import AttributeValue, Item
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
-from openddb.operations import Delete, Get, Put, Update
+from openddb.operations import ConditionCheck, Delete, Get, Put, Update
 from openddb.partiql import ast
 from openddb.partiql.translate import Placeholders, bind, condition, update_text
 from openddb.storage.base import Engine, StorageKey
@@ -41,11 +41,15 @@ class NativeRead:
 
     operation: Literal["Query", "Scan"]
     request: dict[str, Any]
+    # A partition key fixed by IN or by OR of equalities: one Query per partition, in order, each with the
+    # partition's value under `key_ref` in ExpressionAttributeValues.
+    partitions: tuple[AttributeValue, ...] = ()
+    key_ref: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class WritePlan:
-    operation: Put | Update | Delete
+    operation: Put | Update | Delete | ConditionCheck
     returning: ast.Returning | None
     insert: bool  # a failed condition is a DuplicateItemException
 
@@ -112,6 +116,8 @@ class _SelectPlan:
     refs: Placeholders
     key: tuple[tuple[str, ast.Expr], ...] = ()  # Get: the value of each key attribute
     projection: Projection | None = None  # Get
+    partitions: tuple[ast.Expr, ...] = ()  # Query of several partitions (see NativeRead)
+    key_ref: str = ""
 
 
 _PLANS: dict[tuple[str, int, int], _SelectPlan] = {}
@@ -136,7 +142,25 @@ def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[
         request["ExpressionAttributeValues"] = plan.refs.bound(parameters)
     if consistent:
         request["ConsistentRead"] = True
-    return NativeRead(plan.operation, request)
+    partitions: list[AttributeValue] = []
+    for node in plan.partitions:  # each partition once, in the order the statement names them
+        value = bind(node, parameters)
+        if value not in partitions:
+            partitions.append(value)
+    return NativeRead(plan.operation, request, tuple(partitions), plan.key_ref)
+
+
+def _partition_options(node: ast.Expr, name: str) -> tuple[ast.Expr, ...] | None:
+    """The values of `name IN [...]`, or of `name = a OR name = b ...`: the partitions a SELECT reads."""
+    if isinstance(node, ast.In):
+        if _attribute(node.operand) == name and all(_is_value(option) for option in node.options):
+            return node.options
+        return None
+    if isinstance(node, ast.Or):
+        left, right = _partition_options(node.left, name), _partition_options(node.right, name)
+        return None if left is None or right is None else left + right
+    found = equality(node)
+    return (found[1],) if found is not None and found[0] == name else None
 
 
 def _key_names(meta: TableMeta, index: IndexMeta | None) -> tuple[list[str], list[str]]:
@@ -162,6 +186,15 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
             fixed[found[0]] = found[1]
         else:
             rest.append(part)
+    options: tuple[ast.Expr, ...] = ()
+    if len(hash_names) == 1 and not fixed:  # a partition key fixed by IN or OR: a Query per partition
+        for part in rest:
+            found_options = _partition_options(part, hash_names[0])
+            if found_options is not None:
+                options = found_options
+                fixed[hash_names[0]] = options[0]
+                rest.remove(part)
+                break
     refs = Placeholders()
     request: dict[str, Any] = {"TableName": meta.name}
     if index is not None:
@@ -179,18 +212,19 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
             key_parts.append(ranged[0])
             rest.remove(ranged[0])
     whole_key = [found for found in map(equality, key_parts) if found is not None]
-    if index is None and not rest and len(whole_key) == len(hash_names) + len(range_names):
+    if index is None and not rest and not options and len(whole_key) == len(hash_names) + len(range_names):
         projection = None
         if select.projection:
             projection = compile_projection(request["ProjectionExpression"], ExpressionAttributes(refs.names, None))
         return _SelectPlan("Get", {}, refs, tuple(whole_key), projection)
+    key_ref = f":{len(refs.nodes)}"  # the first key part's value: the partition key's (see NativeRead.key_ref)
     request["KeyConditionExpression"] = _joined(key_parts, refs)
     filter_text = _joined(rest, refs)
     if filter_text is not None:
         request["FilterExpression"] = filter_text
     if select.descending:
         request["ScanIndexForward"] = False
-    return _SelectPlan("Query", {**request, **refs.members()}, refs)
+    return _SelectPlan("Query", {**request, **refs.members()}, refs, partitions=options, key_ref=key_ref)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +311,26 @@ def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeVa
     return WritePlan(operation, delete.returning, False)
 
 
-def plan_write(engine: Engine, statement: ast.Insert | ast.Update | ast.Delete, parameters: list[AttributeValue],
-               on_failure: Any, capacity: bool) -> WritePlan:
+def plan_exists(engine: Engine, exists: ast.Exists, parameters: list[AttributeValue], on_failure: Any) -> WritePlan:
+    """EXISTS(SELECT ... WHERE <the whole key> [AND ...]): a condition check that the item exists (and meets the
+    rest of the WHERE)."""
+    if exists.select.where is None:
+        raise ValidationException(MISSING_KEY)
+    target = _target(engine, exists.select.table, exists.select.where, parameters)
+    refs = target.refs
+    text = f"attribute_exists({refs.name(target.meta.hash_key.name)})"
+    extra = _joined(target.rest, refs)
+    if extra is not None:
+        text += f" AND ({extra})"
+    condition_ = compile_condition(text, ExpressionAttributes(refs.names, refs.bound(parameters)))
+    return WritePlan(ConditionCheck(target.meta, target.key_item, target.key, condition_, on_failure, False), None,
+                     False)
+
+
+def plan_write(engine: Engine, statement: ast.Insert | ast.Update | ast.Delete | ast.Exists,
+               parameters: list[AttributeValue], on_failure: Any, capacity: bool) -> WritePlan:
+    if isinstance(statement, ast.Exists):
+        return plan_exists(engine, statement, parameters, on_failure)
     if isinstance(statement, ast.Insert):
         return plan_insert(engine, statement, parameters, capacity)
     if isinstance(statement, ast.Update):

@@ -3,14 +3,8 @@ operations or the Query/Scan DynamoDB would run, and answered in ExecuteStatemen
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 from typing import Any
 
-import orjson
-
-from openddb.api import reads
 from openddb.api import validation as v
 from openddb.api.capacity import capacity_with_indexes, consumed_capacity, write_units
 from openddb.api.context import RequestContext
@@ -21,8 +15,9 @@ from openddb.model.indexes import index_write_units
 from openddb.model.values import validate_value
 from openddb.operations import Get, Update
 from openddb.partiql import ast
+from openddb.partiql.pages import read_page
 from openddb.partiql.parser import parse
-from openddb.partiql.planner import NativeRead, WritePlan, plan_select, plan_write
+from openddb.partiql.planner import WritePlan, plan_select, plan_write
 from openddb.storage.base import WriteResult
 
 _ON_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
@@ -39,10 +34,10 @@ EXECUTE_STATEMENT = v.Struct({
 })
 # best guess at the wordings below: DynamoDB's are not recorded in the sources searched
 PARAMETER_COUNT = "Number of parameters in request and statement don't match."
-_BAD_TOKEN = "Invalid NextToken"
-_OTHER_STATEMENT = "The NextToken was issued for a different statement"
 # DynamoDB's words for an INSERT onto an existing key (DuplicateItemException): best guess, not recorded.
 DUPLICATE = "Duplicate primary key exists in table"
+# best guess at the wording: EXISTS is documented for transactions only (Developer Guide, "PartiQL functions")
+EXISTS_OUTSIDE = "EXISTS can only be used in a statement of ExecuteTransaction"
 
 _PARSED: dict[str, tuple[ast.Statement, int]] = {}
 _PARSED_MAX = 1024
@@ -76,7 +71,9 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
         plan = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
         if isinstance(plan, Get):
             return _get_response(context, plan, mode)
-        return _read(context, plan, request, text)
+        return read_page(context, plan, request, text)
+    if isinstance(statement, ast.Exists):
+        raise ValidationException(EXISTS_OUTSIDE)
     capacity = mode in ("TOTAL", "INDEXES")
     write = plan_write(context.engine, statement, bound, request.get("ReturnValuesOnConditionCheckFailure"),
                        capacity)
@@ -127,43 +124,6 @@ def _get_response(context: RequestContext, get: Get, mode: Any) -> dict[str, Any
     consumed = consumed_capacity(get.table, mode, units, read=True)
     if consumed is not None:
         response["ConsumedCapacity"] = consumed
-    return response
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-def _start_key(token: str, text: str) -> Any:
-    try:
-        decoded = orjson.loads(base64.b64decode(token, validate=True))
-        digest, key = decoded["s"], decoded["k"]
-    except (binascii.Error, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise ValidationException(_BAD_TOKEN) from None
-    if digest != _digest(text):
-        raise ValidationException(_OTHER_STATEMENT)
-    return key
-
-
-def _read(context: RequestContext, plan: NativeRead, request: dict[str, Any], text: str) -> dict[str, Any]:
-    """The Query or Scan the SELECT is, one page of it; NextToken carries its LastEvaluatedKey and which statement
-    it belongs to (a token is good only for the statement that returned it)."""
-    native = dict(plan.request)
-    for member in ("Limit", "ReturnConsumedCapacity"):
-        if request.get(member) is not None:
-            native[member] = request[member]
-    token = request.get("NextToken")
-    if token is not None:
-        native["ExclusiveStartKey"] = _start_key(token, text)
-    context.keys_in_filter = True
-    page = reads.run_query(context, native) if plan.operation == "Query" else reads.run_scan(context, native)
-    response: dict[str, Any] = {"Items": page.get("Items", [])}
-    last = page.get("LastEvaluatedKey")
-    if last is not None:
-        response["NextToken"] = base64.b64encode(orjson.dumps({"s": _digest(text), "k": last})).decode()
-        response["LastEvaluatedKey"] = last
-    if "ConsumedCapacity" in page:
-        response["ConsumedCapacity"] = page["ConsumedCapacity"]
     return response
 
 
