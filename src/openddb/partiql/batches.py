@@ -33,8 +33,9 @@ BATCH_EXECUTE_STATEMENT = v.Struct({
     }), required=True, min_len=1, max_len=MAX_STATEMENTS),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
-# best guess at the wording: DynamoDB's is not recorded in the sources searched (its Developer Guide says a
-# batch is all reads or all writes)
+# The rules: "The entire batch must consist of either read statements or write statements" and "Each read
+# statement ... must specify an equality condition on all key attributes" (API Reference, BatchExecuteStatement).
+# best guess at the wording of the refusal: DynamoDB's is not recorded in the sources searched
 MIXED = "Batch must consist of either all read statements or all write statements"
 _CODES: dict[type[DynamoDBError], str] = {
     ConditionalCheckFailedException: "ConditionalCheckFailed",

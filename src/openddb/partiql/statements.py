@@ -36,7 +36,8 @@ EXECUTE_STATEMENT = v.Struct({
 PARAMETER_COUNT = "Number of parameters in request and statement don't match."
 # DynamoDB's words for an INSERT onto an existing key (DuplicateItemException): best guess, not recorded.
 DUPLICATE = "Duplicate primary key exists in table"
-# best guess at the wording: EXISTS is documented for transactions only (Developer Guide, "PartiQL functions")
+# best guess at the wording: "The EXISTS function can only be used in transactions" (Developer Guide, "Using the
+# EXISTS function with PartiQL for DynamoDB"), how DynamoDB refuses it elsewhere is not recorded
 EXISTS_OUTSIDE = "EXISTS can only be used in a statement of ExecuteTransaction"
 
 _PARSED: dict[str, tuple[ast.Statement, int]] = {}
@@ -78,6 +79,7 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     write = plan_write(context.engine, statement, bound, request.get("ReturnValuesOnConditionCheckFailure"),
                        capacity)
     result = run_write(context, write)
+    # "For the write operations this value will be empty" (API Reference, ExecuteStatement, Items), but for RETURNING
     response: dict[str, Any] = {"Items": []}
     attributes = returned(write, result)
     if attributes:

@@ -25,6 +25,9 @@ EXECUTE_TRANSACTION = v.Struct({
     "ClientRequestToken": v.Str(min_len=1, max_len=36),
     "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
 })
+# The rule: "The entire transaction must consist of either read statements or write statements ... The EXISTS
+# function is an exception" (Developer Guide, "Performing transactions with PartiQL for DynamoDB"); a write
+# transaction returns nothing ("This statement doesn't return any values for Write operations").
 # best guess at both wordings: DynamoDB's are not recorded in the sources searched
 MIXED = "The transaction must contain only read statements or only write statements"
 NOT_ONE_ITEM = "A transaction's SELECT must read one item, with an equality on every key attribute"
