@@ -4,8 +4,6 @@ same refusal as a transaction's cancellation reason (`outcome`)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from openddb.api.keys import parse_key
@@ -33,7 +31,7 @@ def test_put_describes_itself_and_applies():
     assert put.apply(None) == put.item
     with pytest.raises(ConditionalCheckFailedException):
         put.apply(OLD)
-    blind = dataclasses.replace(put, condition=None)
+    blind = put._replace(condition=None)
     assert not blind.needs_old and blind.write_op().blind  # no condition, nothing returned, no index: blind
 
 

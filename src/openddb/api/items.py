@@ -149,13 +149,14 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     attrs.check_all_used()
     meta = context.table(request["TableName"])
     _, key = parse_key(meta, request["Key"])
-    item, units = Get(meta, key, projection, bool(request.get("ConsistentRead"))).run(context.engine)
+    get = Get(meta, key, projection, bool(request.get("ConsistentRead")))
+    item, size = get.run(context.engine)
     response: dict[str, Any] = {}
     if item is not None:
         response["Item"] = item
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None:
-        consumed = consumed_capacity(meta, mode, units, read=True)
+        consumed = consumed_capacity(meta, mode, get.units(size), read=True)
         if consumed is not None:
             response["ConsumedCapacity"] = consumed
     return response

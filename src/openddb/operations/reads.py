@@ -7,7 +7,7 @@ for the readers of operations (authorization, metering)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -17,26 +17,31 @@ from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine, StorageKey
 
 
-@dataclass(frozen=True, slots=True)
-class Get:
+class Get(NamedTuple):
+    """Immutable, as every operation (a NamedTuple: built on every read in a fraction of a frozen dataclass's
+    time)."""
+
     table: TableMeta
     key: StorageKey
     projection: Projection | None
     consistent: bool
 
-    def run(self, engine: Engine) -> tuple[Any, float]:
-        """(the item as the response carries it, or None if there is none; the read units it costs)."""
+    def run(self, engine: Engine) -> tuple[Any, int]:
+        """(the item as the response carries it, or None if there is none; the size it is charged on)."""
         row = engine.get(self.table, self.key)
-        units = read_units(row.size if row else 0, self.consistent)
         if row is None:
-            return None, units
+            return None, 0
         # The stored JSON is the wire JSON: without a projection it is sent as it is, never parsed.
         if self.projection is None:
-            return orjson.Fragment(row.data), units
-        return self.projection.apply(orjson.loads(row.data)), units
+            return orjson.Fragment(row.data), row.size
+        return self.projection.apply(orjson.loads(row.data)), row.size
+
+    def units(self, size: int) -> float:
+        """The read units a read of `size` bytes costs."""
+        return read_units(size, self.consistent)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadPlan:
     """The compiled, validated parts a Query and a Scan page share."""
 

@@ -75,8 +75,8 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
-        item, units = plan.run(context.engine)
-        charges.add(plan.table, units, True)
+        item, size = plan.run(context.engine)
+        charges.add(plan.table, plan.units(size), True)
         answer: dict[str, Any] = {"TableName": plan.table.name}
         if item is not None:
             answer["Item"] = item

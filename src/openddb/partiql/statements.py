@@ -121,9 +121,9 @@ def write_capacity(write: WritePlan, result: WriteResult, mode: Any) -> dict[str
 
 
 def _get_response(context: RequestContext, get: Get, mode: Any) -> dict[str, Any]:
-    item, units = get.run(context.engine)
+    item, size = get.run(context.engine)
     response: dict[str, Any] = {"Items": [] if item is None else [item]}
-    consumed = consumed_capacity(get.table, mode, units, read=True)
+    consumed = consumed_capacity(get.table, mode, get.units(size), read=True)
     if consumed is not None:
         response["ConsumedCapacity"] = consumed
     return response

@@ -4,7 +4,6 @@ writes (INSERT, UPDATE, DELETE) as its actions, or reads (SELECTs of one item ea
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from openddb.api import validation as v
@@ -54,7 +53,7 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
                           False)
         operation = plan.operation
         if isinstance(operation, Update):  # held to the item size limit, as a TransactWriteItems Update is
-            operation = dataclasses.replace(operation, size_rule="item")
+            operation = operation._replace(size_rule="item")
         actions.append(operation)
         inserts.append(plan.insert)
     try:
