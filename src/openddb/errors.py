@@ -167,6 +167,10 @@ class ConditionalCheckFailedException(DynamoDBError):
         return body
 
 
+class DuplicateItemException(DynamoDBError):
+    """A PartiQL INSERT found an item with its key already there."""
+
+
 class ItemCollectionSizeLimitExceededException(DynamoDBError):
     """An item collection (the items of one partition key value of a table with local secondary indexes, and their
     entries) grown past its limit. `collection`: (table id, partition hash) of the collection, for a transaction to

@@ -461,7 +461,7 @@ def test_large_legacy_requests_are_not_held_to_expression_limits(ddb, hash_table
 
 
 def test_a_client_cannot_send_the_internal_legacy_mark(server, hash_table):
-    """The member the rewriter marks legacy requests with is, sent by a client, an unknown member: ignored."""
+    """A member named as the rewriter's former in-request mark ("@legacy") is an unknown member: ignored."""
     pk = new_key()
     body = {"TableName": hash_table, "Key": {"pk": {"S": pk}}, "UpdateExpression": "ADD a :one",
             "ExpressionAttributeValues": {":one": {"N": "1"}}}

@@ -127,7 +127,7 @@ def test_unsupported_operation_over_raw_http(server):
 
 @pytest.mark.parametrize(("operation", "arguments"), [
     ("create_backup", {"TableName": "some-table", "BackupName": "nightly"}),
-    ("execute_statement", {"Statement": "SELECT * FROM \"some-table\""}),
+    ("list_exports", {}),
     ("list_backups", {"TableName": "some-table"}),
 ])
 def test_unsupported_operation_through_boto3(ddb, operation, arguments):

@@ -2,7 +2,7 @@
 
 PutItem, BatchWriteItem and a transaction's Put and Update hold the item to 409,600 bytes by the Developer Guide's
 size formulas ("Item sizes and formats"; numbers by the measured rule in model/numbers.py). UpdateItem adds its own
-accounting (api/items.py, `update_too_large`): what the update writes, plus 3 bytes for the update, 19 per action
+accounting (operations/writes.py `update_too_large`): what the update writes, plus 3 bytes for the update, 19 per action
 that writes a value, 2 per REMOVE, 1 more through a list index and 50 more for an arithmetic SET, with key
 attributes and untouched attributes left out (eu-west-2 bisections published by dynoxide; the 50 bytes rest on a
 single report). Every table here has a one-character key value, so the key attribute `pk` costs 3 bytes.

@@ -8,7 +8,7 @@ call, so a batch rejected for any reason writes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, item_size, validate_item
+from openddb.operations import Delete, Put
 from openddb.storage.base import StorageKey, WriteOp, WriteResult
 
 MAX_GET_KEYS = 100
@@ -227,23 +228,15 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
 # --- BatchWriteItem --------------------------------------------------------------------------------------
 
 
-def _put(item: Item) -> Callable[[Item | None], Item | None]:
-    return lambda old: item
-
-
-def _delete(old: Item | None) -> None:
-    return None
-
-
-def _write_op(meta: TableMeta, write: dict[str, Any]) -> tuple[StorageKey, Callable[[Item | None], Item | None]]:
-    """One PutRequest or DeleteRequest held to its table: its key and what it does to the item."""
+def _write_operation(meta: TableMeta, write: dict[str, Any], wants_capacity: bool) -> Put | Delete:
+    """One PutRequest or DeleteRequest held to its table: an unconditional Put or Delete."""
     put = write.get("PutRequest")
     if put is None:  # a DeleteRequest (exactly one of the two was checked)
-        _, key = parse_key(meta, write["DeleteRequest"]["Key"])
-        return key, _delete
+        key_item, key = parse_key(meta, write["DeleteRequest"]["Key"])
+        return Delete(meta, key_item, key, None, None, wants_capacity)
     item = validate_item(put["Item"])
     try:
-        _, key = item_key(meta, item)
+        key_item, key = item_key(meta, item)
     except KeySchemaMismatch:
         # A table key missing, wrong-typed or non-scalar is answered with the key-only wording here (captured
         # against DynamoDB, as reported in paritysuite/dynamodb-conformance PRs 46 and 60 and dynoxide issue 39).
@@ -251,7 +244,7 @@ def _write_op(meta: TableMeta, write: dict[str, Any]) -> tuple[StorageKey, Calla
     check_index_keys(meta, item)
     if exceeds_item_size(meta, item):
         raise ValidationException(MSG_ITEM_SIZE)
-    return key, _put(item)
+    return Put(meta, key_item, key, None, None, wants_capacity, item)
 
 
 def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -277,14 +270,13 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
     ops: list[WriteOp] = []
     seen_by_table: dict[int, set[StorageKey]] = {}  # by table id: a table may be named by name and by ARN
     for meta, requests in zip(metas, request_items.values(), strict=True):
-        blind = not wants_capacity and not meta.indexes  # no old items needed: write without reading them
         seen = seen_by_table.setdefault(meta.table_id, set())
         for write in requests:
-            key, apply = _write_op(meta, write)
-            if key in seen:
+            operation = _write_operation(meta, write, wants_capacity)
+            if operation.key in seen:
                 raise ValidationException(_DUPLICATES)
-            seen.add(key)
-            ops.append(WriteOp(meta, key, apply, blind))
+            seen.add(operation.key)
+            ops.append(operation.write_op())  # blind (no old item read) unless capacity or an index needs it
     tables = [(meta, len(requests)) for meta, requests in zip(metas, request_items.values(), strict=True)]
 
     results = context.engine.write(ops)

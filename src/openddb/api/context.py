@@ -15,6 +15,18 @@ DEFAULT_ACCOUNT = "000000000000"
 _TABLE_RESOURCE = re.compile(r"table/[^/]+")
 
 
+@dataclass(frozen=True, slots=True)
+class LegacyOrigin:
+    """What a legacy rewrite (`legacy`) wrote a request from, for the handlers and expression checks that word or
+    limit a rewritten member differently."""
+
+    # Every expression member the rewriter wrote: the limits on expressions (size, operators) are not the legacy
+    # parameters' limits, so they do not apply to it.
+    generated: frozenset[str] = frozenset()
+    query_filter: tuple[str, ...] | None = None  # a Query's FilterExpression came from QueryFilter (these names)
+    attribute_updates: bool = False  # an UpdateItem's UpdateExpression came from AttributeUpdates
+
+
 @dataclass(slots=True)
 class RequestContext:
     engine: Engine
@@ -25,6 +37,14 @@ class RequestContext:
     arns: dict[str, str] | None = None
     # The request's Host header: the address the client reached this server at (DescribeEndpoints answers with it).
     host: bytes = b""
+    legacy: LegacyOrigin | None = None  # set when the request was rewritten from legacy parameters
+    # A read run for a PartiQL SELECT: its filter may name key attributes (the conditions on them a Query's key
+    # condition cannot carry, which DynamoDB evaluates as a filter), which a native Query refuses.
+    keys_in_filter: bool = False
+
+    def generated(self, member: str) -> bool:
+        """True if the expression ``member`` was written from legacy parameters (see `LegacyOrigin.generated`)."""
+        return self.legacy is not None and member in self.legacy.generated
 
     def table(self, name_or_arn: str) -> TableMeta:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""

@@ -20,6 +20,7 @@ from openddb import clock
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.incoming import Caller, Incoming
+from openddb.api.legacy import REWRITERS, Rewriter
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
@@ -88,10 +89,13 @@ def _unsupported(operation: str) -> Handler:
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
     from openddb.api import backups, batch, items, reads, tables, tags, transactions, ttl
+    from openddb.partiql import batches, statements
+    from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
-    for module in (tables, backups, tags, items, reads, batch, transactions, ttl):
+    for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
+                   partiql_transactions):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 
@@ -114,9 +118,7 @@ def _handlers() -> dict[bytes, Handler]:
     return routes
 
 
-def _rewriters() -> dict[bytes, Callable[[dict[str, Any]], dict[str, Any]]]:
-    from openddb.api.legacy import REWRITERS
-
+def _rewriters() -> dict[bytes, Rewriter]:
     return {TARGET_PREFIX + name.encode(): rewrite for name, rewrite in REWRITERS.items()}
 
 
@@ -277,11 +279,12 @@ class Dispatcher:
         """The handler's answer (legacy parameters rewritten first); a call that met a catalog change before it
         wrote anything runs again, as attempts of one request."""
         rewrite = self.rewriters.get(incoming.target)
-        given = request if rewrite is None else rewrite(request)
+        given, legacy = (request, None) if rewrite is None else rewrite(request)
         REQUEST_BYTES.set(len(incoming.body))
         request_id = incoming.request_id.decode()
         for attempt in range(_CATALOG_ATTEMPTS):
-            context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host)
+            context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host,
+                                     legacy=legacy)
             try:
                 response = handler(context, given)
                 break

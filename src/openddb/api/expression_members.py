@@ -9,7 +9,6 @@ from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.limits import MAX_EXPRESSION_BYTES, MAX_PLACEHOLDER_BYTES, MAX_SUBSTITUTION_BYTES
-from openddb.api.rewrite_marks import generated
 from openddb.errors import ValidationException
 from openddb.expressions import ExpressionAttributes
 from openddb.model import AttributeValue
@@ -104,14 +103,15 @@ def _check_placeholder_length(member: str, key: str) -> None:
                                   f"bytes; key: \"{key}\"")
 
 
-def expression_text(request: dict[str, Any], member: str) -> str | None:
-    """An expression member's text, rejecting empty and over-long strings as DynamoDB does."""
+def expression_text(request: dict[str, Any], member: str, generated: bool = False) -> str | None:
+    """An expression member's text, rejecting empty and over-long strings as DynamoDB does (a `generated` one,
+    written from legacy parameters, has no size limit)."""
     text: str | None = request.get(member)  # a string: the request shape was validated
     if text is None:
         return None
     if not text:
         raise ValidationException(f"Invalid {member}: The expression can not be empty;")
-    if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES and not generated(request, member):
+    if len(text.encode("utf-8")) > MAX_EXPRESSION_BYTES and not generated:
         # Every kind's refusal ends with the size (issue 30; quoted from real responses for a ConditionExpression,
         # "expression size: 200004" (scylladb), and a Query's FilterExpression, "expression size: 5872").
         size = len(text.encode("utf-8"))

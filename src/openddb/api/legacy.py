@@ -9,21 +9,25 @@ and one evaluator serve both forms. A request without legacy members is returned
 test per member.
 
 Checks that need the table's key schema stay with the handlers. For those whose wording differs between the
-legacy and the expression form, the rewritten request carries ``LEGACY_MARK`` (see ``rewrite_marks``).
+legacy and the expression form, a rewriter answers with the rewritten request a ``LegacyOrigin`` (what it wrote
+from what), which the dispatcher hands the handler on its ``RequestContext``: the request stays DynamoDB's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from openddb.api import batch, items, reads
 from openddb.api import validation as v
-from openddb.api.rewrite_marks import LEGACY_MARK
+from openddb.api.context import LegacyOrigin
 from openddb.errors import ValidationException
 from openddb.model import AttributeValue
 from openddb.model.values import compare_values, type_of, validate_value
 
-Rewriter = Callable[[dict[str, Any]], dict[str, Any]]
+# rewrite(request) -> (the request using only expression parameters, what was rewritten; None if nothing was).
+Rewriter = Callable[[dict[str, Any]], tuple[dict[str, Any], LegacyOrigin | None]]
 
 _INVALID = "One or more parameter values were invalid: "
 # DynamoDB lists the enum members in this (hash-set) order in its validation messages.
@@ -90,14 +94,14 @@ def _invalid_entry(detail: str) -> ValidationException:
 
 
 _SHAPE_CACHE: dict[str, v.Struct] = {}
-# Operation -> (module holding its handler, name of its request shape, legacy members it accepts).
-_SHAPE_SOURCES = {
-    "PutItem": ("items", "PUT_ITEM", ("Expected", "ConditionalOperator")),
-    "UpdateItem": ("items", "UPDATE_ITEM", ("AttributeUpdates", "Expected", "ConditionalOperator")),
-    "DeleteItem": ("items", "DELETE_ITEM", ("Expected", "ConditionalOperator")),
-    "GetItem": ("items", "GET_ITEM", ("AttributesToGet",)),
-    "Query": ("reads", "QUERY", ("AttributesToGet", "KeyConditions", "QueryFilter", "ConditionalOperator")),
-    "Scan": ("reads", "SCAN", ("AttributesToGet", "ScanFilter", "ConditionalOperator")),
+# Operation -> (its request shape, legacy members it accepts).
+_SHAPE_SOURCES: dict[str, tuple[v.Struct, tuple[str, ...]]] = {
+    "PutItem": (items.PUT_ITEM, ("Expected", "ConditionalOperator")),
+    "UpdateItem": (items.UPDATE_ITEM, ("AttributeUpdates", "Expected", "ConditionalOperator")),
+    "DeleteItem": (items.DELETE_ITEM, ("Expected", "ConditionalOperator")),
+    "GetItem": (items.GET_ITEM, ("AttributesToGet",)),
+    "Query": (reads.QUERY, ("AttributesToGet", "KeyConditions", "QueryFilter", "ConditionalOperator")),
+    "Scan": (reads.SCAN, ("AttributesToGet", "ScanFilter", "ConditionalOperator")),
 }
 
 
@@ -108,10 +112,8 @@ def _shape(operation: str) -> v.Struct:
     before any semantic check of the legacy members."""
     shape = _SHAPE_CACHE.get(operation)
     if shape is None:
-        module_name, shape_name, members = _SHAPE_SOURCES[operation]
-        module = __import__(f"openddb.api.{module_name}", fromlist=[shape_name])
-        base = getattr(module, shape_name, None)
-        fields: dict[str, v.Shape] = dict(base.fields) if isinstance(base, v.Struct) else {}
+        base, members = _SHAPE_SOURCES[operation]
+        fields: dict[str, v.Shape] = dict(base.fields)
         for member in members:
             fields[member] = SHAPES[member]
         shape = _SHAPE_CACHE[operation] = v.Struct(fields)
@@ -122,8 +124,7 @@ def _batch_get_shape() -> v.Struct:
     """BatchGetItem's request shape with the legacy AttributesToGet shape inside each table's entry."""
     shape = _SHAPE_CACHE.get("BatchGetItem")
     if shape is None:
-        base = getattr(__import__("openddb.api.batch", fromlist=["BATCH_GET_ITEM"]), "BATCH_GET_ITEM", None)
-        fields: dict[str, v.Shape] = dict(base.fields) if isinstance(base, v.Struct) else {}
+        fields: dict[str, v.Shape] = dict(batch.BATCH_GET_ITEM.fields)
         tables = fields.get("RequestItems")
         if isinstance(tables, v.Map) and isinstance(tables.value, v.Struct):
             entry = v.Struct({**tables.value.fields, "AttributesToGet": ATTRIBUTES_TO_GET})
@@ -381,12 +382,12 @@ def _write_rewriter(operation: str, updates: bool) -> Rewriter:
     legacy = ("AttributeUpdates", "Expected", "ConditionalOperator") if updates else ("Expected", "ConditionalOperator")
     expressions = ("UpdateExpression", "ConditionExpression") if updates else ("ConditionExpression",)
 
-    def rewrite(request: dict[str, Any]) -> dict[str, Any]:
+    def rewrite(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
         if "Expected" not in request and "ConditionalOperator" not in request and (
                 not updates or "AttributeUpdates" not in request):
-            return request
+            return request, None
         if not _present(request, legacy):
-            return request
+            return request, None
         v.validate_item_request(_shape(operation), request, update=updates)
         try:
             return _rewritten(request)
@@ -395,24 +396,25 @@ def _write_rewriter(operation: str, updates: bool) -> Rewriter:
                 raise v.counted_request_error(error) from None
             raise
 
-    def _rewritten(request: dict[str, Any]) -> dict[str, Any]:
+    def _rewritten(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin]:
         _check_not_mixed(request, legacy, expressions)
         _check_placeholders(request, expressions, expressions, name_missing=operation != "PutItem")
         expected = request.get("Expected")
         _check_conditional_operator(request, expected)
         refs = _Placeholders(request)
-        out = {k: val for k, val in request.items() if k not in legacy and k != LEGACY_MARK}
+        out = {k: val for k, val in request.items() if k not in legacy}
+        origin = LegacyOrigin()
         if updates and request.get("AttributeUpdates") is not None:
             text = _update_text(refs, request["AttributeUpdates"])
             if text is not None:
                 out["UpdateExpression"] = text
-                out[LEGACY_MARK] = {"AttributeUpdates": True}
+                origin = LegacyOrigin(attribute_updates=True)
         if expected is not None:
             text = _condition_text(refs, _validate_expected(expected), request.get("ConditionalOperator"))
             if text is not None:
                 out["ConditionExpression"] = text
         refs.store(out)
-        return out
+        return out, origin
 
     return rewrite
 
@@ -428,23 +430,23 @@ def _attributes_to_get(entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _get_item(request: dict[str, Any]) -> dict[str, Any]:
+def _get_item(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
     if request.get("AttributesToGet") is None:
-        return request
+        return request, None
     v.validate_item_request(_shape("GetItem"), request)
-    return _attributes_to_get(request)
+    return _attributes_to_get(request), LegacyOrigin()
 
 
-def _query(request: dict[str, Any]) -> dict[str, Any]:
+def _query(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
     if ("KeyConditions" not in request and "QueryFilter" not in request and "AttributesToGet" not in request
             and "ConditionalOperator" not in request):
-        return request
+        return request, None
     legacy = ["AttributesToGet", "QueryFilter", "ConditionalOperator"]
     if request.get("KeyConditionExpression") is not None:
         # KeyConditions mix with FilterExpression/ProjectionExpression; only KeyConditionExpression excludes it.
         legacy.append("KeyConditions")
     if not _present(request, ("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions")):
-        return request
+        return request, None
     v.validate(_shape("Query"), request)
     expressions = ("ProjectionExpression", "FilterExpression", "KeyConditionExpression")
     _check_not_mixed(request, legacy, expressions)
@@ -456,7 +458,8 @@ def _query(request: dict[str, Any]) -> dict[str, Any]:
         _check_select(request)
     refs = _Placeholders(request)
     out = {k: val for k, val in request.items()
-           if k not in ("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions", LEGACY_MARK)}
+           if k not in ("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions")}
+    origin = LegacyOrigin()
     key_conditions = request.get("KeyConditions")
     if key_conditions is not None:
         checked = _validate_conditions(key_conditions, "keyConditions")
@@ -470,19 +473,19 @@ def _query(request: dict[str, Any]) -> dict[str, Any]:
         text = _condition_text(refs, checked, request.get("ConditionalOperator"))
         if text is not None:
             out["FilterExpression"] = text
-            out[LEGACY_MARK] = {"QueryFilter": tuple(query_filter)}
+            origin = LegacyOrigin(query_filter=tuple(query_filter))
     if attributes is not None:
         out["ProjectionExpression"] = _projection(refs, attributes)
     refs.store(out)
-    return out
+    return out, origin
 
 
-def _scan(request: dict[str, Any]) -> dict[str, Any]:
+def _scan(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
     if "ScanFilter" not in request and "AttributesToGet" not in request and "ConditionalOperator" not in request:
-        return request
+        return request, None
     legacy = ("AttributesToGet", "ScanFilter", "ConditionalOperator")
     if not _present(request, legacy):
-        return request
+        return request, None
     v.validate(_shape("Scan"), request)
     expressions = ("ProjectionExpression", "FilterExpression")
     _check_not_mixed(request, legacy, expressions)
@@ -502,15 +505,15 @@ def _scan(request: dict[str, Any]) -> dict[str, Any]:
     if attributes is not None:
         out["ProjectionExpression"] = _projection(refs, attributes)
     refs.store(out)
-    return out
+    return out, LegacyOrigin()
 
 
-def _batch_get_item(request: dict[str, Any]) -> dict[str, Any]:
+def _batch_get_item(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
     tables = request.get("RequestItems")
     if not isinstance(tables, dict):
-        return request
+        return request, None
     if not any(isinstance(entry, dict) and entry.get("AttributesToGet") is not None for entry in tables.values()):
-        return request
+        return request, None
     v.validate(_batch_get_shape(), request)
     # One table's AttributesToGet and another's ProjectionExpression mix the two forms in one request too
     # (captured against DynamoDB, ExtendDB PR 178).
@@ -519,22 +522,17 @@ def _batch_get_item(request: dict[str, Any]) -> dict[str, Any]:
                      members[:1], members[1:])
     rewritten = {table: _attributes_to_get(entry) if entry.get("AttributesToGet") is not None else entry
                  for table, entry in tables.items()}
-    return {**request, "RequestItems": rewritten}
+    return {**request, "RequestItems": rewritten}, LegacyOrigin()
 
 
 def _marked(rewrite: Rewriter) -> Rewriter:
-    """`rewrite`, marking the expression members it writes (see `generated`); a LEGACY_MARK the client sent is an
-    unknown member, dropped."""
-    def run(request: dict[str, Any]) -> dict[str, Any]:
-        if LEGACY_MARK in request:
-            request = {k: val for k, val in request.items() if k != LEGACY_MARK}
-        out = rewrite(request)
-        if out is request:  # no legacy members: the common case costs one call
-            return out
-        written = tuple(m for m in _EXPRESSIONS if m not in request and m in out)
-        if written:
-            out[LEGACY_MARK] = {**out.get(LEGACY_MARK, {}), "generated": written}
-        return out
+    """`rewrite`, its origin naming the expression members it wrote (see `LegacyOrigin.generated`)."""
+    def run(request: dict[str, Any]) -> tuple[dict[str, Any], LegacyOrigin | None]:
+        out, origin = rewrite(request)
+        if origin is None:  # no legacy members: the common case costs one call
+            return out, None
+        written = frozenset(m for m in _EXPRESSIONS if m not in request and m in out)
+        return out, dataclasses.replace(origin, generated=written)
 
     return run
 

@@ -9,16 +9,14 @@ filter, and then carries a LastEvaluatedKey even if nothing follows, as DynamoDB
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from openddb.api import validation as v
 from openddb.api.capacity import consumed_capacity, read_units
-from openddb.api.context import RequestContext
+from openddb.api.context import LegacyOrigin, RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.index_reads import (
     IndexReadPlan,
@@ -32,24 +30,21 @@ from openddb.api.index_reads import (
     start_key,
 )
 from openddb.api.keys import empty_key, key_value_bytes, storage_key
-from openddb.api.rewrite_marks import generated, legacy_origin
 from openddb.errors import DynamoDBError, ValidationException, invalid
 from openddb.expressions import (
-    Condition,
     ExpressionAttributes,
-    Projection,
     compile_condition,
     compile_key_condition,
     compile_projection,
 )
-from openddb.expressions.ast import ExpressionError, Path
-from openddb.expressions.cache import condition_tree
+from openddb.expressions.ast import ExpressionError
 from openddb.expressions.compiler import invalid as invalid_expression
 from openddb.expressions.keycondition import key_clauses
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import validate_item
+from openddb.operations.reads import ReadPlan
 from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
 
 MAX_PAGE_BYTES = 1024 * 1024
@@ -102,19 +97,6 @@ _START_OUTSIDE = "The provided starting key is outside query boundaries based on
 _START_RANGE = "The provided starting key does not match the range key predicate"
 
 
-@dataclass(slots=True)
-class ReadPlan:
-    """The compiled, validated parts Query and Scan share."""
-
-    meta: TableMeta
-    select: str
-    projection: Projection | None
-    filter: Condition | None
-    limit: int | None
-    consistent: bool
-    capacity_mode: str | None
-
-
 def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
     """Shape errors plus the Select/projection rules, reported together in DynamoDB's envelope."""
     errors: list[str] = []
@@ -135,14 +117,13 @@ def _validate_shape(shape: v.Struct, request: dict[str, Any]) -> None:
 
 
 def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attrs: ExpressionAttributes, *,
-                query: bool) -> IndexReadPlan:
-    base = _compile(meta, request, attrs, query=False)
+                query: bool, legacy: LegacyOrigin | None, keys_in_filter: bool = False) -> IndexReadPlan:
+    base = _compile(meta, request, attrs, query=False, legacy=legacy)
     wanted: set[str] = set()
-    text = request.get("FilterExpression")
-    if base.filter is not None and text is not None:
-        names = _top_level_names(condition_tree(text, not generated(request, "FilterExpression")), attrs)
-        if query:
-            check_filter_names(meta, index, names, _filter_member(request))
+    if base.filter is not None:
+        names = set(base.filter.names)
+        if query and not keys_in_filter:
+            check_filter_names(meta, index, names, _filter_member(legacy))
         wanted |= names
     if base.projection is not None:
         check_projected(meta, index, tuple(str(path[0]) for path in base.projection.paths))
@@ -155,10 +136,11 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
 
 def _query_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
                  meta: TableMeta, index: IndexMeta) -> dict[str, Any]:
-    text = expression_text(request, "KeyConditionExpression")
+    text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", context.legacy))
     assert text is not None
     where = key_range(index, text, attrs)
-    plan = _index_plan(meta, index, request, attrs, query=True)
+    plan = _index_plan(meta, index, request, attrs, query=True, legacy=context.legacy,
+                       keys_in_filter=context.keys_in_filter)
     attrs.check_all_used()
     forward = request.get("ScanIndexForward", True) is not False
     after = None
@@ -172,7 +154,7 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
 
 def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
                 meta: TableMeta, index: IndexMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
-    plan = _index_plan(meta, index, request, attrs, query=False)
+    plan = _index_plan(meta, index, request, attrs, query=False, legacy=context.legacy)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
     after = None
@@ -194,69 +176,64 @@ def _looked_up(context: RequestContext, request: dict[str, Any], attrs: Expressi
         meta = context.table(request["TableName"])
         return meta, None if request.get("IndexName") is None else index_for_read(context, meta, request)
     except DynamoDBError:
-        _expression_errors(request, attrs, query=query)
+        _expression_errors(request, attrs, query=query, legacy=context.legacy)
         raise
 
 
-def _expression_errors(request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> None:
+def _expression_errors(request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool,
+                       legacy: LegacyOrigin | None) -> None:
     """Raise what is wrong with a read's expressions in themselves, in the order a read that finds its table
     reports it."""
     if query:
-        text = expression_text(request, "KeyConditionExpression")
+        text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", legacy))
         try:
             for _ in key_clauses(text or "", attrs):
                 pass
         except ExpressionError as error:
             raise invalid_expression("KeyConditionExpression", error) from None
-    text = expression_text(request, "FilterExpression")
+    generated = _generated_filter(legacy)
+    text = expression_text(request, "FilterExpression", generated)
     if text is not None:
-        compile_condition(text, attrs, "FilterExpression", not generated(request, "FilterExpression"))
-    text = expression_text(request, "ProjectionExpression")
+        compile_condition(text, attrs, "FilterExpression", not generated)
+    text = expression_text(request, "ProjectionExpression", _generated("ProjectionExpression", legacy))
     if text is not None:
         compile_projection(text, attrs)
     attrs.check_all_used()
 
 
-def _filter_member(request: dict[str, Any]) -> str:
+def _filter_member(legacy: LegacyOrigin | None) -> str:
     """A Query's filter as DynamoDB names it in refusals: the legacy QueryFilter, or the expression."""
-    return "QueryFilter" if legacy_origin(request, "QueryFilter") is not None else "Filter Expression"
+    return "QueryFilter" if legacy is not None and legacy.query_filter is not None else "Filter Expression"
 
 
-def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool) -> ReadPlan:
-    text = expression_text(request, "FilterExpression")
+def _generated(member: str, legacy: LegacyOrigin | None) -> bool:
+    """Whether ``member`` was written from legacy parameters (no expression limits apply to it)."""
+    return legacy is not None and member in legacy.generated
+
+
+def _generated_filter(legacy: LegacyOrigin | None) -> bool:
+    return _generated("FilterExpression", legacy)
+
+
+def _compile(meta: TableMeta, request: dict[str, Any], attrs: ExpressionAttributes, *, query: bool,
+             legacy: LegacyOrigin | None, keys_in_filter: bool = False) -> ReadPlan:
+    generated = _generated_filter(legacy)
+    text = expression_text(request, "FilterExpression", generated)
     condition = None
     if text is not None:
-        limited = not generated(request, "FilterExpression")
-        condition = compile_condition(text, attrs, "FilterExpression", limited)
-        if query:
-            names = _top_level_names(condition_tree(text, limited), attrs)
+        condition = compile_condition(text, attrs, "FilterExpression", not generated)
+        if query and not keys_in_filter:
+            names = condition.names
             for name in meta.key_names:  # key schema order (which key DynamoDB names when both are is not recorded)
                 if name in names:
-                    raise ValidationException(f"{_filter_member(request)} can only contain non-primary key "
+                    raise ValidationException(f"{_filter_member(legacy)} can only contain non-primary key "
                                               f"attributes: Primary key attribute: {name}")
-    text = expression_text(request, "ProjectionExpression")
+    text = expression_text(request, "ProjectionExpression", _generated("ProjectionExpression", legacy))
     projection = None if text is None else compile_projection(text, attrs)
     select = request.get("Select") or ("SPECIFIC_ATTRIBUTES" if projection is not None else "ALL_ATTRIBUTES")
     limit = request.get("Limit")
     return ReadPlan(meta, select, projection, condition, None if limit is None else int(limit),
                     bool(request.get("ConsistentRead")), request.get("ReturnConsumedCapacity"))
-
-
-def _top_level_names(node: Any, attrs: ExpressionAttributes) -> set[str]:
-    """Top-level attribute names of every document path in an expression tree."""
-    names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, Path):
-            first = current.elements[0]
-            if isinstance(first, str):
-                names.add(attrs.names.get(first, first) if first.startswith("#") else first)
-        elif isinstance(current, tuple):
-            stack.extend(current)
-        elif dataclasses.is_dataclass(current):
-            stack.extend(getattr(current, f.name) for f in dataclasses.fields(current))
-    return names
 
 
 # --- ExclusiveStartKey / LastEvaluatedKey ----------------------------------------------------------------
@@ -396,6 +373,11 @@ def _closed_end(sort: SortRange, forward: bool) -> bytes | None:
 
 def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(QUERY, request)
+    return run_query(context, request)
+
+
+def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """One page of a Query whose request fits its shape (checked by `query`, or built by a front end: PartiQL)."""
     if request.get("KeyConditionExpression") is None:
         raise ValidationException(
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
@@ -403,11 +385,11 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     meta, index = _looked_up(context, request, attrs, query=True)
     if index is not None:
         return _query_index(context, request, attrs, meta, index)
-    text = expression_text(request, "KeyConditionExpression")
+    text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", context.legacy))
     assert text is not None
     range_name = meta.range_key.name if meta.range_key is not None else None
     condition = compile_key_condition(text, attrs, meta.hash_key.name, range_name)
-    plan = _compile(meta, request, attrs, query=True)
+    plan = _compile(meta, request, attrs, query=True, legacy=context.legacy, keys_in_filter=context.keys_in_filter)
     attrs.check_all_used()
     if meta.hash_key.type not in condition.hash_value:
         raise invalid(_TYPE_MISMATCH)
@@ -454,12 +436,17 @@ def _segments(request: dict[str, Any]) -> tuple[int, int] | None:
 
 def scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     _validate_shape(SCAN, request)
+    return run_scan(context, request)
+
+
+def run_scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """One page of a Scan whose request fits its shape (checked by `scan`, or built by a front end: PartiQL)."""
     segments = _segments(request)
     attrs = expression_attributes(request, ("FilterExpression", "ProjectionExpression"))
     meta, index = _looked_up(context, request, attrs, query=False)
     if index is not None:
         return _scan_index(context, request, attrs, meta, index, segments)
-    plan = _compile(meta, request, attrs, query=False)
+    plan = _compile(meta, request, attrs, query=False, legacy=context.legacy)
     attrs.check_all_used()
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
     after: StorageKey | None = None

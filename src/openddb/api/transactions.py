@@ -47,7 +47,9 @@ from openddb.expressions import (
 from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
-from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, MSG_UPDATE_SIZE, item_size, validate_item, validate_value
+from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, item_size, validate_item, validate_value
+from openddb.operations import ConditionCheck, Delete, Put, WriteOperation
+from openddb.operations import Update as UpdateAction
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
 
 MAX_ACTIONS = 100
@@ -108,56 +110,9 @@ TRANSACT_GET_ITEMS = v.Struct({
 ActionKind = Literal["ConditionCheck", "Put", "Delete", "Update"]
 _KINDS: tuple[ActionKind, ...] = ("ConditionCheck", "Put", "Delete", "Update")
 _NONE = {"Code": "None"}
-_CONDITION_FAILED = "ConditionalCheckFailed"
-_CONDITION_FAILED_MESSAGE = "The conditional request failed"
 MULTIPLE_OPERATIONS = "Transaction request cannot include multiple operations on one item"
 TOO_LARGE = "Transaction request size has exceeded the maximum allowed size of 4 MB"  # best guess at AWS's text
 TOKEN_MISMATCH = "The request uses the same client token as a previous, but non-identical request."
-
-
-@dataclass(slots=True)
-class _Action:
-    """One validated TransactWriteItems action, ready to run against the item's current state."""
-
-    kind: ActionKind
-    meta: TableMeta
-    key_item: Item
-    key: StorageKey
-    condition: Condition | None
-    on_failure: Literal["ALL_OLD", "NONE"] | None  # ReturnValuesOnConditionCheckFailure
-    item: Item | None = None  # Put
-    update: Update | None = None  # Update
-
-    def run(self, old: Item | None) -> tuple[Item | None, dict[str, Any] | None]:
-        """(new item, None) or (old item, cancellation reason). Pure: `old` is never mutated."""
-        if self.condition is not None and not self.condition.evaluate(old):
-            reason: dict[str, Any] = {"Code": _CONDITION_FAILED, "Message": _CONDITION_FAILED_MESSAGE}
-            if self.on_failure == "ALL_OLD" and old is not None:
-                reason["Item"] = old
-            return old, reason
-        kind = self.kind
-        if kind == "Put":
-            return self.item, None
-        if kind == "Delete":
-            return None, None
-        if kind == "ConditionCheck":
-            return old, None
-        assert self.update is not None
-        try:
-            new = self.update.apply(old if old is not None else self.key_item, missing=old is None)
-        except ValidationException as error:
-            return old, {"Code": "ValidationError", "Message": error.message}
-        if old is None and len(new) == len(self.key_item):
-            return None, None  # only REMOVE/DELETE actions on a missing item: not created, as by UpdateItem
-        if exceeds_item_size(self.meta, new):
-            return old, {"Code": "ValidationError", "Message": MSG_UPDATE_SIZE}
-        try:
-            check_index_keys(self.meta, new, updating=True)
-        except ValidationException as error:
-            if _EMPTY_INDEX_KEY in (error.message or ""):  # refuses the whole request, as reported of DynamoDB
-                raise
-            return old, {"Code": "ValidationError", "Message": error.message}
-        return new, None
 
 
 def _member_attributes(body: dict[str, Any], members: tuple[str, ...], *,
@@ -178,9 +133,6 @@ def _written_too_deep(attrs: ExpressionAttributes) -> str | None:
         except ValidationException as error:
             return invalid_value(name, error).message
     return None
-
-
-_EMPTY_INDEX_KEY = "attempted to update a secondary index key to a value that is not supported"
 
 
 def _condition(body: dict[str, Any], attrs: Any) -> Condition | None:
@@ -258,7 +210,7 @@ def check_table_reference(context: RequestContext, name: str) -> None:
         context.check_table_arn(name)
 
 
-def _bind(draft: _Draft, meta: TableMeta) -> tuple[_Action | None, int, str | None]:
+def _bind(draft: _Draft, meta: TableMeta) -> tuple[WriteOperation | None, int, str | None]:
     """A drafted action against its table, as its single-item twin would be checked; returns it with its size in
     bytes, or (None, size, message) if its key does not fit the key schema, which cancels the transaction rather
     than refusing it (see `transact_write_items`)."""
@@ -277,7 +229,7 @@ def _bind(draft: _Draft, meta: TableMeta) -> tuple[_Action | None, int, str | No
             raise ValidationException(MSG_ITEM_SIZE)
         if mismatch is not None:
             return None, size, mismatch
-        return _Action(kind, meta, key_item, key, draft.condition, on_failure, item=item), size, None
+        return Put(meta, key_item, key, draft.condition, on_failure, False, item), size, None
     try:
         key_item, key = parse_key(meta, body["Key"])
     except KeySchemaMismatch as error:
@@ -294,7 +246,10 @@ def _bind(draft: _Draft, meta: TableMeta) -> tuple[_Action | None, int, str | No
     # Update is not recorded; a Delete or ConditionCheck writes nothing and counts its key, as before.)
     values = draft.attrs.values if draft.attrs is not None else None
     size = item_size(key_item) + (item_size(values) if kind == "Update" and values else 0)
-    return _Action(kind, meta, key_item, key, draft.condition, on_failure, update=draft.update), size, None
+    if kind == "Update":
+        return UpdateAction(meta, key_item, key, draft.condition, on_failure, False, draft.update, "item"), size, None
+    operation = Delete if kind == "Delete" else ConditionCheck
+    return operation(meta, key_item, key, draft.condition, on_failure, False), size, None
 
 
 def _same_request(existing: RequestToken, record: RequestToken) -> None:
@@ -312,7 +267,7 @@ class _Outcome:
         self.failed = False
 
 
-def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callable[[Item | None], Item | None]:
+def _apply_for(actions: list[WriteOperation], index: int, outcome: _Outcome) -> Callable[[Item | None], Item | None]:
     action = actions[index]
     last = index == len(actions) - 1
 
@@ -320,7 +275,7 @@ def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callabl
         if index == 0:  # an engine may retry the whole transaction: start every attempt clean
             outcome.reasons = [_NONE] * len(actions)
             outcome.failed = False
-        new, reason = action.run(old)
+        new, reason = action.outcome(old)
         if reason is not None:
             outcome.reasons[index] = reason
             outcome.failed = True
@@ -331,13 +286,13 @@ def _apply_for(actions: list[_Action], index: int, outcome: _Outcome) -> Callabl
     return apply
 
 
-def _collection_reasons(actions: list[_Action], outcome: _Outcome,
+def _collection_reasons(actions: list[WriteOperation], outcome: _Outcome,
                         error: ItemCollectionSizeLimitExceededException) -> list[dict[str, Any]]:
     """The cancellation reasons of a transaction whose writes grew an item collection past its limit: the first Put
     or Update into that collection is refused for it (the API Reference's reason code and message), the actions
     evaluated before keep theirs."""
-    grew = next(index for index, action in enumerate(actions) if action.kind in ("Put", "Update")
-                and (action.meta.table_id, action.key.h) == error.collection)
+    grew = next(index for index, action in enumerate(actions) if isinstance(action, Put | UpdateAction)
+                and (action.table.table_id, action.key.h) == error.collection)
     reasons = list(outcome.reasons)
     reasons[grew] = {"Code": "ItemCollectionSizeLimitExceeded", "Message": error.MESSAGE}
     return reasons
@@ -360,24 +315,24 @@ def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read:
     return [entry for entry in entries if entry is not None]
 
 
-def _write_charge(action: _Action, result: WriteResult) -> float:
+def _write_charge(action: WriteOperation, result: WriteResult) -> float:
     """Transactional writes cost 2 WCU per KB; a ConditionCheck is billed as a write of the item it reads."""
-    reads_only = action.kind in ("ConditionCheck", "Delete")
+    reads_only = isinstance(action, ConditionCheck | Delete)
     size = result.old_size if reads_only else max(result.old_size, result.new_size)
     return 2 * write_units(size)
 
 
-def _collection_metrics(context: RequestContext, actions: list[_Action]) -> dict[str, list[dict[str, Any]]]:
+def _collection_metrics(context: RequestContext, actions: list[WriteOperation]) -> dict[str, list[dict[str, Any]]]:
     """ItemCollectionMetrics for the written items of tables with a local secondary index, once per collection."""
     metrics: dict[str, list[dict[str, Any]]] = {}
     seen: set[tuple[int, bytes]] = set()
     for action in actions:
-        if action.kind == "ConditionCheck" or (action.meta.table_id, action.key.pk) in seen:
+        if isinstance(action, ConditionCheck) or (action.table.table_id, action.key.pk) in seen:
             continue
-        seen.add((action.meta.table_id, action.key.pk))
-        metric = item_collection_metrics(context.engine, action.meta, action.key_item, action.key)
+        seen.add((action.table.table_id, action.key.pk))
+        metric = item_collection_metrics(context.engine, action.table, action.key_item, action.key)
         if metric is not None:
-            metrics.setdefault(action.meta.name, []).append(metric)
+            metrics.setdefault(action.table.name, []).append(metric)
     return metrics
 
 
@@ -387,7 +342,7 @@ def _cancel_on_key(count: int, first: tuple[int, str]) -> None:
     raise TransactionCanceledException(reasons)
 
 
-def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_Action],
+def _replayed(context: RequestContext, request: dict[str, Any], actions: list[WriteOperation],
               existing: RequestToken) -> dict[str, Any]:
     """The answer to a repeat of a committed request: nothing is written; DynamoDB reports reads of the item
     sizes the first request was charged on (a repeated Delete of a 9 KB item reports 6 units, as reported of
@@ -397,9 +352,9 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[_A
         return {}
     sizes = existing.charged
     if sizes is None or len(sizes) != len(actions):
-        rows = context.engine.get_many([(action.meta, action.key) for action in actions])
+        rows = context.engine.get_many([(action.table, action.key) for action in actions])
         sizes = [row.size if row else 0 for row in rows]
-    charges = [(action.meta, 2 * read_units(size, True)) for action, size in zip(actions, sizes, strict=True)]
+    charges = [(action.table, 2 * read_units(size, True)) for action, size in zip(actions, sizes, strict=True)]
     return {"ConsumedCapacity": _capacity(mode, charges, read=True)}
 
 
@@ -409,7 +364,7 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     # whatever table is missing, and a missing table whatever key does not fit its schema.
     drafts = [_draft(context, entry) for entry in request["TransactItems"]]
     metas = [context.table(draft.body["TableName"]) for draft in drafts]
-    actions: list[_Action] = []
+    actions: list[WriteOperation] = []
     total_size = 0
     first_mismatch: tuple[int, str] | None = None
     for position, (draft, meta) in enumerate(zip(drafts, metas, strict=True)):
@@ -423,22 +378,35 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
         # A key that does not fit the schema cancels the transaction before duplicates or conditions are looked
         # at: the first such action carries the reason, every other one None (captured against DynamoDB).
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
-    targets = {(a.meta.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
+    if total_size > MAX_TRANSACTION_BYTES:
+        check_distinct(actions)
+        raise ValidationException(TOO_LARGE)
+    return run_transaction(context, actions, request, request.get("ClientRequestToken"), request["TransactItems"])
+
+
+def check_distinct(actions: list[WriteOperation]) -> None:
+    """One item may be the target of one action only."""
+    targets = {(a.table.table_id, a.key.h, a.key.pk, a.key.sk) for a in actions}
     if len(targets) != len(actions):
         raise ValidationException(MULTIPLE_OPERATIONS)
-    if total_size > MAX_TRANSACTION_BYTES:
-        raise ValidationException(TOO_LARGE)
+
+
+def run_transaction(context: RequestContext, actions: list[WriteOperation], request: dict[str, Any],
+                    token: str | None, identity: Any) -> dict[str, Any]:
+    """Write `actions` atomically (each front end's transaction: TransactWriteItems, PartiQL's ExecuteTransaction),
+    guarded by a ClientRequestToken if there is one (`identity`: what makes a repeat the same request), and
+    answer with the capacity and item collection metrics `request` asks for."""
+    check_distinct(actions)
     record: RequestToken | None = None
-    token = request.get("ClientRequestToken")
     if token is not None:
         now = clock.now()
-        record = RequestToken(token, canonical_digest(request["TransactItems"]), now)
+        record = RequestToken(token, canonical_digest(identity), now)
         existing = context.engine.get_token(token)
         if existing is not None and existing.created_at > now - TOKEN_LIFETIME:
             _same_request(existing, record)
             return _replayed(context, request, actions, existing)
     outcome = _Outcome(len(actions))
-    ops = [WriteOp(action.meta, action.key, _apply_for(actions, index, outcome))
+    ops = [WriteOp(action.table, action.key, _apply_for(actions, index, outcome))
            for index, action in enumerate(actions)]
     try:
         results = context.engine.write(ops, token=record)
@@ -451,10 +419,10 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     response: dict[str, Any] = {}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        charges = [(action.meta, _write_charge(action, result)) for action, result in zip(actions, results)]
+        charges = [(action.table, _write_charge(action, result)) for action, result in zip(actions, results)]
         # Only the table's part costs twice: an index write costs what it costs outside a transaction (checked
         # against DynamoDB, as reported in dynoxide PR 188).
-        index_charges = [(action.meta, index_write_units(action.meta, r.old, r.new))
+        index_charges = [(action.table, index_write_units(action.table, r.old, r.new))
                          for action, r in zip(actions, results)]
         response["ConsumedCapacity"] = _capacity(mode, charges, read=False, index_charges=index_charges)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
@@ -486,6 +454,13 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
             gets.append((meta, key))
     if first_mismatch is not None:
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
+    return read_transaction(context, gets, projections, request.get("ReturnConsumedCapacity"))
+
+
+def read_transaction(context: RequestContext, gets: list[tuple[TableMeta, StorageKey]],
+                     projections: list[Projection | None], mode: str | None) -> dict[str, Any]:
+    """Read items from one snapshot, as a transaction (TransactGetItems, PartiQL's ExecuteTransaction of reads):
+    each answered {"Item": ...} or {} when it is missing; charged 2 read units per 4 KB."""
     # One item read twice is refused as in TransactWriteItems (DynamoDB's answer, relayed by a service built on it).
     if len({(meta.table_id, key) for meta, key in gets}) != len(gets):
         raise ValidationException(MULTIPLE_OPERATIONS)
@@ -502,7 +477,6 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
         # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
         responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
-    mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
         charges = [(meta, 2 * read_units(row.size if row else 0, True)) for (meta, _), row in zip(gets, rows)]
         response["ConsumedCapacity"] = _capacity(mode, charges, read=True)

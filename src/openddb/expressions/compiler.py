@@ -12,6 +12,7 @@ from ..errors import ValidationException
 from .ast import ExpressionError
 from .cache import BoundedCache, condition_tree, projection_tree, update_tree
 from .evaluate import Predicate, compile_predicate
+from .names import top_level_names
 from .projection import Projection, compile_projection_ast
 from .resolve import ExpressionAttributes
 from .update import Update, compile_update_ast
@@ -60,11 +61,13 @@ def invalid(kind: str, error: ExpressionError) -> ValidationException:
 class Condition:
     """A compiled Condition or Filter expression."""
 
-    __slots__ = ("evaluate",)
+    __slots__ = ("evaluate", "names")
 
-    def __init__(self, predicate: Predicate) -> None:
+    def __init__(self, predicate: Predicate, names: frozenset[str] = frozenset()) -> None:
         self.evaluate: Predicate = predicate
         """``evaluate(item)``: True if ``item`` (None = no item) satisfies the condition."""
+        self.names = names
+        """The top-level attributes the condition reads (for the operation layer's readers: authorization)."""
 
 
 def compile_condition(text: str, attrs: ExpressionAttributes, kind: str = "ConditionExpression",
@@ -75,7 +78,8 @@ def compile_condition(text: str, attrs: ExpressionAttributes, kind: str = "Condi
         if not text.strip():
             raise ExpressionError(EMPTY)
         tree = condition_tree(text, limited)
-        return _compiled(kind, text, attrs, lambda scoped: Condition(compile_predicate(tree, scoped)))
+        return _compiled(kind, text, attrs, lambda scoped: Condition(compile_predicate(tree, scoped),
+                                                                      frozenset(top_level_names(tree, scoped))))
     except ExpressionError as e:
         raise invalid(kind, e) from None
 

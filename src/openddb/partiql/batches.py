@@ -1,0 +1,123 @@
+"""BatchExecuteStatement: up to 25 PartiQL statements, all reads (SELECTs of one item each, as BatchGetItem reads)
+or all writes (INSERT, UPDATE, DELETE), each run on its own through the operation layer and answered on its own:
+a statement that fails carries an Error {Code, Message, Item} and leaves the others to run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.api.capacity import consumed_capacity, write_units
+from openddb.api.context import RequestContext
+from openddb.errors import (
+    ConditionalCheckFailedException,
+    DuplicateItemException,
+    DynamoDBError,
+    ResourceNotFoundException,
+    ValidationException,
+)
+from openddb.model.schema import TableMeta
+from openddb.operations import Get
+from openddb.partiql import ast
+from openddb.partiql.planner import plan_select, plan_write
+from openddb.partiql.statements import EXISTS_OUTSIDE, PARAMETERS, STATEMENT, parameters, parsed, run_write
+from openddb.partiql.transactions import NOT_ONE_ITEM
+
+MAX_STATEMENTS = 25
+BATCH_EXECUTE_STATEMENT = v.Struct({
+    "Statements": v.List(v.Struct({
+        "Statement": STATEMENT,
+        "Parameters": PARAMETERS,
+        "ConsistentRead": v.Bool(),
+        "ReturnValuesOnConditionCheckFailure": v.Str(enum=("ALL_OLD", "NONE")),
+    }), required=True, min_len=1, max_len=MAX_STATEMENTS),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+})
+# The rules: "The entire batch must consist of either read statements or write statements" and "Each read
+# statement ... must specify an equality condition on all key attributes" (API Reference, BatchExecuteStatement).
+# best guess at the wording of the refusal: DynamoDB's is not recorded in the sources searched
+MIXED = "Batch must consist of either all read statements or all write statements"
+_CODES: dict[type[DynamoDBError], str] = {
+    ConditionalCheckFailedException: "ConditionalCheckFailed",
+    DuplicateItemException: "DuplicateItem",
+    ValidationException: "ValidationError",
+    ResourceNotFoundException: "ResourceNotFound",
+}
+
+
+class _Charges:
+    """Capacity by table, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, tuple[TableMeta, float, bool]] = {}
+
+    def add(self, meta: TableMeta, units: float, read: bool) -> None:
+        previous = self.tables.get(meta.table_id)
+        self.tables[meta.table_id] = (meta, units + (previous[1] if previous else 0.0), read)
+
+    def render(self, mode: Any) -> list[dict[str, Any]]:
+        entries = [consumed_capacity(meta, mode, units, read=read) for meta, units, read in self.tables.values()]
+        return [entry for entry in entries if entry is not None]
+
+
+def _error(error: DynamoDBError) -> dict[str, Any]:
+    code = next((name for kind, name in _CODES.items() if isinstance(error, kind)), "ValidationError")
+    body: dict[str, Any] = {"Code": code, "Message": error.message or ""}
+    if isinstance(error, ConditionalCheckFailedException) and error.item is not None:
+        body["Item"] = error.item
+    return body
+
+
+def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, charges: _Charges,
+         capacity: bool) -> dict[str, Any]:
+    bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
+    if isinstance(statement, ast.Select):
+        plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
+        if not isinstance(plan, Get):
+            raise ValidationException(NOT_ONE_ITEM)
+        item, size = plan.run(context.engine)
+        charges.add(plan.table, plan.units(size), True)
+        answer: dict[str, Any] = {"TableName": plan.table.name}
+        if item is not None:
+            answer["Item"] = item
+        return answer
+    if isinstance(statement, ast.Exists):
+        raise ValidationException(EXISTS_OUTSIDE)
+    write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
+    result = run_write(context, write)
+    charges.add(write.operation.table, write_units(max(result.old_size, result.new_size)), False)
+    return {"TableName": write.operation.table.name}
+
+
+def batch_execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(BATCH_EXECUTE_STATEMENT, request)
+    entries: list[dict[str, Any]] = request["Statements"]
+    statements: list[ast.Statement | DynamoDBError] = []
+    for entry in entries:
+        try:
+            statements.append(parsed(entry["Statement"])[0])
+        except ValidationException as error:
+            statements.append(error)
+    reads = {isinstance(statement, ast.Select) for statement in statements
+             if not isinstance(statement, DynamoDBError)}
+    if len(reads) > 1:
+        raise ValidationException(MIXED)
+    mode = request.get("ReturnConsumedCapacity")
+    charges = _Charges()
+    responses: list[dict[str, Any]] = []
+    for entry, statement in zip(entries, statements, strict=True):
+        if isinstance(statement, DynamoDBError):
+            responses.append({"Error": _error(statement)})
+            continue
+        try:
+            responses.append(_one(context, entry, statement, charges, mode in ("TOTAL", "INDEXES")))
+        except (ConditionalCheckFailedException, DuplicateItemException, ValidationException,
+                ResourceNotFoundException) as error:
+            responses.append({"Error": _error(error)})
+    response: dict[str, Any] = {"Responses": responses}
+    if mode in ("TOTAL", "INDEXES"):
+        response["ConsumedCapacity"] = charges.render(mode)
+    return response
+
+
+HANDLERS = {"BatchExecuteStatement": batch_execute_statement}

@@ -1,0 +1,100 @@
+"""One page of a SELECT run as Query or Scan: the native read's own page (`reads.run_query`, `run_scan`: Limit
+counts the items evaluated, 1 MB bounds a page), or, for a partition key fixed by IN or OR, the Queries of its
+partitions in turn until the Limit is reached or one of them stops on its own. The NextToken carries where the
+page stopped (the partition and its LastEvaluatedKey) and which statement it belongs to: a token is good only
+for the statement that returned it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Any
+
+import orjson
+
+from openddb.api import reads
+from openddb.api.context import RequestContext
+from openddb.errors import ValidationException
+from openddb.partiql.planner import NativeRead
+
+# best guess at both wordings: DynamoDB's are not recorded in the sources searched
+_BAD_TOKEN = "Invalid NextToken"
+_OTHER_STATEMENT = "The NextToken was issued for a different statement"
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _token(text: str, partition: int, key: Any) -> str:
+    return base64.b64encode(orjson.dumps({"s": _digest(text), "p": partition, "k": key})).decode()
+
+
+def _resume(token: str, text: str) -> tuple[int, Any]:
+    """(the partition, the LastEvaluatedKey) a NextToken resumes from."""
+    try:
+        decoded = orjson.loads(base64.b64decode(token, validate=True))
+        digest, partition, key = decoded["s"], int(decoded["p"]), decoded["k"]
+    except (binascii.Error, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise ValidationException(_BAD_TOKEN) from None
+    if digest != _digest(text):
+        raise ValidationException(_OTHER_STATEMENT)
+    return partition, key
+
+
+def _add_capacity(total: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
+    """Two ConsumedCapacity entries of one table added up (every unit count, nested ones too)."""
+    if total is None:
+        return more
+    added = dict(total)
+    for name, value in more.items():
+        if isinstance(value, int | float) and isinstance(total.get(name), int | float):
+            added[name] = total[name] + value
+        elif isinstance(value, dict) and isinstance(total.get(name), dict):
+            added[name] = _add_capacity(total[name], value)
+    return added
+
+
+def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any], text: str) -> dict[str, Any]:
+    limit: int | None = request.get("Limit")
+    partition, start = 0, None
+    if request.get("NextToken") is not None:
+        partition, start = _resume(request["NextToken"], text)
+    partitions = plan.partitions or (None,)
+    if partition >= len(partitions):
+        raise ValidationException(_BAD_TOKEN)
+    context.keys_in_filter = True  # (see RequestContext.keys_in_filter)
+    run = reads.run_query if plan.operation == "Query" else reads.run_scan
+    items: list[Any] = []
+    consumed: dict[str, Any] | None = None
+    evaluated = 0
+    response: dict[str, Any] = {"Items": items}
+    while partition < len(partitions):
+        native = dict(plan.request)
+        value = partitions[partition]
+        if value is not None:
+            native["ExpressionAttributeValues"] = {**native["ExpressionAttributeValues"], plan.key_ref: value}
+        if limit is not None:
+            native["Limit"] = limit - evaluated
+        if start is not None:
+            native["ExclusiveStartKey"] = start
+        if request.get("ReturnConsumedCapacity") is not None:
+            native["ReturnConsumedCapacity"] = request["ReturnConsumedCapacity"]
+        page = run(context, native)
+        items.extend(page.get("Items", []))
+        evaluated += page["ScannedCount"]
+        if "ConsumedCapacity" in page:
+            consumed = _add_capacity(consumed, page["ConsumedCapacity"])
+        start = page.get("LastEvaluatedKey")
+        if start is not None:
+            response["NextToken"] = _token(text, partition, start)
+            response["LastEvaluatedKey"] = start
+            break
+        partition += 1
+        if limit is not None and evaluated >= limit and partition < len(partitions):
+            response["NextToken"] = _token(text, partition, None)
+            break
+    if consumed is not None:
+        response["ConsumedCapacity"] = consumed
+    return response

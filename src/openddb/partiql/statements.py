@@ -1,0 +1,132 @@
+"""ExecuteStatement: one PartiQL statement, parsed (once per distinct text), planned into the operation layer's
+operations or the Query/Scan DynamoDB would run, and answered in ExecuteStatement's shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.api.capacity import capacity_with_indexes, consumed_capacity, write_units
+from openddb.api.context import RequestContext
+from openddb.errors import ConditionalCheckFailedException, DuplicateItemException, ValidationException
+from openddb.expressions import updated_values
+from openddb.model import AttributeValue, Item
+from openddb.model.indexes import index_write_units
+from openddb.model.values import validate_value
+from openddb.operations import Get, Update
+from openddb.partiql import ast
+from openddb.partiql.pages import read_page
+from openddb.partiql.parser import parse
+from openddb.partiql.planner import WritePlan, plan_select, plan_write
+from openddb.storage.base import WriteResult
+
+_ON_FAILURE = v.Str(enum=("ALL_OLD", "NONE"))
+STATEMENT = v.Str(required=True, min_len=1, max_len=8192)
+PARAMETERS = v.List(v.Any_(), min_len=1)
+EXECUTE_STATEMENT = v.Struct({
+    "Statement": STATEMENT,
+    "Parameters": PARAMETERS,
+    "ConsistentRead": v.Bool(),
+    "NextToken": v.Str(min_len=1, max_len=32768),
+    "ReturnConsumedCapacity": v.RETURN_CONSUMED_CAPACITY,
+    "Limit": v.Int(minimum=1, java="Integer"),
+    "ReturnValuesOnConditionCheckFailure": _ON_FAILURE,
+})
+# best guess at the wordings below: DynamoDB's are not recorded in the sources searched
+PARAMETER_COUNT = "Number of parameters in request and statement don't match."
+# DynamoDB's words for an INSERT onto an existing key (DuplicateItemException): best guess, not recorded.
+DUPLICATE = "Duplicate primary key exists in table"
+# best guess at the wording: "The EXISTS function can only be used in transactions" (Developer Guide, "Using the
+# EXISTS function with PartiQL for DynamoDB"), how DynamoDB refuses it elsewhere is not recorded
+EXISTS_OUTSIDE = "EXISTS can only be used in a statement of ExecuteTransaction"
+
+_PARSED: dict[str, tuple[ast.Statement, int]] = {}
+_PARSED_MAX = 1024
+
+
+def parsed(statement: str) -> tuple[ast.Statement, int]:
+    """The statement's tree and parameter count, parsed once per distinct text (a bounded cache)."""
+    hit = _PARSED.get(statement)
+    if hit is None:
+        hit = parse(statement)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[statement] = hit
+    return hit
+
+
+def parameters(raw: list[Any] | None, count: int) -> list[AttributeValue]:
+    given = raw or []
+    if len(given) != count:
+        raise ValidationException(PARAMETER_COUNT)
+    return [validate_value(value) for value in given]
+
+
+def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate(EXECUTE_STATEMENT, request)
+    text: str = request["Statement"]
+    statement, count = parsed(text)
+    bound = parameters(request.get("Parameters"), count)
+    mode = request.get("ReturnConsumedCapacity")
+    if isinstance(statement, ast.Select):
+        plan = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
+        if isinstance(plan, Get):
+            return _get_response(context, plan, mode)
+        return read_page(context, plan, request, text)
+    if isinstance(statement, ast.Exists):
+        raise ValidationException(EXISTS_OUTSIDE)
+    capacity = mode in ("TOTAL", "INDEXES")
+    write = plan_write(context.engine, statement, bound, request.get("ReturnValuesOnConditionCheckFailure"),
+                       capacity)
+    result = run_write(context, write)
+    # "For the write operations this value will be empty" (API Reference, ExecuteStatement, Items), but for RETURNING
+    response: dict[str, Any] = {"Items": []}
+    attributes = returned(write, result)
+    if attributes:
+        response["Items"] = [attributes]
+    if capacity:
+        response["ConsumedCapacity"] = write_capacity(write, result, mode)
+    return response
+
+
+def run_write(context: RequestContext, write: WritePlan) -> WriteResult:
+    try:
+        return context.engine.write([write.operation.write_op()])[0]
+    except ConditionalCheckFailedException:
+        if write.insert:
+            raise DuplicateItemException(DUPLICATE) from None
+        raise
+
+
+def returned(write: WritePlan, result: WriteResult) -> Item | None:
+    """What RETURNING asks for: the old or new item, whole or its updated attributes."""
+    returning = write.returning
+    if returning is None:
+        return None
+    if returning in ("ALL_OLD", "ALL_NEW"):
+        return result.old if returning == "ALL_OLD" else result.new
+    source = result.old if returning == "UPDATED_OLD" else result.new
+    operation = write.operation
+    if source is None or not isinstance(operation, Update) or operation.update is None:
+        return None
+    return updated_values(operation.update, source)
+
+
+def write_capacity(write: WritePlan, result: WriteResult, mode: Any) -> dict[str, Any] | None:
+    """As the native write of the statement's kind is charged (a DELETE by the item it removed)."""
+    meta = write.operation.table
+    size = max(result.old_size, result.new_size)
+    units = write_units(size)
+    return capacity_with_indexes(meta, mode, units, index_write_units(meta, result.old, result.new), read=False)
+
+
+def _get_response(context: RequestContext, get: Get, mode: Any) -> dict[str, Any]:
+    item, size = get.run(context.engine)
+    response: dict[str, Any] = {"Items": [] if item is None else [item]}
+    consumed = consumed_capacity(get.table, mode, get.units(size), read=True)
+    if consumed is not None:
+        response["ConsumedCapacity"] = consumed
+    return response
+
+
+HANDLERS = {"ExecuteStatement": execute_statement}
