@@ -24,10 +24,12 @@ multi-item write locks every key in key order with one `INSERT ... ON CONFLICT D
 gets a no-op update, an absent key an uncommitted placeholder row that concurrent writers of that key wait for.
 Deadlocks and unique violations are retried a few times, then reported as TransactionConflictException.
 
-A write's statements are pipelined (libpq pipeline mode): a single-item write sends BEGIN, the catalog row's lock
-and the item's lock in one round trip, and its row change with COMMIT in a second (five round trips before).
-With `group_commit` (a server's engine) the writes of one event-loop pass share one transaction and one COMMIT,
-each under a savepoint; see `_group_write` and docs/SCALE-OUT.md.
+A write's statements are pipelined (`postgres_pipeline.py`: libpq's pipeline mode, prepared statements, one send
+per round trip): a single-item write sends BEGIN, the catalog row's lock and the item's lock in one round trip, and
+its row change with COMMIT in a second. With `group_commit` (a server's engine) the writes of one event-loop pass
+share one transaction and one COMMIT, each under a savepoint, and the change of a present row a write locked goes
+out with the connection's next statements (the next write's locks, a read, the COMMIT): one round trip per write;
+see `_group_write` and docs/SCALE-OUT.md.
 """
 
 from __future__ import annotations
@@ -287,7 +289,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one statement, in one round trip (see postgres_pipeline.py)."""
-        self._cursor()
+        self._checked()
         self._pipe.add(sql, params)
         return self._run()[-1]
 
@@ -298,7 +300,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         try:
             return self._pipe.run()
         except psycopg.Error:
-            if self._pipe.failed_at < carried or not carried:
+            if not carried or self._pipe.failed_at >= carried:  # (-1: the connection failed)
                 raise
             log.warning("a write of a group failed after its answer was made: the group is lost", exc_info=True)
             self._lose_group()
@@ -323,6 +325,14 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             self._closing = True
 
     def _cursor(self) -> psycopg.Cursor[Any]:
+        """The process's cursor, at the start of an engine call (see `_checked`), with the statements an earlier
+        write of the group left queued on `_pipe` sent first (psycopg's statements would overtake them)."""
+        cur = self._checked()
+        if self._carried:
+            self._run()
+        return cur
+
+    def _checked(self) -> psycopg.Cursor[Any]:
         """The process's cursor, at the start of an engine call; reconnects first if the connection was lost (a
         server restart, a failover), also when the loss happened while the connection sat idle and nothing has
         noticed it yet: then the socket holds only the server's farewell (a FATAL notice) and the end of the
@@ -429,7 +439,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any node changed the catalog since we last looked."""
-        cur = self._cursor()  # (which reads the notifications that arrived while idle: no round trip)
+        # (which reads the notifications that arrived while idle: no round trip; and a catalog read may overtake
+        # the item changes left queued)
+        cur = self._checked()
         if self.listening:
             if not self._stale:
                 return
@@ -613,7 +625,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
-        cur = self._cursor()
+        cur = self._checked()
         pipe = self._pipe
         try:
             if not session.pending:

@@ -92,8 +92,11 @@ class Pipeline:
         self._names: dict[str, bytes] = {}  # statements prepared on this connection, by text
         self._prepared = 0
         self.tags: list[str] = []  # the command tag of each statement of the last round trip ('COMMIT'...)
-        self.failed_at = -1  # the position in its round trip of the statement whose error `run` raised last
-        self._queue: list[tuple[bytes | None, str, list[bytes | None], Sequence[int] | None]] = []
+        # the position in its round trip of the statement whose error `run` raised last (-1: none, or the
+        # connection failed)
+        self.failed_at = -1
+        # (statement, parameters (None: a command sent unprepared), parameter types if named)
+        self._queue: list[tuple[str, Sequence[Param] | None, Sequence[int] | None]] = []
         self._poll = select.poll()
         self._poll.register(self._pgconn.socket, select.POLLIN)
 
@@ -107,43 +110,41 @@ class Pipeline:
     def take_commands(self) -> list[str] | None:
         """The queued statements, taken off the queue, if none has parameters (so psycopg can send them as they
         are); else None, and the queue is left as it was."""
-        if any(types is not None for _name, _sql, _params, types in self._queue):
+        if any(params is not None for _sql, params, _types in self._queue):
             return None
-        commands = [sql for _name, sql, _params, _types in self._queue]
+        commands = [sql for sql, _params, _types in self._queue]
         self._queue.clear()
         return commands
 
     def add(self, sql: str, params: Sequence[Param] = (), types: Sequence[int] | None = None) -> None:
         """Queue a statement (`%s` placeholders, as psycopg writes them); one without parameters (BEGIN,
         SAVEPOINT...) is sent unprepared."""
-        encoded = [_encode(value) for value in params]
-        if not params:
-            self._queue.append((None, sql, encoded, None))
-            return
-        name = self._names.get(sql)
-        self._queue.append((name, sql, encoded, types or [_type_of(value) for value in params]))
+        self._queue.append((sql, params or None, types))
 
     def run(self) -> list[Rows]:
         """Send the queued statements in one round trip; the rows of each (an empty list for a command)."""
         queue, self._queue = self._queue, []
         pgconn = self._pgconn
+        self.failed_at = -1
         # per result expected: the position in `queue` of its statement, negative for a preparation's
         positions: list[int] = []
         prepared: list[str] = []
         pgconn.enter_pipeline_mode()
         try:
-            for position, (name, sql, params, types) in enumerate(queue):
-                if name is None and types is None:
+            for position, (sql, params, types) in enumerate(queue):
+                if params is None:
                     pgconn.send_query_params(sql.encode(), None, result_format=pq.Format.BINARY)
                     positions.append(position)
                     continue
+                name = self._names.get(sql)
                 if name is None:
                     name = self._names[sql] = b"odb_%d" % self._prepared
                     self._prepared += 1
                     prepared.append(sql)
-                    pgconn.send_prepare(name, _numbered(sql), types)
+                    pgconn.send_prepare(name, _numbered(sql), types or [_type_of(value) for value in params])
                     positions.append(-1 - position)
-                pgconn.send_query_prepared(name, params, [1] * len(params), pq.Format.BINARY)
+                encoded = [value if value.__class__ is bytes or value is None else _encode(value) for value in params]
+                pgconn.send_query_prepared(name, encoded, (1,) * len(params), pq.Format.BINARY)
                 positions.append(position)
             pgconn.pipeline_sync()
             self._send()
