@@ -149,6 +149,11 @@ class Pipeline:
             pgconn.pipeline_sync()
             self._send()
             answers, error = self._answers(positions)
+        except BaseException:
+            # (the answers were not all read: the connection's state is unknown, so it is not used again; a
+            # broken connection's caller reconnects)
+            self.conn.close()
+            raise
         finally:
             if pgconn.pipeline_status != pq.PipelineStatus.OFF and pgconn.status == pq.ConnStatus.OK:
                 pgconn.exit_pipeline_mode()
@@ -184,6 +189,9 @@ class Pipeline:
                 raise psycopg.InterfaceError("PostgreSQL answered a statement of a pipeline twice")
         if self._next_result().status != pq.ExecStatus.PIPELINE_SYNC:
             raise psycopg.InterfaceError("PostgreSQL's answers did not end with the pipeline's sync")
+        # Notifications that came in with the answers (an idle connection's poll only sees new bytes)
+        while self._pgconn.notifies() is not None:
+            self._on_notify()
         return answers, error
 
     def _next_result(self, end: bool = False) -> Any:
