@@ -4,6 +4,7 @@
     python benchmarks/postgres.py                                  # starts a PostgreSQL (scripts/postgres-start)
     python benchmarks/postgres.py --engine postgresql://u@host:5432/db --baseline HEAD~2 --workers 1,2
     python benchmarks/postgres.py --rounds 1 --duration 2 --workloads put,get   # a quick check
+    python benchmarks/postgres.py --baseline 03cf710 --workers 1,2 --pair-workers 1   # two nodes as well
 
 Servers, each on a free loopback port, per `--workers` value W: `sqlite-wW` (the embedded engine on a fresh data
 dir), `pg-wW` (the working tree on PostgreSQL) and, with `--baseline REV`, `base-wW` (that git revision, checked
@@ -11,6 +12,8 @@ out by `git worktree add --detach`, on PostgreSQL). Every PostgreSQL server gets
 on the `--engine` server and dropped at the end, so the servers share the PostgreSQL process (and its CPU and
 WAL) but no rows. Without `--engine`, scripts/postgres-start starts a throw-away PostgreSQL (fsync on, its
 defaults) in a temporary dir and stops it at the end: the program runs from a clone of the repository alone.
+With `--pair-workers W`, also `pg2-wW` (and `base2-wW` with `--baseline`): two nodes of W workers each on one
+database, the client's connections split between them; their rate is the pair's.
 
 Workloads and client are streams.py's (put, update, get, query on a table of `--items` ~200-byte items; 32
 connections with one request in flight each; SigV4 signed once). Each round runs every workload on every
@@ -48,8 +51,11 @@ class Node(Server):
 
     engine: str | None = None
     workers: int = 1
+    peer: Node | None = None  # a second node on the same database (`--nodes 2`): the pair is measured as one
 
     def start(self, workers: int = 0) -> None:
+        if self.peer is not None:
+            self.peer.start(workers)
         self.data_dir.mkdir(parents=True)
         self.log = self.data_dir.with_suffix(".log")
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
@@ -60,6 +66,35 @@ class Node(Server):
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.data_dir)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        super().wait_ready(timeout)
+        if self.peer is not None:
+            self.peer.wait_ready(timeout)
+
+    def stop(self) -> None:
+        super().stop()
+        if self.peer is not None:
+            self.peer.stop()
+
+
+async def drive_node(node: Node, label: str, round_: int, args: argparse.Namespace) -> Sample:
+    """Run workload `label` on a node, or on a pair of nodes with half the connections each: then the rate is
+    the pair's, the CPU per request their mean (weighted by requests), the latencies those of the slower one."""
+    assert node.process is not None
+    if node.peer is None:
+        return await drive(node.port, label, round_, node.name, args, node.process.pid)
+    assert node.peer.process is not None
+    half = argparse.Namespace(**{**vars(args), "connections": max(1, args.connections // 2)})
+    one, two = await asyncio.gather(drive(node.port, label, round_, node.name, half, node.process.pid),
+                                    drive(node.peer.port, label, round_, node.name, half, node.peer.process.pid))
+    errors = dict(one.errors)
+    for kind, count in two.errors.items():
+        errors[kind] = errors.get(kind, 0) + count
+    ops = one.ops + two.ops
+    server_us = (one.server_us * one.ops + two.server_us * two.ops) / max(1, ops)
+    return Sample(round_, node.name, label, ops, one.seconds, errors, max(one.p50_ms, two.p50_ms),
+                  max(one.p99_ms, two.p99_ms), one.client_cpu + two.client_cpu, server_us)
 
 
 class Postgres:
@@ -118,9 +153,8 @@ async def run_rounds(nodes: list[Node], args: argparse.Namespace, postmaster: in
         shift = round_ % len(nodes)
         for label in args.workloads:
             for node in nodes[shift:] + nodes[:shift]:
-                assert node.process is not None
                 before = family_cpu_seconds(postmaster) if postmaster and node.engine else None
-                sample = await drive(node.port, label, round_ + 1, node.name, args, node.process.pid)
+                sample = await drive_node(node, label, round_ + 1, args)
                 pg_us = None
                 if before is not None and postmaster is not None:
                     answered = sample.rate * (args.duration + args.warmup)
@@ -170,6 +204,15 @@ def make_nodes(args: argparse.Namespace, tmp: str, pg: Postgres, baseline: Path 
         if baseline is not None:
             nodes.append(Node(f"base-w{workers}", baseline / "src", data / f"base-w{workers}",
                               engine=pg.database(), workers=workers))
+    if args.pair_workers is not None:  # two nodes on one database
+        workers = args.pair_workers
+        sources = [("pg2", ROOT / "src")] + ([("base2", baseline / "src")] if baseline is not None else [])
+        for name, src in sources:
+            database = pg.database()
+            peer = Node(f"{name}-w{workers}-b", src, Path(tmp) / f"{name}-w{workers}-b", engine=database,
+                        workers=workers)
+            nodes.append(Node(f"{name}-w{workers}", src, Path(tmp) / f"{name}-w{workers}", engine=database,
+                              workers=workers, peer=peer))
     return nodes
 
 
@@ -184,6 +227,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-c", "--connections", type=int, default=32, help="keep-alive connections (default 32)")
     parser.add_argument("--items", type=int, default=10_000, help="items in the table (default 10000)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of put,update,get,query")
+    parser.add_argument("--pair-workers", type=int, help="also run two nodes on one database, each with this many "
+                        "workers (pg2-wW; base2-wW with --baseline), the connections split between them")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]

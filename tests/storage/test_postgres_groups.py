@@ -15,7 +15,7 @@ from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.storage.base import StorageKey, WriteOp
 from openddb.storage.postgres import GROUP_WRITES, PostgresEngine
-from tests.storage.conftest import POSTGRES_URL, needs_postgres
+from tests.storage.conftest import POSTGRES_URL, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import item, key, new_meta, put
 
 pytestmark = needs_postgres
@@ -143,3 +143,54 @@ def test_a_lost_group_is_never_acknowledged(pair: tuple[PostgresEngine, Postgres
     first.write([put(meta, key(b"after"), item(3))])
     assert first.commit() == "committed"
     assert [value(second, meta, key(k)) for k in (b"lost", b"during", b"after")] == [None, None, 3]
+
+
+def test_a_change_sent_with_the_next_statements_commits_with_its_group(
+        pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """An update of a present item goes out with its node's next statements (here a refused write's locks):
+    its node reads it at once, the refused write does not undo it, the other node sees it after the commit."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    counter = (meta, key(b"n"))
+    first.write([add(counter, 1)])
+    first.commit()
+    first.write([add(counter, 5)])
+
+    def refuse(old: Item | None) -> Item:
+        raise ConditionalCheckFailedException("The conditional request failed")
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([WriteOp(meta, key(b"other"), refuse)])
+    assert value(first, meta, key(b"n")) == 6 and value(second, meta, key(b"n")) == 1
+    assert first.commit() == "committed"
+    assert value(second, meta, key(b"n")) == 6 and value(second, meta, key(b"other")) is None
+
+
+def test_a_sent_later_change_that_fails_loses_its_group() -> None:
+    """Should the update a write left for its node's next round trip fail there (a trigger refuses it, in a
+    database of the test's own), the write that carried it fails, `commit` raises (so no request of the group is
+    answered as a success) and nothing of the group is stored; the next group works."""
+    with scratch_database() as url:
+        engine = PostgresEngine(url, group_commit=True)
+        try:
+            meta = engine.create_table(new_meta())
+            counter = (meta, key(b"n"))
+            engine.write([add(counter, 1)])
+            engine.commit()
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                              "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$")
+                admin.execute("CREATE TRIGGER refuse BEFORE UPDATE ON openddb_items FOR EACH ROW "
+                              "EXECUTE FUNCTION refuse()")
+            engine.write([put(meta, key(b"new"), item(1))])  # (a creation is sent at once: it succeeds)
+            engine.write([add(counter, 5)])  # its UPDATE is left for the next round trip
+            with pytest.raises(psycopg.errors.RaiseException):
+                engine.write([put(meta, key(b"next"), item(2))])
+            with pytest.raises(RuntimeError):
+                engine.commit()
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("DROP TRIGGER refuse ON openddb_items")
+            assert [value(engine, meta, key(k)) for k in (b"n", b"new", b"next")] == [1, None, None]
+            engine.write([add(counter, 2)])
+            assert engine.commit() == "committed" and value(engine, meta, key(b"n")) == 3
+        finally:
+            engine.close()

@@ -24,10 +24,12 @@ multi-item write locks every key in key order with one `INSERT ... ON CONFLICT D
 gets a no-op update, an absent key an uncommitted placeholder row that concurrent writers of that key wait for.
 Deadlocks and unique violations are retried a few times, then reported as TransactionConflictException.
 
-A write's statements are pipelined (libpq pipeline mode): a single-item write sends BEGIN, the catalog row's lock
-and the item's lock in one round trip, and its row change with COMMIT in a second (five round trips before).
-With `group_commit` (a server's engine) the writes of one event-loop pass share one transaction and one COMMIT,
-each under a savepoint; see `_group_write` and docs/SCALE-OUT.md.
+A write's statements are pipelined (`postgres_pipeline.py`: libpq's pipeline mode, prepared statements, one send
+per round trip): a single-item write sends BEGIN, the catalog row's lock and the item's lock in one round trip, and
+its row change with COMMIT in a second. With `group_commit` (a server's engine) the writes of one event-loop pass
+share one transaction and one COMMIT, each under a savepoint, and the change of a present row a write locked goes
+out with the connection's next statements (the next write's locks, a read, the COMMIT): one round trip per write;
+see `_group_write` and docs/SCALE-OUT.md.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from openddb.storage.postgres_indexes import (
     ENTRY_KEY_LIMIT,
     INDEX_MIGRATION,
     ITEM_KEY_LIMIT,
+    TABLE_VERSION,
     ItemKey,
     Migration,
     PostgresIndexes,
@@ -80,6 +83,7 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_keys,
 )
+from openddb.storage.postgres_pipeline import Pipeline
 from openddb.storage.postgres_streams import (
     STREAM_MIGRATION,
     PendingRecord,
@@ -227,6 +231,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self.group_commit = group_commit
         self._group_writes = 0  # writes in the open group
         self._group_lost = False  # the open group's transaction was lost (a broken connection): see `commit`
+        self._release_due = False  # the group's last write left its savepoint to release (see `_group_write`)
+        # Statements queued on `_pipe` by earlier writes of the group, not yet sent (see `_group_write`), and
+        # whether the last write's must go at once.
+        self._carried = 0
+        self._send_now = False
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
@@ -267,12 +276,47 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self._arrivals = select.poll()  # (not select(): a node with many clients has descriptors past 1024)
         self._arrivals.register(conn.pgconn.socket, select.POLLIN)
         self._cur = conn.cursor(binary=True)
+        self._pipe = Pipeline(conn, self._on_raw_notify)
         self._tables.clear()
         self._stale = True
         return conn
 
     def _on_notify(self, _notify: psycopg.Notify) -> None:
         self._stale = True
+
+    def _on_raw_notify(self) -> None:  # (a notification read by `Pipeline`)
+        self._stale = True
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one statement, in one round trip (see postgres_pipeline.py)."""
+        self._checked()
+        self._pipe.add(sql, params)
+        return self._run()[-1]
+
+    def _run(self) -> list[list[tuple[Any, ...]]]:
+        """Send what `_pipe` holds (see `Pipeline.run`). If a statement carried from an earlier write of the group
+        fails (see `_group_write`), the whole group is lost: that write was already answered (held)."""
+        carried, self._carried = self._carried, 0
+        try:
+            return self._pipe.run()
+        except psycopg.Error:
+            if not carried or self._pipe.failed_at >= carried:  # (-1: the connection failed)
+                raise
+            log.warning("a write of a group failed after its answer was made: the group is lost", exc_info=True)
+            self._lose_group()
+            raise
+
+    @contextmanager
+    def _batched(self) -> Iterator[None]:
+        """Inside a write: psycopg's statements of this scope pipelined, behind those queued on `_pipe` (sent
+        through psycopg too when they are plain commands, so in the same round trip)."""
+        commands = self._pipe.take_commands()
+        if commands is None:
+            self._run()
+        with self._conn.pipeline():
+            for command in commands or ():
+                self._cur.execute(command)
+            yield
 
     def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
         # The server's farewell before it closes an idle connection (shutdown, pg_terminate_backend) arrives as
@@ -281,6 +325,14 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             self._closing = True
 
     def _cursor(self) -> psycopg.Cursor[Any]:
+        """The process's cursor, at the start of an engine call (see `_checked`), with the statements an earlier
+        write of the group left queued on `_pipe` sent first (psycopg's statements would overtake them)."""
+        cur = self._checked()
+        if self._carried:
+            self._run()
+        return cur
+
+    def _checked(self) -> psycopg.Cursor[Any]:
         """The process's cursor, at the start of an engine call; reconnects first if the connection was lost (a
         server restart, a failover), also when the loss happened while the connection sat idle and nothing has
         noticed it yet: then the socket holds only the server's farewell (a FATAL notice) and the end of the
@@ -336,7 +388,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 return
             except (*_RETRYABLE, pgerrors.DuplicateTable, pgerrors.DuplicateObject):
                 # Two nodes racing through CREATE TABLE IF NOT EXISTS: the loser retries and finds it done.
-                cur.execute("ROLLBACK")
+                self._rollback()
                 if attempt == MAX_ATTEMPTS - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
@@ -346,7 +398,16 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
     def _rollback(self) -> None:
         if not self._conn.broken and not self._conn.closed:
-            self._conn.execute("ROLLBACK")
+            self._pipe.clear()
+            self._command("ROLLBACK")
+
+    def _command(self, command: str) -> str:
+        """Run a command (with whatever is queued) through `_pipe`; its tag. Transaction ends go this way, not
+        through psycopg, which on seeing a ROLLBACK tag deallocates every prepared statement of the connection
+        (the pipeline's too)."""
+        self._pipe.add(command)
+        self._run()
+        return self._pipe.tags[-1]
 
     @contextmanager
     def _transaction(self, begin: str = "BEGIN") -> Iterator[psycopg.Cursor[Any]]:
@@ -357,7 +418,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         cur.execute(begin)
         try:
             yield cur
-            cur.execute("COMMIT")
+            self._command("COMMIT")
         except BaseException:
             self._rollback()
             raise
@@ -378,7 +439,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
     # --- catalog ------------------------------------------------------------------------------
     def _refresh_catalog(self) -> None:
         """Drop cached table descriptions if any node changed the catalog since we last looked."""
-        cur = self._cursor()  # (which reads the notifications that arrived while idle: no round trip)
+        # (which reads the notifications that arrived while idle: no round trip; and a catalog read may overtake
+        # the item changes left queued)
+        cur = self._checked()
         if self.listening:
             if not self._stale:
                 return
@@ -472,10 +535,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
     # --- items --------------------------------------------------------------------------------
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._cursor().execute(_GET, _item_key(meta.table_id, key)).fetchone()
-        if found is None:
+        found = self._rows(_GET, _item_key(meta.table_id, key))
+        if not found:
             return None
-        return Row(key, found[0], found[1])
+        return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
         if len(requests) <= 1:
@@ -497,16 +560,17 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
         def body(cur: psycopg.Cursor[Any]) -> list[WriteResult]:
             if token is not None:
-                self._record_token(cur, token)
+                with self._batched():
+                    self._record_token(cur, token)
             results = self._write_once(cur, ops)
             if token is not None:  # the sizes a repeat of the request reports
-                cur.execute(_SIZE_TOKEN, (charged_sizes(results), _token_text(token.token)))
+                self._pipe.add(_SIZE_TOKEN, (charged_sizes(results), _token_text(token.token)))
             return results
 
         try:
             for _attempt in range(MAX_ATTEMPTS):
                 try:
-                    return run(body)
+                    return run(body, True)
                 except pgerrors.NotNullViolation as error:
                     if not is_shard_due(error):
                         raise
@@ -521,29 +585,35 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             self._roll_due = True
         raise TransactionConflictException("Transaction is ongoing for the item")
 
-    def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
+    def _transact(self, body: Callable[[psycopg.Cursor[Any]], T], queued: bool = False) -> T:
         """Run `body` in one READ COMMITTED transaction, again from the start after a conflict (see _RETRYABLE).
-        An open group commits first."""
+        An open group commits first. `queued`: BEGIN is left queued on `_pipe` for the body to send with its
+        first statements (a write's body does: see `_batched`); statements the body leaves queued go with COMMIT."""
         self._end_group()
         cur = self._cursor()
+        pipe = self._pipe
         for attempt in range(MAX_ATTEMPTS):
             try:
-                with self._conn.pipeline():
-                    cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    result = body(cur)
-                    cur.execute("COMMIT")
+                pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if not queued:
+                    self._run()
+                result = body(cur)
+                pipe.add("COMMIT")
+                self._run()
                 return result
             except _RETRYABLE as error:
+                pipe.clear()
                 self._rollback()
                 log.debug("write conflict (attempt %d): %s", attempt + 1, error)
                 # Blocks this node's event loop, so kept short: just enough to let the other writer finish.
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             except BaseException:
+                pipe.clear()
                 self._rollback()
                 raise
         raise TransactionConflictException("Transaction is ongoing for the item")
 
-    def _group_write(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T:
+    def _group_write(self, body: Callable[[psycopg.Cursor[Any]], T], queued: bool = True) -> T:
         """Run `body` inside the open group's transaction (beginning one), under a savepoint, so a write that
         fails undoes itself alone; the group commits in `commit`, at the end of the server's event-loop pass.
 
@@ -555,23 +625,30 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
-        cur = self._cursor()
+        cur = self._checked()
+        pipe = self._pipe
         try:
-            with self._conn.pipeline():
-                if not session.pending:
-                    session.pending = True
-                    cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    cur.execute(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
-                cur.execute("SAVEPOINT w")
-                result = body(cur)
-                cur.execute("RELEASE SAVEPOINT w")
+            if not session.pending:
+                session.pending = True
+                pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
+                pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+            elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
+                pipe.add("RELEASE SAVEPOINT w")
+            self._release_due = False
+            pipe.add("SAVEPOINT w")
+            result = body(cur)
+            if self._send_now:
+                self._run()
+            else:  # sent with the next statements of this connection, at the latest with the group's COMMIT
+                self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
             log.debug("write conflict in a group: committing the group, then the write on its own: %s", error)
-            return self._transact(body)
+            return self._transact(body, queued)
         except BaseException:
             self._undo_write()
             raise
+        self._release_due = True
         session.writes += 1
         self._group_writes += 1
         return result
@@ -582,8 +659,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         conn = self._conn
         if not (conn.broken or conn.closed):
             try:
-                conn.execute("ROLLBACK TO SAVEPOINT w")
-                conn.execute("RELEASE SAVEPOINT w")
+                self._pipe.add("ROLLBACK TO SAVEPOINT w")  # (behind the write's statements still unsent, if any)
+                self._command("RELEASE SAVEPOINT w")
                 return
             except psycopg.Error:
                 log.warning("could not undo a write of a group: the group is lost", exc_info=True)
@@ -594,6 +671,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self._group_lost = True
         self.session.pending = False
         self._group_writes = 0
+        self._release_due = False
+        self._carried = 0
+        self._pipe.clear()
         self._rollback_quietly()
 
     def _rollback_quietly(self) -> None:
@@ -610,9 +690,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         session.pending = False
         session.commits += 1
         self._group_writes = 0
+        self._release_due = False
         try:
             # (COMMIT of a failed transaction would answer ROLLBACK, not an error)
-            if self._cur.execute("COMMIT").statusmessage != "COMMIT":
+            if self._command("COMMIT") != "COMMIT":
                 raise RuntimeError("the group's transaction had failed: rolled back")
         except BaseException:
             self._group_lost = True
@@ -694,7 +775,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             results.append(WriteResult(old, new, old_size, new_size))
         self._write_back(cur, live, current, loaded, stored, placeholders, whole)
         if records:  # last: the shard locks it takes are held until the commit that follows
-            self._append_records(cur, records, now)
+            with self._batched():
+                self._append_records(cur, records, now)
         return results
 
     def _lock_items(self, cur: psycopg.Cursor[Any], keys: list[ItemKey], whole: dict[ItemKey, bytes]) -> tuple[
@@ -705,22 +787,27 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         distinct = sorted(set(keys))
         # First the catalog rows (DDL waits for this write; see postgres_indexes.py), then the items, in key order.
         stored: dict[ItemKey, tuple[int, bytes] | None] = {}
-        if len(distinct) == 1:  # the catalog row's lock and the item's in one round trip
-            live = self._lock_tables(cur, [distinct[0][0]], then=(_LOCK, distinct[0]))
-            stored[distinct[0]] = cur.fetchone()
+        if len(distinct) == 1:  # the catalog row's lock and the item's, with what is queued, in one round trip
+            key = distinct[0]
+            self._pipe.add(TABLE_VERSION, (key[0],))
+            self._pipe.add(_LOCK, key)
+            *_, table, item = self._run()
+            live: dict[int, TableMeta | None] = {key[0]: self._described(key[0], table[0] if table else None)}
+            stored[key] = item[0] if item else None
             return live, stored, placeholders
-        live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
         # Several items: lock every key, present or absent, in key order (so two such writes cannot deadlock each
         # other), one statement per key so a key cannot change between "absent" and "locked". A present row is
         # locked by a no-op update; an absent key by inserting a placeholder (size -1), never committed, which a
         # concurrent writer of that key must wait for: a condition on an absent item cannot be skewed.
-        cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
-        for key in distinct:
-            found = cur.fetchone()
-            stored[key] = None if found is None or found[0] < 0 else found
-            if found is not None and found[0] < 0:
-                placeholders.add(key)
-            cur.nextset()
+        with self._batched():
+            live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
+            cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
+            for key in distinct:
+                found = cur.fetchone()
+                stored[key] = None if found is None or found[0] < 0 else found
+                if found is not None and found[0] < 0:
+                    placeholders.add(key)
+                cur.nextset()
         return live, stored, placeholders
 
     def _write_back(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
@@ -744,21 +831,23 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             else:
                 inserts.append((*key, new_size, orjson.dumps(new), whole.get(key)))
         # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
-        # unique violation makes the whole write run again rather than overwrite what it did not see.
-        for sql, params in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
-            if len(params) == 1:
-                cur.execute(sql, params[0])
-            elif params:
-                cur.executemany(sql, params)
-        if changes:
-            self._maintain_indexes(cur, live, changes)
+        # unique violation makes the whole write run again rather than overwrite what it did not see. Queued: they
+        # go with the index upkeep's statements, or with the transaction's COMMIT, or end a group's write.
+        for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
+            for params in rows:
+                self._pipe.add(sql, params)
+        self._send_now = bool(inserts)
+        tables = [live[change[0][0]] for change in changes]
+        if any(table is not None and table.indexes for table in tables):
+            with self._batched():
+                self._maintain_indexes(cur, live, changes)
 
     def _read_pages(self, build: Any) -> Iterator[Any]:
         """Rows of a keyset-paginated read; `build(after_row, limit)` gives the statement of the next page."""
         last = None
         for limit in _pages():
             sql, params = build(last, limit)
-            rows = self._cursor().execute(sql, params).fetchall()
+            rows = self._rows(sql, params)
             yield from rows
             if len(rows) < limit:
                 return

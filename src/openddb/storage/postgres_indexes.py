@@ -72,7 +72,7 @@ _PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size,
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
         "DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data")
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
-_TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
+TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
 _TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
 _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s FOR SHARE"
 
@@ -152,6 +152,7 @@ class PostgresIndexes:
     _live: dict[int, tuple[int, TableMeta]]
     _tables: dict[str, TableMeta]  # PostgresEngine's cached descriptions, and whether to look at the catalog
     _stale: bool
+    _conn: psycopg.Connection[Any]
 
     if TYPE_CHECKING:  # provided by PostgresEngine
         def _cursor(self) -> psycopg.Cursor[Any]: ...
@@ -159,29 +160,22 @@ class PostgresIndexes:
         def _read_pages(self, build: Any) -> Iterator[Any]: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
-    def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int],
-                     then: tuple[str, Sequence[Any]] | None = None) -> dict[int, TableMeta | None]:
-        """Lock the catalog rows of `tids` (in order) against DDL until commit; their committed descriptions.
+    def _lock_tables(self, cur: psycopg.Cursor[Any], tids: Sequence[int]) -> dict[int, TableMeta | None]:
+        """Lock the catalog rows of `tids` (in order) against DDL until commit; their committed descriptions."""
+        return {tid: self._described(tid, cur.execute(TABLE_VERSION, (tid,)).fetchone()) for tid in tids}
 
-        `then`: a statement to send on `cur` right behind the last lock, in the same round trip when the
-        connection pipelines (its result is left on `cur` for the caller)."""
-        live: dict[int, TableMeta | None] = {}
-        side = cur.connection.cursor(binary=True) if then is not None else cur
-        for position, tid in enumerate(tids):
-            side.execute(_TABLE_VERSION, (tid,))
-            if then is not None and position == len(tids) - 1:
-                cur.execute(*then)
-            row = side.fetchone()
-            if row is None:  # deleted meanwhile: write nothing, and run the request again on the fresh catalog
-                self._tables.clear()
-                self._stale = True
-                raise CatalogChanged()
-            cached = self._live.get(tid)
-            if cached is None or cached[0] != row[0]:
-                version, meta = one_row(side, _TABLE_META, (tid,))
-                cached = self._live[tid] = (version, TableMeta.from_json(meta))
-            live[tid] = cached[1]
-        return live
+    def _described(self, tid: int, row: Sequence[Any] | None) -> TableMeta:
+        """The committed description of table `tid`, whose catalog row `TABLE_VERSION` answered `row` (None: the
+        table was deleted meanwhile, so write nothing and run the request again on the fresh catalog)."""
+        if row is None:
+            self._tables.clear()
+            self._stale = True
+            raise CatalogChanged()
+        cached = self._live.get(tid)
+        if cached is None or cached[0] != row[0]:
+            version, meta = one_row(self._conn.cursor(binary=True), _TABLE_META, (tid,))
+            cached = self._live[tid] = (version, TableMeta.from_json(meta))
+        return cached[1]
 
     def _maintain_indexes(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
                           changes: list[tuple[ItemKey, Item | None, Item | None, int, int]]) -> None:
