@@ -37,67 +37,77 @@ def stop_with_parent(parent: int) -> None:
 
 def supervise(count: int, run_worker: Callable[[int], int]) -> int:
     """Fork `count` workers running `run_worker(index)`; return when all have stopped after a signal."""
-    children: dict[int, int] = {}
-    stopping = False
+    return _Supervisor(run_worker).run(count)
 
-    parent = os.getpid()
 
-    def spawn(index: int) -> None:
+class _Supervisor:
+    """The parent of the workers: starts them, forwards SIGINT/SIGTERM to them, restarts one that dies on its own
+    (unless workers keep dying: then it stops them all)."""
+
+    def __init__(self, run_worker: Callable[[int], int]) -> None:
+        self.run_worker = run_worker
+        self.children: dict[int, int] = {}  # pid -> worker index
+        self.stopping = False
+        self.parent = os.getpid()
+        self.restarts: list[float] = []
+
+    def run(self, count: int) -> int:
+        signal.signal(signal.SIGINT, self.forward)
+        signal.signal(signal.SIGTERM, self.forward)
+        for index in range(count):
+            if self.stopping:  # a signal arrived while starting: do not fork workers nobody will stop
+                break
+            self.spawn(index)
+        while self.children:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            dead = self.children.pop(pid, None)
+            if dead is not None and not self.stopping:
+                self.restart(dead, status)
+        return 0
+
+    def spawn(self, index: int) -> None:
         # Signals stay blocked across the fork: a SIGTERM forwarded to a worker before it has dropped the
         # supervisor's handler would otherwise run that handler in the worker and be lost.
         stop_signals = {signal.SIGINT, signal.SIGTERM}
         signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
         pid = os.fork()
         if pid != 0:
-            children[pid] = index  # before unblocking: a pending SIGTERM must be forwarded to this worker too
+            self.children[pid] = index  # before unblocking: a pending SIGTERM must be forwarded to this worker too
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
             return
         # the worker
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
-        stop_with_parent(parent)
+        stop_with_parent(self.parent)
         code = 1
         try:
-            code = run_worker(index)
+            code = self.run_worker(index)
         except BaseException:
             log.exception("worker %d failed", index)
         finally:
             os._exit(code)
 
-    def forward(signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        for pid in list(children):
+    def forward(self, signum: int, _frame: object) -> None:
+        self.stopping = True
+        for pid in list(self.children):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
 
-    signal.signal(signal.SIGINT, forward)
-    signal.signal(signal.SIGTERM, forward)
-    for index in range(count):
-        if stopping:  # a signal arrived while starting: do not fork workers nobody will stop
-            break
-        spawn(index)
-    restarts: list[float] = []
-    while children:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        dead = children.pop(pid, None)
-        if dead is None or stopping:
-            continue
-        # A worker died on its own: restart it, unless workers keep dying (then give up and stop all).
+    def restart(self, index: int, status: int) -> None:
+        """A worker died on its own: start it again, unless workers keep dying (then stop them all)."""
         now = time.monotonic()
-        restarts = [t for t in restarts if now - t < 10] + [now]
-        log.error("worker %d exited unexpectedly (status %d)", dead, status)
-        if len(restarts) > 5:
+        self.restarts = [t for t in self.restarts if now - t < 10] + [now]
+        log.error("worker %d exited unexpectedly (status %d)", index, status)
+        if len(self.restarts) > 5:
             log.error("workers keep failing; stopping")
-            forward(signal.SIGTERM, None)
-            continue
-        spawn(dead)
-    return 0
+            self.forward(signal.SIGTERM, None)
+            return
+        self.spawn(index)
