@@ -9,7 +9,8 @@ import socket
 
 from openddb.api.dispatch import Dispatcher
 from openddb.api.incoming import Frame
-from openddb.server.http import HttpProtocol, ServerState
+from openddb.server.http import HttpProtocol
+from openddb.server.passes import ServerState
 from openddb.storage.sqlite import SQLiteEngine
 from tests.api.test_protocol import AUTH
 

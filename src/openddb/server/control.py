@@ -26,7 +26,7 @@ from openddb.api import ttl
 from openddb.storage.base import Engine
 
 if TYPE_CHECKING:
-    from openddb.server.http import ServerState
+    from openddb.server.passes import ServerState
 
 PREFIX = b"/openddb/"
 # A sweep examines this many rows per table in one go: all of them, for the tables tests make.

@@ -21,7 +21,8 @@ from openddb.server.listen import endpoint_of
 from openddb.startup import bind, open_sqlite
 
 if TYPE_CHECKING:
-    from openddb.server.http import HttpProtocol, ServerState
+    from openddb.server.http import HttpProtocol
+    from openddb.server.passes import ServerState
 
 T = TypeVar("T")
 _START_SECONDS = 30
@@ -33,7 +34,7 @@ class _Store:
 
     def __init__(self, data_dir: str | None) -> None:
         from openddb.api.dispatch import Dispatcher
-        from openddb.server.http import BACKGROUND_SECONDS, ServerState
+        from openddb.server.passes import BACKGROUND_SECONDS, ServerState
 
         self.engine = open_sqlite(data_dir, "normal")
         self.dispatcher = Dispatcher(self.engine)

@@ -1,0 +1,219 @@
+"""What one worker's connections share, and what happens at the end of each event-loop pass (`ServerState`).
+
+Requests are answered on the event-loop thread as they arrive (server/http.py); their answers are sent together
+at the end of the pass, and writes of a pass share one group commit: answers of writes are held until it is
+durable. Also here: the background duties run about once a second between passes, and the connection-limit
+sweep (server/connection_limits.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from typing import TYPE_CHECKING
+
+import orjson
+
+from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
+from openddb.server.cors import Cors
+from openddb.server.requests_log import RequestLog
+
+if TYPE_CHECKING:
+    from openddb.api.dispatch import Dispatcher
+    from openddb.server.control import Control
+    from openddb.server.http import HttpProtocol, _Request
+
+    # A connection, its request, the answer waiting for the commit, and the group the request wrote into (its
+    # `WriteSession.commits` when it wrote), or None if it wrote into none.
+    _Held = tuple[HttpProtocol, _Request, bytes, int | None]
+
+log = logging.getLogger("openddb.http")
+
+# After this many tries at the writer lock, a request (or a group) waits for it outright.
+MAX_ATTEMPTS = 20
+# A group commit of at least this many rows that finds the writer lock taken waits for it on a helper thread
+# while the event loop goes on serving (new writes join the group); a smaller one blocks the loop for the wait.
+_WAIT_BESIDE_ROWS = 64
+# How often the dispatcher's background duties run (TTL expiry); if a group of writes is open, shortly after.
+BACKGROUND_SECONDS = 1.0
+_BACKGROUND_RETRY_SECONDS = 0.01
+
+
+
+
+class ServerState:
+    """What the protocol instances share: open connections, the shutdown flag, and group commit.
+
+    While the engine holds an open group transaction, responses are held here and released together
+    right after one commit, at the end of the current event-loop pass: several requests in flight share one
+    durable commit, and nothing is acknowledged before it is durable. If the engine could not commit the group
+    (a conflict: another worker changed a row its optimistic writes had read), the held requests are run
+    again, in order, under the writer lock, and their new answers are sent instead."""
+
+    def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
+                 limits: ConnectionLimits | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.engine = dispatcher.engine
+        self.cors = cors or Cors()
+        self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
+        self.auditing = dispatcher.audit is not None  # (then requests carry the client's address)
+        limits = limits or ConnectionLimits()
+        self.watch = Watch(limits)
+        self.budget = Budget(limits.buffered_bytes)
+        self.sweeping: asyncio.TimerHandle | None = None
+        self.connections: set[HttpProtocol] = set()
+        self.closing = False
+        self._held: list[_Held] = []
+        self._flush_attempts = 0
+        self._writer_waits: queue.SimpleQueue[asyncio.AbstractEventLoop] | None = None
+        self._pass_ending = False
+        self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
+        self.background: asyncio.TimerHandle | None = None
+        self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
+        self.control: Control | None = None  # the test-control endpoints, with `--dev` only
+
+    def handle(self, request: _Request) -> tuple[int, bytes]:
+        if self.request_log is not None:
+            self.end_pass_soon()  # (which writes the pass's lines)
+            return self.request_log.handle(self.dispatcher, request)
+        return self.dispatcher.handle(request)
+
+    def run_background(self) -> None:
+        """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes
+        is open (they commit on their own)."""
+        if self.closing:
+            return
+        loop = asyncio.get_running_loop()
+        if self.engine.session.pending or self._held:
+            self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
+            return
+        self.dispatcher.run_background()
+        self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
+
+    def sweep(self) -> None:
+        """Close the connections past their time (see server/connection_limits.py), about once a second."""
+        if self.closing:
+            return
+        closed = self.watch.sweep(self.connections)  # type: ignore[arg-type]
+        if closed:
+            log.debug("closed %d connections past their time", closed)
+        self.sweeping = asyncio.get_running_loop().call_later(SWEEP_SECONDS, self.sweep)
+
+    def send_soon(self, transport: asyncio.Transport, response: bytes, keep_alive: bool) -> None:
+        """Send an answer at the end of this event-loop pass, with the pass's other answers."""
+        self._outbox.append((transport, response, keep_alive))
+        self.end_pass_soon()
+
+    def send_answers(self) -> None:
+        """Send the answers `send_soon` collected (one burst: the clients wake once for many answers)."""
+        outbox, self._outbox = self._outbox, []
+        for transport, response, keep_alive in outbox:
+            if transport.is_closing():
+                continue
+            transport.write(response)
+            if not keep_alive:
+                transport.close()
+
+    def end_pass_soon(self) -> None:
+        """At the end of this event-loop pass, send its answers and release the engine's read snapshot (see
+        `Engine.reading`): one callback for both, scheduled by the first answer or read of the pass."""
+        if not self._pass_ending:
+            self._pass_ending = True
+            asyncio.get_running_loop().call_soon(self._end_pass)
+
+    def _end_pass(self) -> None:
+        self._pass_ending = False
+        self.send_answers()
+        self.engine.end_reads()
+        if self.request_log is not None:
+            self.request_log.flush()
+
+    def hold(self, connection: HttpProtocol, request: _Request, response: bytes, group: int | None) -> None:
+        if not self._held:
+            asyncio.get_running_loop().call_soon(self.release)
+        self._held.append((connection, request, response, group))
+
+    def _commit(self, held: list[_Held]) -> list[_Held] | None:
+        """Commit the group and return the answers to send: the held ones, or after a conflict the new answers of
+        the requests that wrote into the failed group, run again (reads and DDL keep their answers: those rest on
+        committed state; so do writes into a group committed earlier in the pass, see `WriteSession.commits`);
+        None if another worker holds the writer lock (nothing done)."""
+        engine = self.engine
+        outcome = engine.commit()
+        if outcome == "busy":
+            return None
+        if outcome == "committed":
+            return held
+        session = engine.session
+        failed = session.commits
+        log.debug("write conflict with another worker: running %d requests again", sum(h[3] == failed for h in held))
+        with session.serialized():
+            answers = []
+            for connection, request, response, group in held:
+                if group == failed:
+                    response = request.render(*self.handle(request))
+                answers.append((connection, request, response, group))
+            if engine.commit() != "committed":  # (under the lock, waiting for it: it cannot conflict)
+                raise RuntimeError("a serialized group failed to commit")
+            return answers
+
+    def release(self) -> None:
+        self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
+        held = self._held
+        failed: DynamoDBError | None = None
+        engine = self.engine
+        # Wait for the lock outright when the group is small (the wait is short, a thread hop dearer) or after
+        # many lost races (a busy neighbour cannot starve us); a large group waits beside the event loop.
+        patient = self._flush_attempts >= MAX_ATTEMPTS or engine.group_rows < _WAIT_BESIDE_ROWS
+        try:
+            with engine.session.waiting(patient or engine.session.wait):
+                answers = self._commit(held)
+            if answers is None:
+                # Another worker is committing. Instead of blocking the event loop until it is done, go on
+                # serving: requests arriving meanwhile join the group, which commits as soon as the lock is free.
+                self._flush_attempts += 1
+                self._await_writer()
+                return
+            held = answers
+        except Exception as error:
+            if engine.unavailable(error):  # (the disk is full: nothing of the group was kept; said by the engine)
+                failed = ServiceUnavailable()
+            else:
+                log.exception("group commit failed; answering its %d requests with errors", len(held))
+                failed = InternalServerError("Internal server error")
+        self._held = []
+        self._flush_attempts = 0
+        for connection, request, response, group in held:
+            connection.held -= 1
+            if failed is not None and group is not None:  # (reads and DDL rest on committed state: they stand)
+                response = request.render(failed.status, orjson.dumps(failed.to_wire()))
+            transport = connection.transport
+            if transport is None or transport.is_closing():
+                continue
+            transport.write(response)
+            if not request.keep_alive:
+                transport.close()
+            elif self.closing:
+                connection.close_if_idle()
+
+    def _await_writer(self) -> None:
+        """Run `release` again once the writer lock is free, waiting for it on a helper thread."""
+        if self._writer_waits is None:
+            self._writer_waits = queue.SimpleQueue()
+            threading.Thread(target=self._wait_for_writers, args=(self._writer_waits,), name="openddb-writer-wait",
+                             daemon=True).start()
+        self._writer_waits.put(asyncio.get_running_loop())
+
+    def _wait_for_writers(self, waits: queue.SimpleQueue[asyncio.AbstractEventLoop]) -> None:
+        while True:
+            loop = waits.get()
+            try:
+                self.engine.wait_for_writer()
+            finally:
+                try:
+                    loop.call_soon_threadsafe(self.release)
+                except RuntimeError:  # the loop is closed: the server has stopped
+                    return
