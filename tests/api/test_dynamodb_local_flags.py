@@ -74,16 +74,28 @@ def test_db_path_is_the_data_dir(tmp_path: Path) -> None:
         assert make_client(endpoint).list_tables()["TableNames"] == ["users"]
 
 
-def test_options_not_implemented_say_so() -> None:
+def test_transient_statuses_and_optimize_before_startup_do_what_they_say(tmp_path: Path) -> None:
     port = free_port()
-    with local_style("-inMemory", "-port", str(port), "-delayTransientStatuses", "-optimizeDbBeforeStartup",
-                     "--log-level", "warning", port=port) as (endpoint, lines):
+    with local_style("-dbPath", str(tmp_path), "-port", str(port), "--workers", "1", port=port) as (endpoint, _):
+        ddb = make_client(endpoint)
+        ddb.create_table(**USERS)
+        for n in range(300):
+            ddb.put_item(TableName="users", Item={"id": {"S": str(n)}, "blob": {"S": "x" * 2000}})
+        for n in range(300):
+            ddb.delete_item(TableName="users", Key={"id": {"S": str(n)}})
+    database = tmp_path / "openddb.sqlite3"
+    wal = tmp_path / "openddb.sqlite3-wal"
+    before = database.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    with local_style("-dbPath", str(tmp_path), "-port", str(port), "-delayTransientStatuses",
+                     "-optimizeDbBeforeStartup", "--workers", "1", port=port) as (endpoint, lines):
         ddb = make_client(endpoint)
         # -delayTransientStatuses is implemented (tests/api/test_transient_statuses.py): a new table is CREATING.
-        assert ddb.create_table(**USERS)["TableDescription"]["TableStatus"] == "CREATING"
-        assert ddb.describe_table(TableName="users")["Table"]["TableStatus"] == "CREATING"
-    assert len(lines) == 1
-    assert "-optimizeDbBeforeStartup is not implemented" in lines[0]
+        table = dict(USERS, TableName="more")
+        assert ddb.create_table(**table)["TableDescription"]["TableStatus"] == "CREATING"
+        assert ddb.describe_table(TableName="more")["Table"]["TableStatus"] == "CREATING"
+    assert any("-optimizeDbBeforeStartup: the store was optimized" in line for line in lines), lines
+    # the freed pages are gone and the write-ahead log folded in: the store is smaller than it was
+    assert database.stat().st_size < before / 2
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan"])

@@ -525,6 +525,11 @@ class Engine(ABC):
         retention: records, shards, and streams disabled or of deleted tables. Run under the "streams" lease."""
         raise NotImplementedError
 
+    def optimize(self) -> bool:
+        """Before serving (DynamoDB Local's -optimizeDbBeforeStartup): compact the store and refresh what its
+        query planner knows; False if this engine has nothing to do for it."""
+        return False
+
     def keep_reserve(self) -> None:  # noqa: B027 - deliberately a no-op default: most engines keep none
         """Take back disk space kept in reserve against a full disk, if it was given up and there is room again
         (a background duty, about once a second)."""
