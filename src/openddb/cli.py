@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
 from openddb.api.context import DEFAULT_ACCOUNT
+from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
@@ -87,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     _stream_options(serve)
     _connection_options(serve)
     _auth_options(serve)
+    serve.add_argument("--inject-errors", action="append", default=[], metavar="SPEC",
+                       help="refuse a fraction of calls to test retries: RATE[:KIND,...][@TARGET,...], KIND throttle "
+                            "(default), internal or unavailable, TARGET an operation or a table (repeatable; see "
+                            "docs/TESTING.md)")
     _tail_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
@@ -202,6 +207,18 @@ def _root_from_environment() -> str | None:
     return f"{key}:{secret}" if key and secret else None
 
 
+def _fault_injector(args: argparse.Namespace) -> FaultInjector | None:
+    """The errors `--inject-errors` asks for (None: none); StartupError for a SPEC that cannot be read."""
+    if not args.inject_errors:
+        return None
+    from openddb.api.dispatch import DYNAMODB_OPERATIONS  # (the API layer loads only when a server starts)
+
+    try:
+        return FaultInjector([parse_spec(spec, DYNAMODB_OPERATIONS) for spec in args.inject_errors])
+    except SpecError as error:
+        raise StartupError(str(error)) from None
+
+
 def _audit_log(args: argparse.Namespace) -> AuditLog | None:
     """The audit log `--audit-log` names (None: none); StartupError if it cannot be written."""
     if args.audit_log is None:
@@ -295,6 +312,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher = Dispatcher(engine)
     dispatcher.verifier = _verifier(args)
     dispatcher.audit = _audit_log(args)
+    dispatcher.faults = _fault_injector(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args)))
@@ -487,6 +505,7 @@ def _start(args: argparse.Namespace) -> int:
     _limits(args)
     _tls(args)
     _verifier(args)
+    _fault_injector(args)
     audit = _audit_log(args)  # (opened here to report a mistake at once; each worker opens its own)
     if audit is not None:
         audit.close()

@@ -22,6 +22,7 @@ class DynamoDBError(Exception):
     status: int = 400
     # Some errors carry the message under "Message" (capitalised) on the wire; DynamoDB uses "message".
     message_key: str = "message"
+    extra: dict[str, Any] | None = None  # more members of the error's shape (e.g. ThrottlingReasons)
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or "")
@@ -35,6 +36,8 @@ class DynamoDBError(Exception):
         body: dict[str, Any] = {"__type": self.type_name}
         if self.message is not None:
             body[self.message_key] = self.message
+        if self.extra:
+            body.update(self.extra)
         return body
 
 

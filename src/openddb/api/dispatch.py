@@ -19,6 +19,7 @@ import orjson
 from openddb import clock
 from openddb.api.context import RequestContext, as_requested
 from openddb.api.expression_members import REQUEST_BYTES
+from openddb.api.fault_injection import FaultInjector
 from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
 from openddb.api.validation import attribute_value_error
@@ -206,6 +207,7 @@ class Dispatcher:
         self.account = account
         self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
         self.audit: AuditLog | None = None  # records control-plane changes and refused callers (`--audit-log`)
+        self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
         self.handlers = _handlers()
         self.rewriters = _rewriters()
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
@@ -221,6 +223,8 @@ class Dispatcher:
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = self._parse(incoming)
+            if self.faults is not None:
+                self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
             response = self._execute(handler, caller, incoming, request)
             if self.audit is not None and incoming.target in AUDITED:
                 self.audit.record(incoming, caller, request)
