@@ -252,6 +252,12 @@ def test_parameter_count_must_match(ddb, table):
     assert code == "ValidationException"
 
 
+def test_order_by_needs_the_partition_key(ddb, table):
+    """ORDER BY orders one partition's items: a SELECT that would scan cannot have one."""
+    code, message = refused(ddb, f'SELECT * FROM "{table}" WHERE n > 1 ORDER BY sk')
+    assert code == "ValidationException" and "ORDER BY" in message
+
+
 def test_missing_table_and_index(ddb, table):
     assert refused(ddb, 'SELECT * FROM "no_such_table_pql"')[0] == "ResourceNotFoundException"
     assert refused(ddb, f'SELECT * FROM "{table}"."no_index"')[0] == "ValidationException"

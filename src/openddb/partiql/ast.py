@@ -113,6 +113,7 @@ class Select:
     index: str | None
     where: Expr | None
     descending: bool  # ORDER BY ... DESC
+    ordered: bool = False  # has an ORDER BY
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,8 +101,9 @@ class _Parser:
         table = self.name()
         index = self.name() if self.accept(".") else None
         where = self.condition() if self.accept("WHERE") else None
-        descending = False
+        descending = ordered = False
         if self.accept("ORDER"):
+            ordered = True
             self.expect("BY")
             while True:
                 self.path()
@@ -112,7 +113,7 @@ class _Parser:
                     self.accept("ASC")
                 if not self.accept(","):
                     break
-        return ast.Select(projection, table, index, where, descending)
+        return ast.Select(projection, table, index, where, descending, ordered)
 
     def insert(self) -> ast.Insert:
         self.expect("INSERT")

@@ -32,6 +32,10 @@ from openddb.storage.base import Engine, StorageKey
 # best guess at the wording: DynamoDB's message for a write whose WHERE leaves part of the key open is not
 # recorded in the sources searched
 MISSING_KEY = "Where clause does not contain a mandatory equality on all key attributes"
+# ORDER BY orders a partition: a SELECT that scans has none to order. best guess at the wording, as remembered of
+# DynamoDB's answer; not found in the sources searched
+ORDER_WITHOUT_KEY = ("Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY "
+                     "clause.")
 _RANGE_OPS = frozenset({"=", "<", "<=", ">", ">="})
 
 
@@ -202,6 +206,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     if select.projection:
         request["ProjectionExpression"] = ", ".join(refs.path(path) for path in select.projection)
     if len(fixed) < len(hash_names):  # the partition key is not fixed: a Scan with the whole WHERE as filter
+        if select.ordered:
+            raise ValidationException(ORDER_WITHOUT_KEY)
         if select.where is not None:
             request["FilterExpression"] = condition(select.where, refs)
         return _SelectPlan("Scan", {**request, **refs.members()}, refs)
