@@ -4,7 +4,7 @@ values here; `?` parameters are bound later, so one parsed statement serves ever
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Literal, cast
 
 from openddb.errors import ValidationException
 from openddb.model import AttributeValue
@@ -206,11 +206,13 @@ class _Parser:
         if negated:
             raise self.unexpected()
         if self.accept("IS"):
-            not_missing = self.accept("NOT")
-            self.expect("MISSING")
+            negated = self.accept("NOT")
+            kind: Literal["MISSING", "NULL"] = "NULL" if self.accept("NULL") else "MISSING"
+            if kind == "MISSING":
+                self.expect("MISSING")
             if not isinstance(left, ast.Path):
                 raise self.unexpected()
-            return ast.IsMissing(left, not_missing)
+            return ast.Is(left, kind, negated)
         if isinstance(left, ast.Call):
             return left  # a function that is a condition in itself: begins_with, contains, attribute_type
         raise self.unexpected()

@@ -36,6 +36,10 @@ MISSING_KEY = "Where clause does not contain a mandatory equality on all key att
 # DynamoDB's answer; not found in the sources searched
 ORDER_WITHOUT_KEY = ("Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY "
                      "clause.")
+# "IN ... at max 50 hash attribute values" (Developer Guide, "PartiQL arithmetic, comparison, and logical
+# operators"); best guess at the wording of the refusal, not recorded
+MAX_PARTITIONS = 50
+TOO_MANY_PARTITIONS = f"IN on the partition key takes at most {MAX_PARTITIONS} values"
 _RANGE_OPS = frozenset({"=", "<", "<=", ">", ">="})
 
 
@@ -195,6 +199,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
         for part in rest:
             found_options = _partition_options(part, hash_names[0])
             if found_options is not None:
+                if len(found_options) > MAX_PARTITIONS:
+                    raise ValidationException(TOO_MANY_PARTITIONS)
                 options = found_options
                 fixed[hash_names[0]] = options[0]
                 rest.remove(part)
