@@ -107,6 +107,30 @@ def test_select_partitions_by_in_or_or(ddb, table):
     assert seen == expected and pages >= 3
 
 
+def test_select_of_several_partitions_pages_by_ten(ddb, table):
+    """"Results are returned in pages of up to 10 items" for an IN on the partition key, which takes at most 50
+    values (Developer Guide, PartiQL operators)."""
+    statement = f"SELECT * FROM \"{table}\" WHERE pk IN ['p0', 'p1', 'p2']"
+    first = run(ddb, statement)
+    assert len(first["Items"]) == 10 and "NextToken" in first
+    second = run(ddb, statement, NextToken=first["NextToken"])
+    assert "NextToken" not in second
+    assert keys_of(first["Items"] + second["Items"]) == keys_of(ddb.scan(TableName=table)["Items"])
+    values = ", ".join(f"'k{i}'" for i in range(51))
+    assert refused(ddb, f'SELECT * FROM "{table}" WHERE pk IN [{values}]')[0] == "ValidationException"
+
+
+def test_is_null(ddb):
+    """IS [NOT] NULL tests an attribute's type, as IS [NOT] MISSING tests its presence."""
+    name = create_table(ddb, unique_name("pqlnull"), range_type=None)
+    for pk, value in (("n", {"NULL": True}), ("s", {"S": "x"})):
+        ddb.put_item(TableName=name, Item={"pk": {"S": pk}, "a": value})
+    ddb.put_item(TableName=name, Item={"pk": {"S": "missing"}})
+    assert [i["pk"]["S"] for i in run(ddb, f'SELECT pk FROM "{name}" WHERE a IS NULL')["Items"]] == ["n"]
+    assert sorted(i["pk"]["S"] for i in run(ddb, f'SELECT pk FROM "{name}" WHERE a IS NOT NULL')["Items"]) == [
+        "missing", "s"]
+
+
 @pytest.mark.parametrize(("where", "expected"), [
     ("begins_with(tag, 'tag-1')", [("p0", "1")]),
     ("contains(tags, 'b2')", [("p0", "2")]),
@@ -250,6 +274,12 @@ def test_parameter_count_must_match(ddb, table):
     assert code == "ValidationException" and "parameters" in message
     code, _ = refused(ddb, f"SELECT * FROM \"{table}\" WHERE pk = 'p0'", {"S": "extra"})
     assert code == "ValidationException"
+
+
+def test_order_by_needs_the_partition_key(ddb, table):
+    """ORDER BY orders one partition's items: a SELECT that would scan cannot have one."""
+    code, message = refused(ddb, f'SELECT * FROM "{table}" WHERE n > 1 ORDER BY sk')
+    assert code == "ValidationException" and "ORDER BY" in message
 
 
 def test_missing_table_and_index(ddb, table):

@@ -79,9 +79,13 @@ class In:
 
 
 @dataclass(frozen=True, slots=True)
-class IsMissing:
+class Is:
+    """`path IS [NOT] MISSING` or `path IS [NOT] NULL` (the operand's PartiQL type: Developer Guide, "PartiQL
+    arithmetic, comparison, and logical operators")."""
+
     path: Path
-    negated: bool  # IS NOT MISSING
+    kind: Literal["MISSING", "NULL"]
+    negated: bool  # IS NOT
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +105,7 @@ class Not:
     operand: Expr
 
 
-Expr = (Path | Value | Param | ListOf | MapOf | SetOf | Call | Arith | Compare | Between | In | IsMissing | And | Or
+Expr = (Path | Value | Param | ListOf | MapOf | SetOf | Call | Arith | Compare | Between | In | Is | And | Or
         | Not)
 Returning = Literal["ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"]
 
@@ -113,6 +117,7 @@ class Select:
     index: str | None
     where: Expr | None
     descending: bool  # ORDER BY ... DESC
+    ordered: bool = False  # has an ORDER BY
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,9 @@ from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
 from openddb.partiql.planner import NativeRead
 
+# A SELECT of several partitions (IN) answers "in pages of up to 10 items" (Developer Guide, "PartiQL arithmetic,
+# comparison, and logical operators", IN).
+PARTITIONS_PAGE_ITEMS = 10
 # best guess at both wordings: DynamoDB's are not recorded in the sources searched
 _BAD_TOKEN = "Invalid NextToken"
 _OTHER_STATEMENT = "The NextToken was issued for a different statement"
@@ -73,10 +76,13 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
     while partition < len(partitions):
         native = dict(plan.request)
         value = partitions[partition]
+        bound = None if limit is None else limit - evaluated
         if value is not None:
             native["ExpressionAttributeValues"] = {**native["ExpressionAttributeValues"], plan.key_ref: value}
-        if limit is not None:
-            native["Limit"] = limit - evaluated
+            room = PARTITIONS_PAGE_ITEMS - len(items)
+            bound = room if bound is None else min(bound, room)
+        if bound is not None:
+            native["Limit"] = bound
         if start is not None:
             native["ExclusiveStartKey"] = start
         if request.get("ReturnConsumedCapacity") is not None:
@@ -92,7 +98,8 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
             response["LastEvaluatedKey"] = start
             break
         partition += 1
-        if limit is not None and evaluated >= limit and partition < len(partitions):
+        full = (limit is not None and evaluated >= limit) or (value is not None and len(items) >= PARTITIONS_PAGE_ITEMS)
+        if full and partition < len(partitions):
             response["NextToken"] = _token(text, partition, None)
             break
     if consumed is not None:

@@ -4,7 +4,7 @@ values here; `?` parameters are bound later, so one parsed statement serves ever
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Literal, cast
 
 from openddb.errors import ValidationException
 from openddb.model import AttributeValue
@@ -101,8 +101,9 @@ class _Parser:
         table = self.name()
         index = self.name() if self.accept(".") else None
         where = self.condition() if self.accept("WHERE") else None
-        descending = False
+        descending = ordered = False
         if self.accept("ORDER"):
+            ordered = True
             self.expect("BY")
             while True:
                 self.path()
@@ -112,7 +113,7 @@ class _Parser:
                     self.accept("ASC")
                 if not self.accept(","):
                     break
-        return ast.Select(projection, table, index, where, descending)
+        return ast.Select(projection, table, index, where, descending, ordered)
 
     def insert(self) -> ast.Insert:
         self.expect("INSERT")
@@ -205,11 +206,13 @@ class _Parser:
         if negated:
             raise self.unexpected()
         if self.accept("IS"):
-            not_missing = self.accept("NOT")
-            self.expect("MISSING")
+            negated = self.accept("NOT")
+            kind: Literal["MISSING", "NULL"] = "NULL" if self.accept("NULL") else "MISSING"
+            if kind == "MISSING":
+                self.expect("MISSING")
             if not isinstance(left, ast.Path):
                 raise self.unexpected()
-            return ast.IsMissing(left, not_missing)
+            return ast.Is(left, kind, negated)
         if isinstance(left, ast.Call):
             return left  # a function that is a condition in itself: begins_with, contains, attribute_type
         raise self.unexpected()

@@ -32,6 +32,14 @@ from openddb.storage.base import Engine, StorageKey
 # best guess at the wording: DynamoDB's message for a write whose WHERE leaves part of the key open is not
 # recorded in the sources searched
 MISSING_KEY = "Where clause does not contain a mandatory equality on all key attributes"
+# ORDER BY orders a partition: a SELECT that scans has none to order. best guess at the wording, as remembered of
+# DynamoDB's answer; not found in the sources searched
+ORDER_WITHOUT_KEY = ("Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY "
+                     "clause.")
+# "IN ... at max 50 hash attribute values" (Developer Guide, "PartiQL arithmetic, comparison, and logical
+# operators"); best guess at the wording of the refusal, not recorded
+MAX_PARTITIONS = 50
+TOO_MANY_PARTITIONS = f"IN on the partition key takes at most {MAX_PARTITIONS} values"
 _RANGE_OPS = frozenset({"=", "<", "<=", ">", ">="})
 
 
@@ -191,6 +199,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
         for part in rest:
             found_options = _partition_options(part, hash_names[0])
             if found_options is not None:
+                if len(found_options) > MAX_PARTITIONS:
+                    raise ValidationException(TOO_MANY_PARTITIONS)
                 options = found_options
                 fixed[hash_names[0]] = options[0]
                 rest.remove(part)
@@ -202,6 +212,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     if select.projection:
         request["ProjectionExpression"] = ", ".join(refs.path(path) for path in select.projection)
     if len(fixed) < len(hash_names):  # the partition key is not fixed: a Scan with the whole WHERE as filter
+        if select.ordered:
+            raise ValidationException(ORDER_WITHOUT_KEY)
         if select.where is not None:
             request["FilterExpression"] = condition(select.where, refs)
         return _SelectPlan("Scan", {**request, **refs.members()}, refs)

@@ -105,9 +105,14 @@ def condition(node: ast.Expr, refs: Placeholders) -> str:
         return f"{operand(node.operand, refs)} BETWEEN {operand(node.low, refs)} AND {operand(node.high, refs)}"
     if isinstance(node, ast.In):
         return f"{operand(node.operand, refs)} IN ({', '.join(operand(o, refs) for o in node.options)})"
-    if isinstance(node, ast.IsMissing):
-        function = "attribute_exists" if node.negated else "attribute_not_exists"
-        return f"{function}({refs.path(node.path)})"
+    if isinstance(node, ast.Is):
+        if node.kind == "MISSING":
+            function = "attribute_exists" if node.negated else "attribute_not_exists"
+            return f"{function}({refs.path(node.path)})"
+        # IS NULL: an attribute of DynamoDB's NULL type. best guess: whether DynamoDB also counts a missing
+        # attribute as NULL, as the PartiQL specification does, is not recorded; here it does not.
+        test = f"attribute_type({refs.path(node.path)}, {refs.value(ast.Value({'S': 'NULL'}))})"
+        return f"(NOT {test})" if node.negated else test
     if isinstance(node, ast.Call) and node.name in _CONDITION_FUNCTIONS and len(node.args) == 2 and \
             isinstance(node.args[0], ast.Path):
         second = node.args[1]
