@@ -641,7 +641,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             if self._send_now:
                 if len(pipe):
                     self._run()
-            else:  # sent with the next statements of this connection, at the latest with the group's COMMIT
+            elif len(pipe):  # sent with the next statements of this connection, at the latest with the group's COMMIT
+                # They wait for no row lock (the write holds them), but may for the lock that extends the table's
+                # file, which a 1 ms bound would make them fail: they go under the lone writes' bound.
+                pipe.surround(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'",
+                              f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
                 self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
