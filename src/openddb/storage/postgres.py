@@ -83,7 +83,7 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_keys,
 )
-from openddb.storage.postgres_pipeline import Pipeline
+from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline
 from openddb.storage.postgres_streams import (
     STREAM_MIGRATION,
     PendingRecord,
@@ -167,6 +167,7 @@ _LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
 _INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
 _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
+_LOCK_OR_HOLD_TYPES = (INT8, INT8, BYTEA, BYTEA, BYTEA)
 _UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
 _DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
 _LOCK_TOKEN = "SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s FOR UPDATE"
@@ -638,8 +639,13 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             pipe.add("SAVEPOINT w")
             result = body(cur)
             if self._send_now:
-                self._run()
-            else:  # sent with the next statements of this connection, at the latest with the group's COMMIT
+                if len(pipe):
+                    self._run()
+            elif len(pipe):  # sent with the next statements of this connection, at the latest with the group's COMMIT
+                # They wait for no row lock (the write holds them), but may for the lock that extends the table's
+                # file, which a 1 ms bound would make them fail: they go under the lone writes' bound.
+                pipe.surround(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'",
+                              f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
                 self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
@@ -799,15 +805,18 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         # other), one statement per key so a key cannot change between "absent" and "locked". A present row is
         # locked by a no-op update; an absent key by inserting a placeholder (size -1), never committed, which a
         # concurrent writer of that key must wait for: a condition on an absent item cannot be skewed.
-        with self._batched():
-            live = self._lock_tables(cur, sorted({key[0] for key in distinct}))
-            cur.executemany(_LOCK_OR_HOLD, [(*key, whole.get(key)) for key in distinct], returning=True)
-            for key in distinct:
-                found = cur.fetchone()
-                stored[key] = None if found is None or found[0] < 0 else found
-                if found is not None and found[0] < 0:
-                    placeholders.add(key)
-                cur.nextset()
+        tids = sorted({key[0] for key in distinct})
+        for tid in tids:
+            self._pipe.add(TABLE_VERSION, (tid,))
+        for key in distinct:
+            self._pipe.add(_LOCK_OR_HOLD, (*key, whole.get(key)), _LOCK_OR_HOLD_TYPES)
+        answers = self._run()[-len(tids) - len(distinct):]
+        live = {tid: self._described(tid, rows[0] if rows else None) for tid, rows in zip(tids, answers)}
+        for key, rows in zip(distinct, answers[len(tids):]):
+            found = rows[0] if rows else None
+            stored[key] = None if found is None or found[0] < 0 else found
+            if found is not None and found[0] < 0:
+                placeholders.add(key)
         return live, stored, placeholders
 
     def _write_back(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
@@ -836,11 +845,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
             for params in rows:
                 self._pipe.add(sql, params)
-        self._send_now = bool(inserts)
         tables = [live[change[0][0]] for change in changes]
-        if any(table is not None and table.indexes for table in tables):
-            with self._batched():
-                self._maintain_indexes(cur, live, changes)
+        entries = any(table is not None and table.indexes for table in tables) and self._maintain_indexes(live, changes)
+        self._send_now = bool(inserts) or entries
 
     def _read_pages(self, build: Any) -> Iterator[Any]:
         """Rows of a keyset-paginated read; `build(after_row, limit)` gives the statement of the next page."""

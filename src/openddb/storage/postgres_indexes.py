@@ -29,6 +29,7 @@ from openddb.model import Item
 from openddb.model.indexes import ITEM_COLLECTION_LIMIT, IndexEntry, entry_of
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.storage.base import CatalogChanged, IndexKey, IndexRow, SortRange, StorageKey, add_sort_clauses
+from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline
 
 T = TypeVar("T")
 
@@ -71,6 +72,7 @@ _ENTRY_KEY = "tid=%s AND iid=%s AND h=%s AND pk=%s AND sk=%s AND tpk=%s AND tsk=
 _PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size, data, pkx, tpkx, tskx) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, h, pk, sk, tpk, tsk) "
         "DO UPDATE SET size = EXCLUDED.size, data = EXCLUDED.data")
+_PUT_TYPES = (INT8, INT8, INT8, BYTEA, BYTEA, BYTEA, BYTEA, INT8, BYTEA, BYTEA, BYTEA, BYTEA)
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
 _TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
@@ -155,6 +157,9 @@ class PostgresIndexes:
     _conn: psycopg.Connection[Any]
 
     if TYPE_CHECKING:  # provided by PostgresEngine
+        _pipe: Pipeline
+
+        def _run(self) -> list[list[tuple[Any, ...]]]: ...
         def _cursor(self) -> psycopg.Cursor[Any]: ...
         def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
         def _read_pages(self, build: Any) -> Iterator[Any]: ...
@@ -177,10 +182,12 @@ class PostgresIndexes:
             cached = self._live[tid] = (version, TableMeta.from_json(meta))
         return cached[1]
 
-    def _maintain_indexes(self, cur: psycopg.Cursor[Any], live: dict[int, TableMeta | None],
-                          changes: list[tuple[ItemKey, Item | None, Item | None, int, int]]) -> None:
+    def _maintain_indexes(self, live: dict[int, TableMeta | None],
+                          changes: list[tuple[ItemKey, Item | None, Item | None, int, int]]) -> bool:
         """Replace each changed item's old index entries by its new ones; `changes` holds
-        (key, old, new, old_size, new_size) per item, after the item rows themselves were written."""
+        (key, old, new, old_size, new_size) per item, queued after the item rows themselves. Queued on `_pipe`;
+        whether anything was (an entry can fail to be stored, a key past PostgreSQL's B-tree row: so it is not
+        left for a later round trip)."""
         deletes: list[tuple[Any, ...]] = []
         puts: list[tuple[Any, ...]] = []
         grown: list[tuple[TableMeta, ItemKey]] = []
@@ -200,14 +207,16 @@ class PostgresIndexes:
                     puts.append(_entry_row(tid, after, index.index_id, tpk, tsk))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
-        for sql, params in ((_DELETE, deletes), (_PUT, puts)):
-            if len(params) == 1:
-                cur.execute(sql, params[0])
-            elif params:
-                cur.executemany(sql, params)
+        for params in deletes:
+            self._pipe.add(_DELETE, params)
+        for params in puts:
+            self._pipe.add(_PUT, params, _PUT_TYPES)
+        if grown:  # (measured once the entries and rows queued are written)
+            self._run()
         for table, (tid, h, pk, _sk) in grown:
             if self.collection_size(table, h, pk) > ITEM_COLLECTION_LIMIT:
                 raise ItemCollectionSizeLimitExceededException((tid, h))
+        return bool(deletes or puts)
 
     # --- reads --------------------------------------------------------------------------------------
     def index_query(self, meta: TableMeta, index: IndexMeta, h: int, pk: bytes, sort: SortRange, forward: bool,

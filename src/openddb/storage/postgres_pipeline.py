@@ -1,16 +1,18 @@
 """One round trip to PostgreSQL for several statements: libpq's pipeline mode driven directly.
 
 psycopg's pipeline polls, sends and receives once per statement it queues (its `execute` talks to the server
-before returning), which was most of the node's CPU per write (about 40% of a PutItem's, profiled with py-spy):
-a single-item write sends seven statements. Here the statements of one round trip are queued in libpq's buffer
-and go out in one send; the answers are read as they arrive, with one poll per wait. Every statement is prepared
-once per connection (named by its text), parameters and results travel in binary.
+before returning), which was a large share of the node's CPU per write (45% of a PutItem's samples in py-spy; a
+single-item write sent seven statements); see docs/SCALE-OUT.md, "Round trips and CPU per request". Here the
+statements of one round trip are queued in libpq's buffer and go out in one send; the answers are read as they
+arrive, with one poll per wait. Every statement is prepared once per connection (named by its text), parameters
+and results travel in binary.
 
 Parameters: `int` (int8), `float` (float8), `bytes` (bytea), `str` (text) or None (NULL); a statement whose
 parameters may be NULL names its parameter types (`types`) so they do not depend on the first values seen.
 Results come back as tuples of Python values for the column types the engine reads (int8, int4, float8, bytea,
 text, varchar); an error is raised as psycopg raises it (`psycopg.errors.UniqueViolation`...), after the rest of
-the round trip was read, so the connection is always left ready for its next statement.
+the round trip was read, so the connection is left ready for its next statement (or closed, if the answers could
+not all be read: the engine then reconnects).
 """
 
 from __future__ import annotations
@@ -115,6 +117,11 @@ class Pipeline:
         commands = [sql for sql, _params, _types in self._queue]
         self._queue.clear()
         return commands
+
+    def surround(self, first: str, last: str) -> None:
+        """Put command `first` before the statements queued and `last` after them."""
+        self._queue.insert(0, (first, None, None))
+        self._queue.append((last, None, None))
 
     def add(self, sql: str, params: Sequence[Param] = (), types: Sequence[int] | None = None) -> None:
         """Queue a statement (`%s` placeholders, as psycopg writes them); one without parameters (BEGIN,
