@@ -46,7 +46,7 @@ def dev() -> Iterator[ServerProcess]:
 def advance(process: ServerProcess, seconds: float) -> None:
     request = urllib.request.Request(f"{process.endpoint}/openddb/clock", method="POST",
                                      data=json.dumps({"advance": seconds}).encode())
-    with urllib.request.urlopen(request, timeout=10) as answer:
+    with urllib.request.urlopen(request, timeout=60) as answer:  # (the duties it runs read every table of a store)
         assert answer.status == 200
 
 
