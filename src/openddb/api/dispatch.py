@@ -302,9 +302,9 @@ class Dispatcher:
         return response
 
     def run_background(self) -> None:
-        """The store's background duties (TTL expiry; index backfills a restart cut short, at start and then
-        every RESUME_SECONDS), for the server to call about once a second, between event-loop passes that left no
-        group of writes open."""
+        """The store's background duties (TTL expiry; index backfills a restart cut short and tables whose delayed
+        deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
+        between event-loop passes that left no group of writes open."""
         from openddb.api import indexes, transient, ttl
 
         now = clock.now()
@@ -312,8 +312,8 @@ class Dispatcher:
             if now >= self._next_resume:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
+                self._duty("finishing table deletions", transient.finish_deletions, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
-            self._duty("finishing table deletions", transient.finish_deletions, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)
             self._duty("disk reserve", self.engine.keep_reserve)
         finally:
