@@ -124,7 +124,8 @@ def create_user(call: IamCall) -> Result:
 def get_user(call: IamCall) -> Result:
     name = call.action.text("UserName", high=128, pattern=NAME_PATTERN)
     if name is None and call.caller.source == "root":
-        return {"User": {"UserId": call.account, "Arn": call.caller.arn, "CreateDate": timestamp(0)}}
+        # (the root's own: no name or path; its creation date is not known here, so none is given)
+        return {"User": {"UserId": call.account, "Arn": call.caller.arn}}
     name = name or _user_name(call)
     return {"User": _user_shape(_existing(call.store.get("user", name.lower()), _no_user(name)))}
 

@@ -137,8 +137,10 @@ class IdentityService:
         caller = call.caller
         if caller.source == "root":
             return
-        holder = ("user", caller.arn.rpartition("/")[2]) if caller.source == "user" else ("role", caller.role or "")
-        record = call.store.get(holder[0], holder[1].lower())  # type: ignore[arg-type]
+        if caller.source == "user":
+            record = call.store.get("user", caller.arn.rpartition("/")[2].lower())
+        else:
+            record = call.store.get("role", (caller.role or "").lower())
         documents = [] if record is None else list(record["policies"].values())
         operation = f"iam:{call.action.name}"
         resource = self._resource(call)
