@@ -310,7 +310,10 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
         loop.add_signal_handler(signum, stop.set)
     ready = asyncio.Event()
     dispatcher = Dispatcher(engine)
-    dispatcher.verifier = _verifier(args)
+    verifier = _verifier(args)
+    if verifier is not None:  # users' access keys and temporary credentials, from the identity store
+        verifier.lookup = dispatcher.identity.store.credentials
+    dispatcher.verifier = verifier
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,

@@ -103,6 +103,16 @@ class UnrecognizedClientException(DynamoDBError):
     namespace = _CORAL_SERVICE
 
 
+class ExpiredTokenException(DynamoDBError):
+    """Temporary credentials past their expiry: 400 with "The security token included in the request is expired"
+    (a raw DynamoDB Scan answer, guregu/dynamo issue 68, 2018)."""
+
+    namespace = _CORAL_SERVICE
+
+    def __init__(self, message: str = "The security token included in the request is expired") -> None:
+        super().__init__(message)
+
+
 class AccessDeniedException(DynamoDBError):
     namespace = _CORAL_SERVICE
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from openddb.api import transient
 from openddb.errors import ResourceNotFoundException, ValidationException
+from openddb.identity.store import IDENTITY_TABLE
 from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine
 
@@ -72,6 +73,8 @@ class RequestContext:
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
             self.check_table_arn(name_or_arn)
+        if name == IDENTITY_TABLE:  # (the server's own: no client sees it, ListTables included)
+            return name, None
         meta = self.engine.get_table(name)
         if meta is not None and meta.pending is not None and transient.gone(meta):
             return name, None

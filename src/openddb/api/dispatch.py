@@ -38,6 +38,7 @@ from openddb.errors import (
     ValidationException,
 )
 from openddb.identity.audit import AUDITED, AuditLog
+from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
@@ -210,6 +211,7 @@ class Dispatcher:
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
         self.handlers = _handlers()
         self.rewriters = _rewriters()
+        self.identity = IdentityService(lambda: self.engine, account)  # IAM and STS, and the keys they keep
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, incoming: Incoming) -> tuple[int, bytes]:
@@ -220,6 +222,8 @@ class Dispatcher:
         try:
             handler = self.handlers.get(incoming.target)
             if handler is None:  # (an operation DynamoDB has but OpenDDB lacks has a handler: see _handlers)
+                if incoming.target in QUERY_TARGETS:  # IAM or STS (routed by the HTTP layer: server/http.py)
+                    return self.identity.handle(incoming, self.verifier)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = self._parse(incoming)

@@ -16,13 +16,19 @@ import hashlib
 import hmac
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 from urllib.parse import quote, unquote
 
 from openddb import clock
-from openddb.errors import IncompleteSignatureException, InvalidSignatureException, UnrecognizedClientException
+from openddb.errors import (
+    ExpiredTokenException,
+    IncompleteSignatureException,
+    InvalidSignatureException,
+    UnrecognizedClientException,
+)
 
 # For an access key DynamoDB does not know, byte for byte as a raw answer shows it (baopham/laravel-dynamodb issue
 # 228, 2020; botocore prints the same in pynamodb/PynamoDB issue 603).
@@ -42,14 +48,23 @@ _CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/
 _SPACES = re.compile(rb"\s+")
 
 
+Source = Literal["root", "user", "role"]
+
+
 @dataclass(frozen=True)
 class Credentials:
-    """A long-term access key and its secret, and the account and principal it stands for."""
+    """An access key and its secret, and the account and principal it stands for; temporary credentials (STS)
+    also carry their session token and expiry (epoch seconds)."""
 
     access_key_id: str
     secret: str
     account: str
-    arn: str  # e.g. arn:aws:iam::000000000000:root
+    arn: str  # e.g. arn:aws:iam::000000000000:root, ...:user/name, arn:aws:sts::...:assumed-role/role/session
+    user_id: str = ""  # GetCallerIdentity's UserId: the account (root), AIDA... (user), AROA...:session (role)
+    token: str | None = None  # the session token of temporary credentials
+    expires: float | None = None
+    source: Source = "root"  # who the credentials stand for: the account's root, a user, an assumed role
+    role: str | None = None  # the role name of an assumed role's credentials
 
 
 @dataclass(frozen=True)
@@ -76,10 +91,13 @@ class _Scope:
 
 
 class Verifier:
-    """Checks requests against the credentials it knows (`keys`, by access key id)."""
+    """Checks requests against the credentials it knows: `keys` (the root's, by access key id), then those
+    `lookup` finds (users' access keys and temporary credentials, from the identity store)."""
 
-    def __init__(self, keys: Mapping[str, Credentials]) -> None:
+    def __init__(self, keys: Mapping[str, Credentials],
+                 lookup: Callable[[str], Credentials | None] | None = None) -> None:
         self.keys = dict(keys)
+        self.lookup = lookup
         self._signing_keys: dict[tuple[str, bytes], bytes] = {}
         # Clients send the same credential scope and signed headers request after request: parsed once.
         self._scopes: dict[bytes, _Scope] = {}
@@ -91,10 +109,15 @@ class Verifier:
         cut = authorization.rfind(b"Signature=")
         scope = self._scopes.get(authorization[:cut]) or self._parse(authorization, cut)
         credentials = self.keys.get(scope.key_id)
+        if credentials is None and self.lookup is not None:
+            credentials = self.lookup(scope.key_id)
         headers = request.headers
-        if credentials is None or b"x-amz-security-token" in headers:
-            # (a session token with a long-term key is no credential either: there are no temporary ones yet)
+        token = headers.get(b"x-amz-security-token")
+        if credentials is None or (token is None) != (credentials.token is None):
+            # (a session token with a long-term key is no credential either, nor temporary keys without theirs)
             raise UnrecognizedClientException(UNKNOWN_KEY)
+        if credentials.token is not None:
+            self._check_session(credentials, token)
         stamp = headers.get(b"x-amz-date")
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
         self._check_time(stamp)
@@ -105,6 +128,16 @@ class Verifier:
         if not hmac.compare_digest(expected, given):
             raise InvalidSignatureException(MISMATCH)
         return credentials
+
+    @staticmethod
+    def _check_session(credentials: Credentials, token: bytes | None) -> None:
+        """Temporary credentials: their own session token, and not past their expiry."""
+        assert credentials.token is not None
+        if token is None or not hmac.compare_digest(token.strip(), credentials.token.encode()):
+            raise UnrecognizedClientException(UNKNOWN_KEY)
+        if credentials.expires is not None and clock.now() >= credentials.expires:
+            # best guess at the order: an expired token is refused before its signature is checked
+            raise ExpiredTokenException()
 
     def _parse(self, authorization: bytes, cut: int) -> _Scope:
         credential = _CREDENTIAL.search(authorization)

@@ -21,6 +21,7 @@ from openddb.expressions import (
     compile_projection,
     compile_update,
 )
+from openddb.identity.store import IDENTITY_TABLE
 from openddb.model import AttributeValue, Item
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
@@ -63,7 +64,7 @@ class WritePlan:
 
 
 def table_of(engine: Engine, name: str) -> TableMeta:
-    meta = engine.get_table(name)
+    meta = None if name == IDENTITY_TABLE else engine.get_table(name)  # (the server's own table: no client's)
     if meta is None:
         raise ResourceNotFoundException("Requested resource not found")  # as the native reads say it
     return meta

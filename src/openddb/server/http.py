@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import httptools
 
+from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
@@ -434,6 +435,11 @@ class HttpProtocol(asyncio.Protocol):
             if self.server.control is not None and url.startswith(b"/openddb/"):
                 self._control(method, extra, request_id, keep_alive)
                 return
+            if content_type is not None and _media_type(content_type) == FORM_TYPE and url.split(b"?", 1)[0] == b"/":
+                target = query_target(headers.get(b"authorization"))
+                if target is not None:  # IAM or STS on the same port (identity/service.py)
+                    self._respond_query(target, extra, request_id, keep_alive)
+                    return
             self._answer(render_extended(404, _PAGE_NOT_FOUND, b"text/html", request_id, keep_alive, extra, None),
                          keep_alive)
             return
@@ -449,6 +455,19 @@ class HttpProtocol(asyncio.Protocol):
                            None if accept is None or accept == b"identity" else chosen_coding(accept),  # (boto3's)
                            headers.get(b"host", b""), signed, self._peer() if self.server.auditing else "")
         if self._deferred or self._write_paused:  # keep this connection's answers in request order
+            self._deferred.append(request)
+        elif not self._execute(request):
+            self._defer(request)
+
+    def _respond_query(self, target: bytes, extra: bytes, request_id: bytes, keep_alive: bool) -> None:
+        """Hand an IAM or STS call (AWS Query protocol: a form-encoded POST) to the dispatcher; answered in XML."""
+        headers = self._headers
+        body = b"".join(self._body)
+        signed = SignedRequest(b"POST", self._url, headers, body) if self.server.verifying else None
+        request = _Request(target, headers.get(b"authorization"), body, self._too_large, request_id, b"text/xml",
+                           keep_alive, extra, None, headers.get(b"host", b""), signed,
+                           self._peer() if self.server.auditing else "")
+        if self._deferred or self._write_paused:
             self._deferred.append(request)
         elif not self._execute(request):
             self._defer(request)

@@ -1,0 +1,99 @@
+"""The STS subset: GetCallerIdentity, GetSessionToken and AssumeRole (STS API Reference, version 2011-06-15;
+shapes from botocore's `sts` service model). Temporary credentials (ASIA... key id, secret, session token,
+expiry) are stored with the identity records, so every worker and node accepts them until they expire.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from openddb.identity.iam import IamCall, Result, new_id, new_secret
+from openddb.identity.policy_documents import trusts
+from openddb.identity.query import SESSION_NAME_PATTERN, QueryError, timestamp
+from openddb.identity.sigv4 import Source
+
+# DurationSeconds (STS API Reference): GetSessionToken 900 s to 129,600 s (36 hours), 43,200 s by default, and for
+# the root at most 3,600 s (a longer request gets one hour); AssumeRole 900 s up to the role's MaxSessionDuration,
+# 3,600 s by default, and one hour at most for a role assumed with a role's credentials (role chaining).
+SESSION_TOKEN_SECONDS = (900, 129600, 43200)
+ROOT_SESSION_SECONDS = 3600
+ASSUME_ROLE_SECONDS = (900, 43200, 3600)
+CHAINED_ROLE_SECONDS = 3600
+
+
+def get_caller_identity(call: IamCall) -> Result:
+    caller = call.caller
+    return {"UserId": caller.user_id or call.account, "Account": caller.account, "Arn": caller.arn}
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What temporary credentials stand for."""
+
+    arn: str
+    user_id: str
+    source: Source
+    role: str | None = None
+
+
+def _issue(call: IamCall, session: _Session, seconds: int) -> dict[str, str]:
+    """New temporary credentials for `session`, stored, as STS's Credentials shape."""
+    key_id, secret = new_id("ASIA", 20), new_secret()
+    token = base64.b64encode(secrets.token_bytes(240)).decode()
+    expires = int(call.now) + seconds
+    record = {"secret": secret, "token": token, "expires": expires, "account": call.account, "arn": session.arn,
+              "user_id": session.user_id, "source": session.source, "role": session.role, "created": call.now}
+    call.store.write([("session", key_id, lambda old: record)])
+    return {"AccessKeyId": key_id, "SecretAccessKey": secret, "SessionToken": token,
+            "Expiration": timestamp(expires)}
+
+
+def get_session_token(call: IamCall) -> Result:
+    caller = call.caller
+    low, high, default = SESSION_TOKEN_SECONDS
+    seconds = call.action.number("DurationSeconds", low, high) or default
+    if caller.token is not None:  # (STS's words)
+        raise QueryError("AccessDenied", "Cannot call GetSessionToken with session credentials", 403)
+    if caller.source == "root":
+        seconds = min(seconds, ROOT_SESSION_SECONDS)
+    session = _Session(caller.arn, caller.user_id or call.account, caller.source)
+    return {"Credentials": _issue(call, session, seconds)}
+
+
+def assume_role(call: IamCall, verified: bool) -> Result:
+    """AssumeRole: the role's trust policy must name the caller (its account or its ARN) as principal."""
+    action, caller = call.action, call.caller
+    role_arn = action.text("RoleArn", required=True, low=20, high=2048)
+    session_name = action.text("RoleSessionName", required=True, low=2, high=64, pattern=SESSION_NAME_PATTERN)
+    low, high, default = ASSUME_ROLE_SECONDS
+    asked = action.number("DurationSeconds", low, high)
+    assert role_arn is not None and session_name is not None
+    if verified and caller.source == "root":  # (STS's words; with --auth off every caller is the root)
+        raise QueryError("AccessDenied", "Roles may not be assumed by root accounts.", 403)
+    denied = QueryError("AccessDenied", f"User: {caller.arn} is not authorized to perform: sts:AssumeRole on "
+                        f"resource: {role_arn}", 403)  # (STS's words)
+    prefix = f"arn:aws:iam::{call.account}:role/"
+    role = call.store.get("role", role_arn.rpartition("/")[2].lower()) if role_arn.startswith(prefix) else None
+    if role is None or role["Arn"] != role_arn or not trusts(role["AssumeRolePolicyDocument"], caller.account,
+                                                              caller.arn):
+        raise denied
+    seconds = default if asked is None else asked
+    if caller.source == "role" and seconds > CHAINED_ROLE_SECONDS:  # (STS's words)
+        raise QueryError("ValidationError", "The requested DurationSeconds exceeds the 1 hour session limit for "
+                         "roles assumed by role chaining.")
+    if seconds > role["MaxSessionDuration"]:  # (STS's words)
+        raise QueryError("ValidationError", "The requested DurationSeconds exceeds the MaxSessionDuration set for "
+                         "this role.")
+    assumed_id = f"{role['RoleId']}:{session_name}"
+    assumed_arn = f"arn:aws:sts::{call.account}:assumed-role/{role['RoleName']}/{session_name}"
+    credentials = _issue(call, _Session(assumed_arn, assumed_id, "role", role["RoleName"]), seconds)
+    return {"Credentials": credentials, "AssumedRoleUser": {"AssumedRoleId": assumed_id, "Arn": assumed_arn}}
+
+
+def sts_actions(verified: bool) -> dict[str, Callable[[IamCall], Result]]:
+    return {"GetCallerIdentity": get_caller_identity, "GetSessionToken": get_session_token,
+            "AssumeRole": lambda call: assume_role(call, verified)}
+
