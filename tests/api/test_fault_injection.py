@@ -15,8 +15,9 @@ from tests.conftest import ServerProcess, free_port, unique_name
 
 
 def client(server: ServerProcess, attempts: int = 1):  # type: ignore[no-untyped-def]
+    retries = Config(retries={"max_attempts": attempts, "mode": "standard"})
     return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-west-2", aws_access_key_id="a",
-                        aws_secret_access_key="b", config=Config(retries={"max_attempts": attempts, "mode": "standard"}))
+                        aws_secret_access_key="b", config=retries)
 
 
 def create(ddb, name: str, provisioned: bool) -> None:  # type: ignore[no-untyped-def]
