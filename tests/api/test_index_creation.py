@@ -64,8 +64,9 @@ def _paused_backfill_server(monkeypatch, pause: str) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def slow_backfill(monkeypatch):  # type: ignore[no-untyped-def]
-    """Backfill paused 20 ms between chunks, so writes surely race it."""
-    yield from _paused_backfill_server(monkeypatch, "0.02")
+    """Backfill paused 100 ms between chunks (12 chunks of the test's 3,000 items: over a second), so writes surely
+    race it, even from a client slowed down by a loaded machine."""
+    yield from _paused_backfill_server(monkeypatch, "0.1")
 
 
 def test_online_creation_under_concurrent_writes(slow_backfill):
