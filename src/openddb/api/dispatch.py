@@ -209,6 +209,7 @@ class Dispatcher:
         self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
         self.audit: AuditLog | None = None  # records control-plane changes and refused callers (`--audit-log`)
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
+        self._callers: dict[tuple[str, str], Caller] = {}  # (region, access key) -> its unverified Caller
         self.handlers = _handlers()
         self.rewriters = _rewriters()
         self.identity = IdentityService(lambda: self.engine, account)  # IAM and STS, and the keys they keep
@@ -256,15 +257,22 @@ class Dispatcher:
         authorization = incoming.authorization
         if authorization is None:
             raise MissingAuthenticationTokenException()
-        region, access_key = _scope_from(authorization)
-        principal = None
+        scope = _scope_from(authorization)
         if self.verifier is not None:
             if incoming.signed is None:
                 raise MissingAuthenticationTokenException()  # (a caller that kept back what was signed)
             principal = self.verifier.verify(authorization, incoming.signed).arn
+            if incoming.too_large:
+                raise RequestEntityTooLargeException("Request payload size exceeds the limit")
+            return Caller(scope[0], self.account, scope[1], principal)
         if incoming.too_large:
             raise RequestEntityTooLargeException("Request payload size exceeds the limit")
-        return Caller(region, self.account, access_key, principal)
+        caller = self._callers.get(scope)  # (unverified callers are their scope: made once, not per request)
+        if caller is None:
+            if len(self._callers) > 1024:
+                self._callers.clear()
+            caller = self._callers[scope] = Caller(scope[0], self.account, scope[1])
+        return caller
 
     @staticmethod
     def _parse(incoming: Incoming) -> dict[str, Any]:

@@ -51,7 +51,8 @@ class Watched(Protocol):
 
 
 class Budget:
-    """The bytes of unfinished requests of one worker, and the connections waiting for room to read more."""
+    """The bytes of unfinished requests of one worker (`held`, which the connections add to as bytes arrive), and
+    the connections waiting for room to read more."""
 
     __slots__ = ("held", "limit", "waiting")
 
@@ -59,11 +60,6 @@ class Budget:
         self.limit = limit
         self.held = 0
         self.waiting: list[Resumable] = []
-
-    def take(self, size: int) -> bool:
-        """Count `size` more bytes held; False when the worker is past its limit (the caller stops reading)."""
-        self.held += size
-        return self.held <= self.limit
 
     def give_back(self, size: int) -> None:
         """`size` bytes are no longer held; connections that waited read again while there is room."""

@@ -368,9 +368,14 @@ class HttpProtocol(asyncio.Protocol):
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
-        self._body_size += len(body)
-        if not self._too_large:
-            self._hold_bytes(len(body))
+        size = len(body)
+        self._body_size += size
+        if not self._too_large:  # (the worker's budget of bytes held, see `_wait_for_room`; inline: every request)
+            self._counted += size
+            budget = self.server.budget
+            budget.held += size
+            if budget.held > budget.limit:
+                self._wait_for_room()
         if self._body_size > MAX_BODY_BYTES:
             self._too_large = True
             self._body = []
@@ -383,15 +388,13 @@ class HttpProtocol(asyncio.Protocol):
                     parts[0] = bytearray(parts[0])
                 parts[0] += body
 
-    def _hold_bytes(self, size: int) -> None:
-        """Count `size` bytes of the arriving request in the worker's budget; past it, read nothing more until
+    def _wait_for_room(self) -> None:
+        """The worker holds more bytes of unfinished requests than its budget: read nothing more of this one until
         there is room (see server/connection_limits.py)."""
-        self._counted += size
-        budget = self.server.budget
-        if not budget.take(size) and self.transport is not None and not self._budget_paused:
+        if self.transport is not None and not self._budget_paused:
             self._budget_paused = True
             self.transport.pause_reading()
-            budget.waiting.append(self)
+            self.server.budget.waiting.append(self)
 
     def on_message_complete(self) -> None:
         if self._upgrade_body is None and self.parser.should_upgrade():
@@ -402,9 +405,13 @@ class HttpProtocol(asyncio.Protocol):
         finally:
             self.busy = False
             self.mark = self.server.watch.count
-            if self._counted:
-                counted, self._counted = self._counted, 0
-                self.server.budget.give_back(counted)
+            counted = self._counted
+            if counted:
+                self._counted = 0
+                budget = self.server.budget
+                budget.held -= counted
+                if budget.waiting:
+                    budget.give_back(0)  # (which reads again the connections that waited, while there is room)
             if self.server.closing:
                 self.close_if_idle()
 
