@@ -912,7 +912,9 @@ def test_create_table_tag_refusals(ddb):
             ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA,
                              BillingMode="PAY_PER_REQUEST", Tags=tags)
         assert error_of(excinfo) == ("ValidationException", message)
-        assert name not in ddb.list_tables()["TableNames"]
+        with pytest.raises(ClientError) as missing:  # (not created: DescribeTable, not a page of ListTables)
+            ddb.describe_table(TableName=name)
+        assert missing.value.response["Error"]["Code"] == "ResourceNotFoundException"
 
 
 def test_table_arn_accepted(ddb):
