@@ -21,8 +21,9 @@ KEY, SECRET = "AKIDAUDITROOT", "audit-secret"
 
 
 def client(server: ServerProcess, key: str = KEY, secret: str = SECRET):  # type: ignore[no-untyped-def]
+    once = Config(retries={"total_max_attempts": 1})
     return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="eu-central-1",
-                        aws_access_key_id=key, aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+                        aws_access_key_id=key, aws_secret_access_key=secret, config=once)
 
 
 def events(path: str, count: int) -> list[dict]:

@@ -41,7 +41,7 @@ def verifying() -> Iterator[ServerProcess]:
 def client(server: ServerProcess, key: str = KEY, secret: str = SECRET, token: str | None = None):  # type: ignore[no-untyped-def]
     return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="eu-west-1", aws_access_key_id=key,
                         aws_secret_access_key=secret, aws_session_token=token,
-                        config=Config(retries={"max_attempts": 1}))
+                        config=Config(retries={"total_max_attempts": 1}))
 
 
 def signed_post(server: ServerProcess, operation: str, body: bytes, *, when: datetime | None = None,

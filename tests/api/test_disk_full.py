@@ -51,7 +51,7 @@ def test_a_full_disk_refuses_writes_with_503_keeps_reads_and_recovers_when_room_
     server = ServerProcess(os.path.join(small_disk, "data"), "--workers", "1", "--disk-reserve-mb", "4")
     try:
         ddb = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="a",
-                           aws_secret_access_key="b", config=Config(retries={"max_attempts": 1}))
+                           aws_secret_access_key="b", config=Config(retries={"total_max_attempts": 1}))
         ddb.create_table(TableName="full", BillingMode="PAY_PER_REQUEST",
                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])

@@ -15,7 +15,9 @@ from tests.conftest import ServerProcess, free_port, unique_name
 
 
 def client(server: ServerProcess, attempts: int = 1):  # type: ignore[no-untyped-def]
-    retries = Config(retries={"max_attempts": attempts, "mode": "standard"})
+    """boto3 making at most `attempts` attempts a call (botocore's `max_attempts` counts retries, so one of 1 would
+    still retry once: `total_max_attempts` counts them all)."""
+    retries = Config(retries={"total_max_attempts": attempts, "mode": "standard"})
     return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-west-2", aws_access_key_id="a",
                         aws_secret_access_key="b", config=retries)
 
@@ -35,25 +37,26 @@ def refusal(call) -> dict:  # type: ignore[no-untyped-def]
 
 
 def test_throttles_follow_the_tables_billing_mode_and_name_their_reason():
-    server = ServerProcess(None, "--workers", "1", "--inject-errors", "1:throttle@hot-provisioned,hot-on-demand")
+    provisioned, on_demand, calm = unique_name("hot-p"), unique_name("hot-o"), unique_name("calm")
+    server = ServerProcess(None, "--workers", "1", "--inject-errors", f"1:throttle@{provisioned},{on_demand}")
     try:
         ddb = client(server)
-        create(ddb, "hot-provisioned", provisioned=True)
-        create(ddb, "hot-on-demand", provisioned=False)
-        create(ddb, "calm", provisioned=False)
-        answer = refusal(lambda: ddb.put_item(TableName="hot-provisioned", Item={"pk": {"S": "a"}}))
+        create(ddb, provisioned, provisioned=True)
+        create(ddb, on_demand, provisioned=False)
+        create(ddb, calm, provisioned=False)
+        answer = refusal(lambda: ddb.put_item(TableName=provisioned, Item={"pk": {"S": "a"}}))
         assert answer["Error"]["Code"] == "ProvisionedThroughputExceededException"
         assert answer["Error"]["Message"].startswith("The level of configured provisioned throughput for the table")
         assert answer["ThrottlingReasons"] == [{
             "reason": "TableWriteProvisionedThroughputExceeded",
-            "resource": "arn:aws:dynamodb:us-west-2:000000000000:table/hot-provisioned"}]
-        answer = refusal(lambda: ddb.get_item(TableName="hot-on-demand", Key={"pk": {"S": "a"}}))
+            "resource": f"arn:aws:dynamodb:us-west-2:000000000000:table/{provisioned}"}]
+        answer = refusal(lambda: ddb.get_item(TableName=on_demand, Key={"pk": {"S": "a"}}))
         assert answer["Error"]["Code"] == "ThrottlingException"
         assert answer["Error"]["Message"].startswith("Throughput exceeds the current capacity of your table or index.")
         assert answer["throttlingReasons"][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
-        ddb.put_item(TableName="calm", Item={"pk": {"S": "a"}})  # another table is not refused
+        ddb.put_item(TableName=calm, Item={"pk": {"S": "a"}})  # another table is not refused
         # a refused call changed nothing: the writes above did not happen
-        assert "Items" in ddb.scan(TableName="calm") and ddb.scan(TableName="calm")["Count"] == 1
+        assert "Items" in ddb.scan(TableName=calm) and ddb.scan(TableName=calm)["Count"] == 1
     finally:
         server.finish()
 

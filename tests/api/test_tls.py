@@ -45,7 +45,7 @@ def https(pair) -> Iterator[ServerProcess]:
 def client(server: ServerProcess, verify: str | bool):  # type: ignore[no-untyped-def]
     return boto3.client("dynamodb", endpoint_url=f"https://localhost:{server.port}", region_name="us-east-1",
                         aws_access_key_id="AKIDTLS", aws_secret_access_key="secret", verify=verify,
-                        config=Config(retries={"max_attempts": 1}))
+                        config=Config(retries={"total_max_attempts": 1}))
 
 
 def test_cert_writes_an_authority_a_chain_and_an_owner_only_key(pair):
