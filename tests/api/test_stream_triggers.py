@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -346,7 +347,10 @@ def test_latest_starts_after_what_was_written_before(tmp_path: Any, receiver: Re
     server = ServerProcess(data, "--data-dir", data, "--config", str(config))
     try:
         ddb = make_client(server.endpoint)
-        time.sleep(1.5)  # (the trigger has found the stream and its end)
+        # The trigger has found the stream and its end once it has saved its position (a fixed sleep raced a loaded
+        # machine: the write came first and LATEST rightly skipped it).
+        state = Path(data) / "triggers" / "state.json"
+        wait_for(lambda: state.exists() and table in state.read_text())
         ddb.put_item(TableName=table, Item={"pk": {"S": "after"}})
         wait_for(lambda: len(receiver.records()) >= 1)
         time.sleep(0.5)
