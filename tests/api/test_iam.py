@@ -310,3 +310,27 @@ def test_the_aws_cli_creates_users_and_tells_who_calls(identity_server):
     assert aws("iam", "create-user", "--user-name", name)["User"]["Arn"] == f"arn:aws:iam::{ACCOUNT}:user/{name}"
     assert aws("sts", "get-caller-identity") == {"UserId": ACCOUNT, "Account": ACCOUNT,
                                                  "Arn": f"arn:aws:iam::{ACCOUNT}:root"}
+
+
+def test_iam_changes_and_refused_callers_go_to_the_audit_log():
+    path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+    process = verifying_server("--audit-log", path)
+    try:
+        iam = client(process, "iam")
+        name, key = user_with_key(iam)
+        iam.get_user(UserName=name)  # (a read: not recorded)
+        assert error_of(iam.create_user, UserName=name)[0] == "EntityAlreadyExists"
+        assert error_of(client(process, "sts", "AKIAUNKNOWNKEY000000", "x").get_caller_identity)[0] == \
+            "InvalidClientTokenId"
+    finally:
+        process.finish()
+    with open(path, encoding="utf-8") as log:
+        events = [json.loads(line) for line in log]
+    assert [(event["eventSource"], event["eventName"], event.get("errorCode")) for event in events] == [
+        ("iam.amazonaws.com", "CreateUser", None), ("iam.amazonaws.com", "CreateAccessKey", None),
+        ("iam.amazonaws.com", "CreateUser", "EntityAlreadyExists"), ("sts.amazonaws.com", "GetCallerIdentity",
+                                                                  "InvalidClientTokenId")]
+    assert events[0]["userIdentity"] == {"type": "Root", "arn": f"arn:aws:iam::{ACCOUNT}:root",
+                                         "accountId": ACCOUNT, "accessKeyId": ROOT_KEY}
+    assert events[1]["requestParameters"] == {"UserName": name}
+    assert key["SecretAccessKey"] not in json.dumps(events)
