@@ -178,7 +178,8 @@ def test_trust_policies_need_a_principal_and_no_resource(iam):
 def test_a_users_key_signs_dynamodb_calls_until_it_is_deleted(identity_server, iam):
     name, key = user_with_key(iam)
     ddb = with_credentials(identity_server, "dynamodb", key)
-    table = create_table(ddb)
+    # (named to sort after other tests' tables: some look for theirs in the first page of ListTables)
+    table = create_table(ddb, unique_name("z-identity"))
     ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
     assert ddb.get_item(TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "b"}})["Item"]["pk"] == {"S": "a"}
     iam.delete_access_key(UserName=name, AccessKeyId=key["AccessKeyId"])
@@ -223,7 +224,7 @@ def test_the_identity_table_is_no_clients_table(identity_server, iam):
     names = []
     for page in ddb.get_paginator("list_tables").paginate():
         names += page["TableNames"]
-    assert all("identity" not in name for name in names)
+    assert "openddb/identity" not in names and all("/" not in name for name in names)
     arn = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/openddb/identity"
     key = {"pk": {"S": "user"}, "sk": {"S": "x"}}
     calls = [(ddb.describe_table, {"TableName": "openddb/identity"}), (ddb.describe_table, {"TableName": arn}),
@@ -310,3 +311,27 @@ def test_the_aws_cli_creates_users_and_tells_who_calls(identity_server):
     assert aws("iam", "create-user", "--user-name", name)["User"]["Arn"] == f"arn:aws:iam::{ACCOUNT}:user/{name}"
     assert aws("sts", "get-caller-identity") == {"UserId": ACCOUNT, "Account": ACCOUNT,
                                                  "Arn": f"arn:aws:iam::{ACCOUNT}:root"}
+
+
+def test_iam_changes_and_refused_callers_go_to_the_audit_log():
+    path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+    process = verifying_server("--audit-log", path)
+    try:
+        iam = client(process, "iam")
+        name, key = user_with_key(iam)
+        iam.get_user(UserName=name)  # (a read: not recorded)
+        assert error_of(iam.create_user, UserName=name)[0] == "EntityAlreadyExists"
+        assert error_of(client(process, "sts", "AKIAUNKNOWNKEY000000", "x").get_caller_identity)[0] == \
+            "InvalidClientTokenId"
+    finally:
+        process.finish()
+    with open(path, encoding="utf-8") as log:
+        events = [json.loads(line) for line in log]
+    assert [(event["eventSource"], event["eventName"], event.get("errorCode")) for event in events] == [
+        ("iam.amazonaws.com", "CreateUser", None), ("iam.amazonaws.com", "CreateAccessKey", None),
+        ("iam.amazonaws.com", "CreateUser", "EntityAlreadyExists"), ("sts.amazonaws.com", "GetCallerIdentity",
+                                                                  "InvalidClientTokenId")]
+    assert events[0]["userIdentity"] == {"type": "Root", "arn": f"arn:aws:iam::{ACCOUNT}:root",
+                                         "accountId": ACCOUNT, "accessKeyId": ROOT_KEY}
+    assert events[1]["requestParameters"] == {"UserName": name}
+    assert key["SecretAccessKey"] not in json.dumps(events)

@@ -54,7 +54,8 @@ def test_session_tokens_of_a_user_sign_dynamodb_calls(identity_server, iam):
     session_sts = with_credentials(identity_server, "sts", credentials)
     assert session_sts.get_caller_identity()["Arn"] == f"arn:aws:iam::{ACCOUNT}:user/{name}"
     ddb = with_credentials(identity_server, "dynamodb", credentials)
-    table = create_table(ddb)
+    # (named to sort after other tests' tables: some look for theirs in the first page of ListTables)
+    table = create_table(ddb, unique_name("z-identity"))
     ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
     assert ddb.get_item(TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "b"}})["Item"]["sk"] == {"S": "b"}
     assert error_of(session_sts.get_session_token) == (
@@ -94,7 +95,8 @@ def test_assume_role_gives_credentials_of_the_role(identity_server, iam):
     identity = with_credentials(identity_server, "sts", credentials).get_caller_identity()
     assert (identity["UserId"], identity["Arn"]) == (assumed["AssumedRoleId"], assumed["Arn"])
     ddb = with_credentials(identity_server, "dynamodb", credentials)
-    table = create_table(ddb)
+    # (named to sort after other tests' tables: some look for theirs in the first page of ListTables)
+    table = create_table(ddb, unique_name("z-identity"))
     assert ddb.describe_table(TableName=table)["Table"]["TableName"] == table
 
 

@@ -224,7 +224,7 @@ class Dispatcher:
             handler = self.handlers.get(incoming.target)
             if handler is None:  # (an operation DynamoDB has but OpenDDB lacks has a handler: see _handlers)
                 if incoming.target in QUERY_TARGETS:  # IAM or STS (routed by the HTTP layer: server/http.py)
-                    return self.identity.handle(incoming, self.verifier)
+                    return self.identity.handle(incoming, self.verifier, self.audit)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = self._parse(incoming)

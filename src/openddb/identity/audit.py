@@ -19,6 +19,7 @@ import orjson
 if TYPE_CHECKING:
     from openddb.api.incoming import Caller, Incoming
     from openddb.errors import DynamoDBError
+    from openddb.identity.sigv4 import Credentials as IdentityCaller
 
 # The calls that change the control plane: DynamoDB's management events (Developer Guide, "Logging DynamoDB
 # operations by using AWS CloudTrail": the control-plane operations), the read-only ones left out.
@@ -64,14 +65,52 @@ class AuditLog:
             event["errorMessage"] = error.message
         os.write(self._fd, orjson.dumps(event) + b"\n")
 
+    def record_identity(self, incoming: Incoming, service: str, action: str, caller: IdentityCaller | None,
+                        params: dict[str, str], error: tuple[str, str] | None = None) -> None:
+        """One line for an IAM or STS call (`service` "iam" or "sts"): a change (made, or refused with `error`, its
+        code and message), or a call refused before its caller was known. Of its parameters only the names it
+        acts on are recorded (never a secret)."""
+        identity: dict[str, Any] = {"type": "Unknown"}
+        if caller is not None:
+            identity = {"type": _principal_type(caller.arn), "arn": caller.arn, "accountId": caller.account,
+                        "accessKeyId": caller.access_key_id}
+        event: dict[str, Any] = {
+            "eventVersion": "1.08",
+            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "eventSource": f"{service}.amazonaws.com",
+            "eventName": action,
+            "awsRegion": "us-east-1",
+            "sourceIPAddress": incoming.peer or None,
+            "userIdentity": identity,
+            "requestID": incoming.request_id.decode("latin-1"),
+            "requestParameters": {name: params[name] for name in _NAMED if name in params} or None,
+            "readOnly": False,
+            "managementEvent": True,
+            "eventCategory": "Management",
+        }
+        if error is not None:
+            event["errorCode"], event["errorMessage"] = error
+        os.write(self._fd, orjson.dumps(event) + b"\n")
+
     def close(self) -> None:
         os.close(self._fd)
+
+
+# The parameters of an IAM or STS call that name what it acts on (the rest, documents and secrets, stay out).
+_NAMED = ("UserName", "RoleName", "PolicyName", "AccessKeyId", "RoleArn", "RoleSessionName")
+
+
+def _principal_type(arn: str) -> str:
+    """CloudTrail's userIdentity type of a principal's ARN."""
+    if arn.endswith(":root"):
+        return "Root"
+    return "AssumedRole" if ":assumed-role/" in arn else "IAMUser"
 
 
 def _identity(incoming: Incoming, caller: Caller | None) -> dict[str, Any]:
     """CloudTrail's userIdentity: the verified principal, else the access key the call named (unverified)."""
     if caller is not None and caller.principal is not None:
-        return {"type": "Root" if caller.principal.endswith(":root") else "IAMUser", "arn": caller.principal,
+        return {"type": _principal_type(caller.principal), "arn": caller.principal,
                 "accountId": caller.account, "accessKeyId": caller.access_key}
     identity: dict[str, Any] = {"type": "Unknown"}
     if caller is not None:

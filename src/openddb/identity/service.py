@@ -25,6 +25,7 @@ from openddb.errors import (
     InvalidSignatureException,
     UnrecognizedClientException,
 )
+from openddb.identity.audit import AuditLog
 from openddb.identity.iam import IAM_ACTIONS, IamCall, Result
 from openddb.identity.policy_documents import decide
 from openddb.identity.query import (
@@ -51,6 +52,11 @@ QUERY_TARGETS = frozenset({IAM_TARGET, STS_TARGET})
 FORM_TYPE = b"application/x-www-form-urlencoded"
 _SCOPE_SERVICE = re.compile(rb"Credential=[^/,\s]*/\d{8}/[^/,\s]*/([^/,\s]*)/aws4_request")
 _ATTEMPTS = 5
+# The calls the audit log records (CloudTrail's management events of IAM and STS that change something or hand out
+# credentials; reads such as GetUser, ListUsers and GetCallerIdentity are left out, as DynamoDB's reads are).
+AUDITED_ACTIONS = frozenset({"CreateUser", "DeleteUser", "CreateAccessKey", "DeleteAccessKey", "PutUserPolicy",
+                             "DeleteUserPolicy", "CreateRole", "DeleteRole", "PutRolePolicy", "DeleteRolePolicy",
+                             "GetSessionToken", "AssumeRole"})
 log = logging.getLogger("openddb.identity")
 
 
@@ -78,6 +84,14 @@ def _as_query_error(error: DynamoDBError) -> QueryError:
     return QueryError("MissingAuthenticationToken", "Request is missing Authentication Token", 403)
 
 
+def _action_of(body: bytes) -> str:
+    """The Action a form body names ("" if none can be read)."""
+    try:
+        return parse_form(body).get("Action", "")
+    except QueryError:
+        return ""
+
+
 class IdentityService:
     """IAM and STS for one account, over the store the dispatcher's engine holds."""
 
@@ -86,11 +100,13 @@ class IdentityService:
         self.account = account
         self.root = Credentials("", "", account, f"arn:aws:iam::{account}:root", account)
 
-    def handle(self, incoming: Incoming, verifier: Verifier | None) -> tuple[int, bytes]:
-        """(status, XML) for one IAM or STS call."""
+    def handle(self, incoming: Incoming, verifier: Verifier | None, audit: AuditLog | None = None) -> tuple[int, bytes]:
+        """(status, XML) for one IAM or STS call; with `audit`, changes and refused callers are recorded."""
         iam = incoming.target == IAM_TARGET
         namespace = IAM_NAMESPACE if iam else STS_NAMESPACE
         request_id = incoming.request_id.decode("latin-1")  # (the x-amzn-RequestId header's too)
+        caller: Credentials | None = None
+        name, params = "", {}
         try:
             caller = self._caller(incoming, verifier)
             if incoming.too_large:  # best guess: IAM's answer to a body past the server's limit
@@ -105,8 +121,15 @@ class IdentityService:
             call = IamCall(self.store, self.account, caller, clock.now(), Action(name, params))
             if iam:
                 self._authorize(call)
-            return 200, render_result(name, namespace, self._run(handler, call), request_id)
+            answer = render_result(name, namespace, self._run(handler, call), request_id)
+            if audit is not None and name in AUDITED_ACTIONS:
+                audit.record_identity(incoming, "iam" if iam else "sts", name, caller, params)
+            return 200, answer
         except QueryError as error:
+            if audit is not None and (caller is None or name in AUDITED_ACTIONS):
+                name = name or _action_of(incoming.body)  # (a caller refused before the body was read)
+                audit.record_identity(incoming, "iam" if iam else "sts", name, caller, params,
+                                      (error.code, error.message))
             return error.status, render_error(error, namespace, request_id)
         except EngineBusy:
             raise  # (the server runs the request again shortly)

@@ -3,9 +3,11 @@ secret of its access key, as AWS does it (IAM User Guide, "Create a signed AWS A
 request, the string to sign, the signing key derived from the secret by date, region and service).
 
 The Authorization header's form and scope were checked before this runs (api/dispatch.py, with or without
-verification). Here, in AWS's order as far as it shows: the access key must be known (UnrecognizedClientException),
-the request's time within 15 minutes of the server's (InvalidSignatureException, "Signature expired" / "not yet
-current"), and the signature equal to the one computed (InvalidSignatureException). The messages are DynamoDB's,
+verification). Here, in AWS's order as far as it shows: the access key must be known (UnrecognizedClientException;
+the root's, or a user's or temporary credentials' found in the identity store), a session token sent exactly with
+temporary credentials and equal to theirs (UnrecognizedClientException), temporary credentials not expired
+(ExpiredTokenException), the request's time within 15 minutes of the server's (InvalidSignatureException,
+"Signature expired" / "not yet current"), and the signature equal to the one computed (InvalidSignatureException). The messages are DynamoDB's,
 as public threads quote its answers (each cited at its constant).
 """
 
