@@ -7,8 +7,8 @@ verification). Here, in AWS's order as far as it shows: the access key must be k
 the root's, or a user's or temporary credentials' found in the identity store), a session token sent exactly with
 temporary credentials and equal to theirs (UnrecognizedClientException), temporary credentials not expired
 (ExpiredTokenException), the request's time within 15 minutes of the server's (InvalidSignatureException,
-"Signature expired" / "not yet current"), and the signature equal to the one computed (InvalidSignatureException). The messages are DynamoDB's,
-as public threads quote its answers (each cited at its constant).
+"Signature expired" / "not yet current"), and the signature equal to the one computed (InvalidSignatureException).
+The messages are DynamoDB's, as public threads quote its answers (each cited at its constant).
 """
 
 from __future__ import annotations
