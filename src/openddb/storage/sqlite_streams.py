@@ -7,7 +7,9 @@ the old item (the trigger has the row before and after; a row rewritten with the
 and writes none). The write path (`sqlite_writes`) writes a streamed table's changes one by one, in order, so two
 changes of one key in one group are two records; it names each change's origin for the triggers
 (`openddb_origin()`), and the record's time comes from the engine's clock (`openddb_now()`). A trigger picks the
-shard as `shard_slot` does: `(h * shards) >> 32`. The triggers exist only while the store has an enabled stream.
+shard as `shard_slot` does: `(h * shards) >> 32`. There are three triggers per table with an enabled stream, each
+guarded by the table's id: other tables' writes pay an integer compare per streamed table, a store without one
+nothing.
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
@@ -60,10 +62,11 @@ CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS
 CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
 """
 
-# The triggers that write the records (see the module's docstring). They exist only while some stream of the store
-# is enabled (`_sync_triggers`): a store without one pays nothing for them on its item writes.
+# The triggers that write the records (see the module's docstring): three for each table whose stream is enabled,
+# each guarded by the table's id (`_sync_triggers`). A write to another table costs an integer compare per
+# streamed table; a store without a stream pays nothing.
 STREAM_TRIGGERS = """
-CREATE TRIGGER IF NOT EXISTS stream_on_insert AFTER INSERT ON items BEGIN
+CREATE TRIGGER IF NOT EXISTS stream_on_insert_{tid} AFTER INSERT ON items WHEN NEW.tid = {tid} BEGIN
     INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'INSERT', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY', 'OLD_IMAGE') THEN NEW.data END,
@@ -74,7 +77,8 @@ CREATE TRIGGER IF NOT EXISTS stream_on_insert AFTER INSERT ON items BEGIN
     FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
     WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
 END;
-CREATE TRIGGER IF NOT EXISTS stream_on_update AFTER UPDATE ON items WHEN OLD.data IS NOT NEW.data BEGIN
+CREATE TRIGGER IF NOT EXISTS stream_on_update_{tid} AFTER UPDATE ON items
+WHEN NEW.tid = {tid} AND OLD.data IS NOT NEW.data BEGIN
     INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'MODIFY', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY') THEN NEW.data END,
@@ -85,7 +89,7 @@ CREATE TRIGGER IF NOT EXISTS stream_on_update AFTER UPDATE ON items WHEN OLD.dat
     FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
     WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
 END;
-CREATE TRIGGER IF NOT EXISTS stream_on_delete AFTER DELETE ON items BEGIN
+CREATE TRIGGER IF NOT EXISTS stream_on_delete_{tid} AFTER DELETE ON items WHEN OLD.tid = {tid} BEGIN
     INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
     SELECT s.shard_no, openddb_now(), 'REMOVE', openddb_origin(),
         CASE WHEN t.view_type IN ('KEYS_ONLY', 'NEW_IMAGE') THEN OLD.data END,
@@ -98,7 +102,7 @@ CREATE TRIGGER IF NOT EXISTS stream_on_delete AFTER DELETE ON items BEGIN
 END;
 """
 
-_TRIGGER_NAMES = ("stream_on_insert", "stream_on_update", "stream_on_delete")
+_TRIGGER_KINDS = ("stream_on_insert", "stream_on_update", "stream_on_delete")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
 # Records are deleted (trimmed, or gone with their stream) only below the highest one, which keeps the next
@@ -193,22 +197,27 @@ class SQLiteStreams:
             return
         for column in ("old_size", "new_size"):
             self._db.execute(f"ALTER TABLE stream_log ADD COLUMN {column} INTEGER")
-        for name in _TRIGGER_NAMES:  # (made again, keeping the sizes, by `_sync_triggers`)
+        for name in self._stream_triggers():  # (made again, keeping the sizes, by `_sync_triggers`)
             self._db.execute(f"DROP TRIGGER IF EXISTS {name}")
 
+    def _stream_triggers(self) -> list[str]:
+        return [row[0] for row in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream_on_%'")]
+
     def _sync_triggers(self) -> None:
-        """Under the writer lock: the record triggers in place if some stream is enabled, else gone (an item write
-        then costs no trigger call). A schema change: every connection sees it at its next statement."""
+        """Under the writer lock: the record triggers of exactly the tables whose stream is enabled (the others',
+        and those of a store made before triggers were per table, dropped). A schema change: every connection
+        sees it at its next statement."""
         db = self._db
-        enabled = db.execute("SELECT 1 FROM streams WHERE disabled_at IS NULL LIMIT 1").fetchone() is not None
-        installed = db.execute("SELECT count(*) FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream_on_%'"
-                               ).fetchone()[0] == len(_TRIGGER_NAMES)
-        if enabled and not installed:
-            for statement in statements(STREAM_TRIGGERS):
-                db.execute(statement)
-        elif installed and not enabled:
-            for name in _TRIGGER_NAMES:
-                db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        enabled = {int(row[0]) for row in db.execute("SELECT DISTINCT tid FROM streams WHERE disabled_at IS NULL")}
+        wanted = {f"{kind}_{tid}" for tid in enabled for kind in _TRIGGER_KINDS}
+        installed = set(self._stream_triggers())
+        for name in installed - wanted:
+            db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for tid in sorted(enabled):
+            if any(f"{kind}_{tid}" not in installed for kind in _TRIGGER_KINDS):
+                for statement in statements(STREAM_TRIGGERS.format(tid=tid)):
+                    db.execute(statement)
 
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
