@@ -73,9 +73,7 @@ class RequestContext:
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
             self.check_table_arn(name_or_arn)
-        if name == IDENTITY_TABLE:  # (the server's own: no client sees it, ListTables included)
-            return name, None
-        meta = self.engine.get_table(name)
+        meta = visible_table(self.engine, name)
         if meta is not None and meta.pending is not None and transient.gone(meta):
             return name, None
         return name, meta
@@ -91,6 +89,31 @@ class RequestContext:
             raise ValidationException(f"1 validation error detected: Invalid AWS region in '{arn}'")
         if len(parts) < 6 or not _TABLE_RESOURCE.fullmatch(parts[5]):
             raise ValidationException(f"1 validation error detected: Invalid resource type in '{arn}'")
+
+
+def visible_table(engine: Engine, name: str) -> TableMeta | None:
+    """A table a client may see by name: any but the server's own identity store (no client sees it, ListTables
+    included)."""
+    return None if name == IDENTITY_TABLE else engine.get_table(name)
+
+
+def tables_named(request: dict[str, Any]) -> list[str]:
+    """The tables a request names, as it names them (a name or an ARN): its TableName (or the control plane's
+    ResourceArn, TargetTableName, GlobalTableName), a batch's RequestItems, a transaction's items."""
+    for member in ("TableName", "ResourceArn", "TargetTableName", "GlobalTableName"):
+        value = request.get(member)
+        if isinstance(value, str) and value:
+            return [value]
+    items = request.get("RequestItems")
+    if isinstance(items, dict):
+        return [str(key) for key in items]
+    found = []
+    for action in request.get("TransactItems") or ():
+        if isinstance(action, dict):
+            for body in action.values():
+                if isinstance(body, dict) and isinstance(body.get("TableName"), str):
+                    found.append(body["TableName"])
+    return found
 
 
 def table_name_from(name_or_arn: str) -> str:

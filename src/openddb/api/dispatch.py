@@ -39,7 +39,7 @@ from openddb.errors import (
 )
 from openddb.identity.audit import AUDITED, AuditLog
 from openddb.identity.service import QUERY_TARGETS, IdentityService
-from openddb.identity.sigv4 import Verifier
+from openddb.identity.sigv4 import CREDENTIAL, Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
@@ -56,7 +56,6 @@ _CATALOG_ATTEMPTS = 30
 RESUME_SECONDS = 5.0
 # The stream upkeep lease outlives the server's roughly one-second duty rounds, so its holder keeps it.
 STREAM_LEASE_SECONDS = 10.0
-_CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 _PARAMETER_SEPARATORS = re.compile(rb"[,\s]+")
 
 
@@ -182,7 +181,7 @@ def _parse_scope(authorization: bytes) -> tuple[str, str]:
             "Authorization header requires 'Credential' parameter. Authorization header requires "
             "'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. "
             "Authorization=" + authorization.decode("latin-1"))
-    match = _CREDENTIAL.search(authorization)
+    match = CREDENTIAL.search(authorization)
     missing = [name for name in (b"Credential=", b"Signature=", b"SignedHeaders=") if name not in authorization]
     if not missing:  # every parameter there: each piece must be a key=value pair (the order is an inference)
         for token in _PARAMETER_SEPARATORS.split(authorization[16:]):  # after "AWS4-HMAC-SHA256"

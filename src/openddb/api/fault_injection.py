@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from openddb.api.context import table_name_from, tables_named
 from openddb.errors import (
     DynamoDBError,
     InternalServerError,
@@ -25,6 +26,7 @@ from openddb.errors import (
     ServiceUnavailable,
     ThrottlingException,
 )
+from openddb.model.schema import table_arn
 from openddb.storage.base import Engine
 
 Kind = Literal["throttle", "internal", "unavailable"]
@@ -94,7 +96,7 @@ class FaultInjector:
         operation = target[len(_PREFIX):].decode("latin-1")
         if operation not in _DATA_PLANE:
             return
-        tables = _tables_of(request)
+        tables = [table_name_from(table) for table in tables_named(request)]
         for fault in self.faults:
             if fault.matches(operation, tables) and self.chance.random() < fault.rate:
                 raise self._error(self.chance.choice(fault.kinds), operation, tables, engine, region, account)
@@ -108,33 +110,13 @@ class FaultInjector:
             return ServiceUnavailable()
         meta = engine.get_table(tables[0]) if tables else None
         access = "Write" if operation in _WRITES else "Read"
-        resource = f"arn:aws:dynamodb:{region}:{account}:table/{tables[0]}" if tables else None
-        if meta is not None and meta.billing_mode == "PAY_PER_REQUEST":
-            reasons = [{"reason": f"Table{access}KeyRangeThroughputExceeded", "resource": resource}]
-            return _with_reasons(ThrottlingException(ON_DEMAND_THROTTLE), "throttlingReasons", reasons)
-        reasons = [{"reason": f"Table{access}ProvisionedThroughputExceeded", "resource": resource}]
-        return _with_reasons(ProvisionedThroughputExceededException(PROVISIONED_THROTTLE), "ThrottlingReasons",
-                             reasons)
-
-
-def _with_reasons(error: DynamoDBError, member: str, reasons: list[dict[str, Any]]) -> DynamoDBError:
-    """`error` answering its ThrottlingReasons too (botocore's model names the member so for each exception)."""
-    error.extra = {member: [reason for reason in reasons if reason["resource"] is not None]}
-    return error
-
-
-def _tables_of(request: dict[str, Any]) -> list[str]:
-    """The tables a call names: TableName, a batch's RequestItems, a transaction's items."""
-    name = request.get("TableName")
-    if isinstance(name, str):
-        return [name.rpartition("/")[2]]
-    items = request.get("RequestItems")
-    if isinstance(items, dict):
-        return [str(key).rpartition("/")[2] for key in items]
-    found = []
-    for action in request.get("TransactItems") or ():
-        if isinstance(action, dict):
-            for body in action.values():
-                if isinstance(body, dict) and isinstance(body.get("TableName"), str):
-                    found.append(body["TableName"].rpartition("/")[2])
-    return found
+        on_demand = meta is not None and meta.billing_mode == "PAY_PER_REQUEST"
+        error: DynamoDBError
+        if on_demand:  # (botocore's model names each exception's reasons member its own way)
+            error, member, limit = ThrottlingException(ON_DEMAND_THROTTLE), "throttlingReasons", "KeyRange"
+        else:
+            error = ProvisionedThroughputExceededException(PROVISIONED_THROTTLE)
+            member, limit = "ThrottlingReasons", "Provisioned"
+        error.extra = {member: [{"reason": f"Table{access}{limit}ThroughputExceeded",
+                                 "resource": table_arn(region, account, tables[0])}] if tables else []}
+        return error

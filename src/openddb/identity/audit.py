@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openddb.api.context import tables_named
+from openddb.model.schema import table_arn
+
 if TYPE_CHECKING:
     from openddb.api.incoming import Caller, Incoming
     from openddb.errors import DynamoDBError
@@ -55,10 +58,10 @@ class AuditLog:
             "managementEvent": True,
             "eventCategory": "Management",
         }
-        table = _table_of(request)
-        if table is not None and caller is not None:
-            arn = table if table.startswith("arn:") else \
-                f"arn:aws:dynamodb:{caller.region}:{caller.account}:table/{table}"
+        tables = tables_named(request) if request else []
+        if tables and caller is not None:
+            table = tables[0]
+            arn = table if table.startswith("arn:") else table_arn(caller.region, caller.account, table)
             event["resources"] = [{"ARN": arn, "type": "AWS::DynamoDB::Table"}]
         if error is not None:
             event["errorCode"] = error.type_name.rpartition("#")[2]
@@ -121,12 +124,3 @@ def _identity(incoming: Incoming, caller: Caller | None) -> dict[str, Any]:
             identity["accessKeyId"] = incoming.authorization[start + 11:].split(b"/", 1)[0].decode("latin-1")
     return identity
 
-
-def _table_of(request: dict[str, Any] | None) -> str | None:
-    if not request:
-        return None
-    for member in ("TableName", "ResourceArn", "TargetTableName", "GlobalTableName"):
-        value = request.get(member)
-        if isinstance(value, str) and value:
-            return value
-    return None

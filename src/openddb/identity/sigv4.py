@@ -46,7 +46,7 @@ MISMATCH = ("The request signature we calculated does not match the signature yo
 _SKEW = timedelta(minutes=15)
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"
 _SIGNED_HEADERS = re.compile(rb"SignedHeaders=([^,\s]*)")
-_CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
+CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 _SPACES = re.compile(rb"\s+")
 
 
@@ -142,7 +142,7 @@ class Verifier:
             raise ExpiredTokenException()
 
     def _parse(self, authorization: bytes, cut: int) -> _Scope:
-        credential = _CREDENTIAL.search(authorization)
+        credential = CREDENTIAL.search(authorization)
         signed = _SIGNED_HEADERS.search(authorization)
         assert credential is not None and signed is not None and cut > 0  # (its form was checked before)
         key_id, day, region, service = credential.groups()

@@ -23,6 +23,11 @@ ProjectionType = Literal["ALL", "KEYS_ONLY", "INCLUDE"]
 IndexKind = Literal["GLOBAL", "LOCAL"]
 
 
+def table_arn(region: str, account: str, name: str) -> str:
+    """A table's ARN (the API Reference's TableArn)."""
+    return f"arn:aws:dynamodb:{region}:{account}:table/{name}"
+
+
 @dataclass(slots=True)
 class KeyAttribute:
     name: str
@@ -146,7 +151,7 @@ class TableMeta:
 
     @property
     def arn(self) -> str:
-        return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{self.name}"
+        return table_arn(self.region, self.account, self.name)
 
     @property
     def stream_arn(self) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from openddb.api.context import visible_table
 from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.errors import ResourceNotFoundException, ValidationException
@@ -21,7 +22,6 @@ from openddb.expressions import (
     compile_projection,
     compile_update,
 )
-from openddb.identity.store import IDENTITY_TABLE
 from openddb.model import AttributeValue, Item
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
@@ -64,7 +64,7 @@ class WritePlan:
 
 
 def table_of(engine: Engine, name: str) -> TableMeta:
-    meta = None if name == IDENTITY_TABLE else engine.get_table(name)  # (the server's own table: no client's)
+    meta = visible_table(engine, name)
     if meta is None:
         raise ResourceNotFoundException("Requested resource not found")  # as the native reads say it
     return meta
