@@ -110,16 +110,3 @@ class UpdateAst:
     remove: tuple[Path, ...] = ()
     add: tuple[tuple[Path, ValueRef], ...] = ()
     delete: tuple[tuple[Path, ValueRef], ...] = ()
-
-
-def path_text(elements: tuple[PathElement, ...]) -> str:
-    """``a.b[1]`` text of a path (placeholders as written)."""
-    out: list[str] = []
-    for el in elements:
-        if isinstance(el, int):
-            out.append(f"[{el}]")
-        else:
-            if out:
-                out.append(".")
-            out.append(el)
-    return "".join(out)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import orjson
 
-from openddb.model import AttributeValue, Item
+from openddb.model import Item
 
 # DynamoDB's enumerations a table description holds (the API Reference's TableStatus, IndexStatus, BillingMode,
 # ProjectionType); an index's kind is which of a description's two index lists it is in.
@@ -212,17 +212,3 @@ def _index_from(raw: dict[str, Any]) -> IndexMeta:
     raw["range_keys"] = [KeyAttribute(**a) for a in raw["range_keys"]]
     return IndexMeta(**raw)
 
-
-def key_value_types(meta: TableMeta) -> dict[str, str]:
-    """Key attribute name -> its declared type, for the table's primary key."""
-    types = {meta.hash_key.name: meta.hash_key.type}
-    if meta.range_key is not None:
-        types[meta.range_key.name] = meta.range_key.type
-    return types
-
-
-def single_type(value: AttributeValue) -> str:
-    """The type key of a validated attribute value."""
-    for key in value:
-        return key
-    raise ValueError("empty attribute value")
