@@ -141,10 +141,12 @@ def test_a_member_of_the_wrong_type_is_still_refused_first(server):
     {"ReplicaUpdates": [{"Delete": {"RegionName": "us-west-2"}}]},
     {"GlobalTableWitnessUpdates": [{"Create": {"RegionName": "us-west-2"}}]},
     {"GlobalTableSettingsReplicationMode": "ENABLED"},
-], ids=["replica-create", "replica-delete", "witness-create", "settings-replication"])
+    {"DisassociationProtectionEnabled": False},
+], ids=["replica-create", "replica-delete", "witness-create", "settings-replication", "disassociation-protection"])
 def test_global_table_changes_are_refused_by_name(server, ddb, members):
-    """A replica, witness or settings-replication change is refused by name (nothing pretends it was made), only
-    once the table is found; the table stays a regional table without replicas."""
+    """A replica, witness, settings-replication or replica disassociation-protection change is refused by name
+    (nothing pretends it was made), only once the table is found; the table stays a regional table without
+    replicas."""
     name = unique_name()
     ddb.create_table(**_table(TableName=name))
     member = next(iter(members))
@@ -156,7 +158,7 @@ def test_global_table_changes_are_refused_by_name(server, ddb, members):
     table = ddb.describe_table(TableName=name)["Table"]
     assert table["TableStatus"] == "ACTIVE"
     assert not {"Replicas", "GlobalTableVersion", "GlobalTableWitnesses", "MultiRegionConsistency",
-                "GlobalTableSettingsReplicationMode"} & set(table)
+                "GlobalTableSettingsReplicationMode", "DisassociationProtectionEnabled"} & set(table)
 
 
 def test_settings_replication_with_overrides_is_refused_for_a_regional_table(server, ddb):

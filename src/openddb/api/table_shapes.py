@@ -110,4 +110,5 @@ UPDATE_TABLE = v.Struct({
     "OnDemandThroughput": ix.ON_DEMAND,
     "WarmThroughput": ix.WARM,
     "GlobalTableSettingsReplicationMode": _REPLICATION_MODE,
+    "DisassociationProtectionEnabled": v.Bool(),
 })

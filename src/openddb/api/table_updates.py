@@ -63,10 +63,11 @@ _ALONE = (("SSESpecification", "Server-Side Encryption"), ("TableClass", "TableC
           ("DeletionProtectionEnabled", "DeletionProtection"))
 
 
-# UpdateTable's global-table members: operations on replicas, witnesses and settings replication, which this
-# server (one region, one account, no replicas) cannot carry out.
+# UpdateTable's global-table members: operations on replicas, witnesses, settings replication and a replica's
+# disassociation protection (botocore 1.44: "for the local replica of a multi-Region eventual consistency (MREC)
+# global table"), which this server (one region, one account, no replicas) cannot carry out.
 _GLOBAL_MEMBERS = ("ReplicaUpdates", "MultiRegionConsistency", "GlobalTableWitnessUpdates",
-                   "GlobalTableSettingsReplicationMode")
+                   "GlobalTableSettingsReplicationMode", "DisassociationProtectionEnabled")
 
 
 def _global_members(request: dict[str, Any]) -> list[str]:
