@@ -161,6 +161,13 @@ def test_global_table_changes_are_refused_by_name(server, ddb, members):
                 "GlobalTableSettingsReplicationMode", "DisassociationProtectionEnabled"} & set(table)
 
 
+def test_disassociation_protection_is_held_to_its_shape(server):
+    """DisassociationProtectionEnabled is a Boolean: another JSON type is refused as any member of the wrong type
+    is, before the table is looked up."""
+    assert raw(server, "UpdateTable", {"TableName": "no-such-table", "DisassociationProtectionEnabled": "yes"}) == (
+        400, "SerializationException", "STRING_VALUE cannot be converted to Boolean")
+
+
 def test_settings_replication_with_overrides_is_refused_for_a_regional_table(server, ddb):
     """ENABLED_WITH_OVERRIDES is DynamoDB's refusal for a regional table, which every table here is."""
     name = unique_name()
