@@ -194,3 +194,57 @@ def test_a_sent_later_change_that_fails_loses_its_group() -> None:
             assert engine.commit() == "committed" and value(engine, meta, key(b"n")) == 3
         finally:
             engine.close()
+
+
+def send_and_finish(engine: PostgresEngine) -> None:
+    """What the server does with a group: send its COMMIT, wait for it (off the event loop), finish it."""
+    assert engine.send_commit() == "sent"
+    waiter = threading.Thread(target=engine.wait_for_commit)
+    waiter.start()
+    waiter.join(10)
+    engine.finish_commit()
+
+
+def test_a_commit_in_flight_lets_the_node_serve_on(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """`send_commit` leaves the group's COMMIT in flight and serves on over its other connection: reads there see
+    the committed state only, a new group forms (even on a key of the group in flight, waiting for its commit),
+    and each group is acknowledged once its own commit is answered."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    counter = (meta, key(b"n"))
+    first.write([add(counter, 1)])
+    first.write([put(meta, key(b"a"), item(1))])
+    commits = first.session.commits
+    assert first.send_commit() == "sent"
+    assert not first.session.pending and first.session.commits == commits + 1
+    first.write([add(counter, 10)])  # a new group, on the other connection: waits for the commit in flight
+    first.write([put(meta, key(b"b"), item(2))])
+    assert first.session.pending
+    waiter = threading.Thread(target=first.wait_for_commit)
+    waiter.start()
+    waiter.join(10)
+    first.finish_commit()
+    assert value(second, meta, key(b"a")) == 1
+    send_and_finish(first)
+    assert [value(second, meta, key(k)) for k in (b"n", b"a", b"b")] == [11, 1, 2]
+
+
+def test_a_commit_in_flight_that_fails_is_never_acknowledged(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """The connection dies while the group's COMMIT is in flight: `finish_commit` raises (its requests are
+    answered with errors), and the node goes on over a new connection."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    first.write([put(meta, key(b"kept"), item(1))])
+    send_and_finish(first)  # (now both connections exist; the next commit goes on the first again)
+    first.write([put(meta, key(b"lost"), item(2))])
+    in_flight = first._conn.pgconn.backend_pid
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (in_flight,))
+    time.sleep(0.1)
+    with pytest.raises(psycopg.OperationalError):  # (the send itself may already find the connection closed)
+        assert first.send_commit() == "sent"
+        first.wait_for_commit()
+        first.finish_commit()
+    first.write([put(meta, key(b"after"), item(3))])
+    send_and_finish(first)
+    assert [value(second, meta, key(k)) for k in (b"kept", b"lost", b"after")] == [1, None, 3]

@@ -14,13 +14,14 @@ from openddb.storage.base import Engine
 # DynamoDB itself refreshes these figures about every six hours.
 _SLOW_COUNT = 0.01
 _COUNT_SHARE = 0.01
-_COUNTS: dict[tuple[str, str | None], tuple[float, tuple[int, int]]] = {}
+# Keyed by the table's version too: a count taken while an index was CREATING is not the count once it is ACTIVE.
+_COUNTS: dict[tuple[str, int, str | None], tuple[float, tuple[int, int]]] = {}
 
 
 def counted(engine: Engine, meta: TableMeta, index: IndexMeta | None = None) -> tuple[int, int]:
     """(item count, size in bytes) of a table or of one of its indexes, counted now or by a recent slow count."""
     started = time.monotonic()
-    key = (meta.uuid, None if index is None else index.name)
+    key = (meta.uuid, meta.version, None if index is None else index.name)
     known = _COUNTS.get(key)
     if known is not None and known[0] > started:
         return known[1]

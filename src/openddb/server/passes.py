@@ -12,6 +12,7 @@ import asyncio
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -39,6 +40,8 @@ MAX_ATTEMPTS = 20
 _WAIT_BESIDE_ROWS = 64
 # How often the dispatcher's background duties run (TTL expiry); if a group of writes is open, shortly after.
 BACKGROUND_SECONDS = 1.0
+# What `_commit` answers for a group whose commit the engine left in flight (see `Engine.send_commit`).
+_SENT: list[_Held] = []
 _BACKGROUND_RETRY_SECONDS = 0.01
 
 
@@ -68,7 +71,11 @@ class ServerState:
         self.closing = False
         self._held: list[_Held] = []
         self._flush_attempts = 0
-        self._writer_waits: queue.SimpleQueue[asyncio.AbstractEventLoop] | None = None
+        # Another worker's writer lock, waited for beside the event loop, then `release` again
+        self._writer_wait = Beside("openddb-writer-wait", self.engine.wait_for_writer, self.release)
+        # The group whose commit the engine left in flight (`Engine.send_commit`), and the wait for its answer
+        self._in_flight: list[_Held] | None = None
+        self._commit_wait = Beside("openddb-commit-wait", self.engine.wait_for_commit, self._finish_commit)
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
@@ -87,7 +94,7 @@ class ServerState:
         if self.closing:
             return
         loop = asyncio.get_running_loop()
-        if self.engine.session.pending or self._held:
+        if self.engine.session.pending or self._held or self._in_flight is not None:
             self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
             return
         self.dispatcher.run_background()
@@ -140,11 +147,14 @@ class ServerState:
         """Commit the group and return the answers to send: the held ones, or after a conflict the new answers of
         the requests that wrote into the failed group, run again (reads and DDL keep their answers: those rest on
         committed state; so do writes into a group committed earlier in the pass, see `WriteSession.commits`);
-        None if another worker holds the writer lock (nothing done)."""
+        None if another worker holds the writer lock (nothing done); an empty list if the commit is in flight
+        (`Engine.send_commit`)."""
         engine = self.engine
-        outcome = engine.commit()
+        outcome = engine.send_commit()
         if outcome == "busy":
             return None
+        if outcome == "sent":
+            return _SENT
         if outcome == "committed":
             return held
         session = engine.session
@@ -162,6 +172,8 @@ class ServerState:
 
     def release(self) -> None:
         self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
+        if self._in_flight is not None:
+            return  # (the group commits once the commit in flight is answered: see `_finish_commit`)
         held = self._held
         failed: DynamoDBError | None = None
         engine = self.engine
@@ -175,17 +187,29 @@ class ServerState:
                 # Another worker is committing. Instead of blocking the event loop until it is done, go on
                 # serving: requests arriving meanwhile join the group, which commits as soon as the lock is free.
                 self._flush_attempts += 1
-                self._await_writer()
+                self._writer_wait.request()
+                return
+            if answers is _SENT:
+                # The commit is in flight (a remote wait): go on serving; a new group forms meanwhile.
+                self._in_flight, self._held = held, []
+                self._commit_wait.request()
                 return
             held = answers
         except Exception as error:
-            if engine.unavailable(error):  # (the disk is full: nothing of the group was kept; said by the engine)
-                failed = ServiceUnavailable()
-            else:
-                log.exception("group commit failed; answering its %d requests with errors", len(held))
-                failed = InternalServerError("Internal server error")
+            failed = self._failure(error, len(held))
         self._held = []
         self._flush_attempts = 0
+        self._answer(held, failed)
+
+    def _failure(self, error: Exception, requests: int) -> DynamoDBError:
+        if self.engine.unavailable(error):  # (the disk is full: nothing of the group was kept; said by the engine)
+            return ServiceUnavailable()
+        log.error("group commit failed; answering its %d requests with errors", requests, exc_info=error)
+        return InternalServerError("Internal server error")
+
+    def _answer(self, held: list[_Held], failed: DynamoDBError | None) -> None:
+        """Send the answers of a group's requests, now that it committed (or failed: then its writes' answers
+        are `failed`)."""
         for connection, request, response, group in held:
             connection.held -= 1
             if failed is not None and group is not None:  # (reads and DDL rest on committed state: they stand)
@@ -199,21 +223,42 @@ class ServerState:
             elif self.closing:
                 connection.close_if_idle()
 
-    def _await_writer(self) -> None:
-        """Run `release` again once the writer lock is free, waiting for it on a helper thread."""
-        if self._writer_waits is None:
-            self._writer_waits = queue.SimpleQueue()
-            threading.Thread(target=self._wait_for_writers, args=(self._writer_waits,), name="openddb-writer-wait",
-                             daemon=True).start()
-        self._writer_waits.put(asyncio.get_running_loop())
+    def _finish_commit(self) -> None:
+        """The commit in flight was answered: answer its requests, then commit the group that formed meanwhile."""
+        held, self._in_flight = self._in_flight or [], None
+        failed: DynamoDBError | None = None
+        try:
+            self.engine.finish_commit()
+        except Exception as error:
+            failed = self._failure(error, len(held))
+        self._answer(held, failed)
+        if self._held:
+            self.release()
 
-    def _wait_for_writers(self, waits: queue.SimpleQueue[asyncio.AbstractEventLoop]) -> None:
+
+class Beside:
+    """A wait that must not block the event loop: `wait` runs on a helper thread (started at the first request),
+    then `then` on the loop that asked, once per `request`."""
+
+    def __init__(self, name: str, wait: Callable[[], None], then: Callable[[], None]) -> None:
+        self.name = name
+        self._wait = wait
+        self._then = then
+        self._requests: queue.SimpleQueue[asyncio.AbstractEventLoop] | None = None
+
+    def request(self) -> None:
+        if self._requests is None:
+            self._requests = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(self._requests,), name=self.name, daemon=True).start()
+        self._requests.put(asyncio.get_running_loop())
+
+    def _serve(self, requests: queue.SimpleQueue[asyncio.AbstractEventLoop]) -> None:
         while True:
-            loop = waits.get()
+            loop = requests.get()
             try:
-                self.engine.wait_for_writer()
+                self._wait()
             finally:
                 try:
-                    loop.call_soon_threadsafe(self.release)
+                    loop.call_soon_threadsafe(self._then)
                 except RuntimeError:  # the loop is closed: the server has stopped
                     return

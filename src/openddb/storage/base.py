@@ -282,7 +282,7 @@ def is_stored_version(stored: bytes | None, expected: TableMeta) -> bool:
     return (found.uuid, found.version) == (expected.uuid, expected.version)
 
 
-CommitResult = Literal["committed", "conflict", "busy"]
+CommitResult = Literal["committed", "conflict", "busy", "sent"]
 
 
 @dataclass(slots=True)
@@ -361,6 +361,25 @@ class Engine(ABC):
     def wait_for_writer(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Block until the writer lock that made `commit` answer "busy" is probably free. Called from a helper
         thread, so the event loop keeps serving meanwhile; touches nothing else of the engine."""
+
+    # A commit is a remote wait: `send_commit` may leave the group's commit in flight and go on serving reads and
+    # a new group (on another connection) while the database makes it durable. Engines whose commit is local
+    # work (SQLite's: the server's own CPU and disk) keep False.
+    remote_commits: bool = False
+
+    def send_commit(self) -> CommitResult:
+        """Like `commit`, but an engine with `remote_commits` may answer "sent": the group's commit has left and
+        nothing of it is acknowledged yet; the server then calls `wait_for_commit` (off its event loop) and
+        `finish_commit` (on it), and calls no `send_commit` in between."""
+        return self.commit()
+
+    def wait_for_commit(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
+        """Block until the commit `send_commit` sent is answered. Called from a helper thread: touches only
+        the connection that commit went on."""
+
+    def finish_commit(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
+        """After `wait_for_commit`: return if the sent group is durable, else raise (none of it committed).
+        The connection it went on serves again."""
 
     # --- catalog ------------------------------------------------------------------------------
     @abstractmethod

@@ -10,8 +10,10 @@ schema version, the catalog version (bumped by every DDL) and the table-id count
 Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
 `postgres_indexes.py`. Stream records (schema version 6) are appended inside `write` too; see `postgres_streams.py`.
 
-One connection per process: the server runs every request on one event-loop thread and engine calls are
-synchronous, so a process never has two statements in flight; a pool would only add a check-out per call.
+Two connections per process: the server runs every request on one event-loop thread and engine calls are
+synchronous, so one connection serves at a time; the other is where the previous group's COMMIT waits for
+PostgreSQL's WAL flush (`send_commit`), so the node goes on serving meanwhile. A pool would only add a check-out
+per call.
 Several processes (nodes) share the database; each keeps a cache of table descriptions that a DDL on any node
 invalidates through NOTIFY (a socket poll per look-up, no round trip), or, where LISTEN is unsupported
 (CockroachDB, YugabyteDB), by reading the catalog version on each look-up.
@@ -40,7 +42,7 @@ import select
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 import psycopg
@@ -83,7 +85,7 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_keys,
 )
-from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline
+from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline, Sent
 from openddb.storage.postgres_streams import (
     STREAM_MIGRATION,
     PendingRecord,
@@ -230,6 +232,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self.location = _redact(url)
         self.session = WriteSession()
         self.group_commit = group_commit
+        self.remote_commits = group_commit  # (a group's COMMIT may be left in flight: see `send_commit`)
         self._group_writes = 0  # writes in the open group
         self._group_lost = False  # the open group's transaction was lost (a broken connection): see `commit`
         self._release_due = False  # the group's last write left its savepoint to release (see `_group_write`)
@@ -247,6 +250,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self._stale = True
         self._token_writes = 0
         self._conn = self._connect()
+        # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
+        # sent, what its answer was (None: durable), and the connection that is not in use.
+        self._in_flight: tuple[_Link, Sent] | None = None
+        self._commit_error: BaseException | None = None
+        self._spare: _Link | None = None
         self._migrate()
 
     # --- connection ---------------------------------------------------------------------------
@@ -281,6 +289,18 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self._tables.clear()
         self._stale = True
         return conn
+
+    def _link(self) -> _Link:
+        return _Link(self._conn, self._cur, self._pipe, self._arrivals, self._closing)
+
+    def _use(self, link: _Link | None) -> None:
+        """Serve on `link` from now on (a new connection if None or no longer usable)."""
+        if link is None or link.conn.closed or link.conn.broken:
+            if link is not None:
+                link.conn.close()
+            self._conn = self._connect()
+        else:
+            self._conn, self._cur, self._pipe, self._arrivals, self._closing = link
 
     def _on_notify(self, _notify: psycopg.Notify) -> None:
         self._stale = True
@@ -721,6 +741,54 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             self._group_writes = 0
         return "committed"
 
+    def send_commit(self) -> CommitResult:
+        """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on the
+        other connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so
+        (none open, or lost) is committed as `commit` does."""
+        session = self.session
+        if not session.pending or self._group_lost or self._in_flight is not None:
+            return self.commit()
+        session.pending = False
+        session.commits += 1
+        self._group_writes = 0
+        self._release_due = False
+        self._carried = 0
+        self._pipe.add("COMMIT")
+        try:
+            sent = self._pipe.send()
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        self._in_flight = (self._link(), sent)
+        self._use(self._spare)
+        self._spare = None
+        return "sent"
+
+    def wait_for_commit(self) -> None:
+        """Read the answer of the COMMIT in flight (on a helper thread: only that connection is touched)."""
+        if self._in_flight is None:
+            return
+        link, sent = self._in_flight
+        try:
+            link.pipe.receive(sent)
+            if link.pipe.tags[-1] != "COMMIT":  # (COMMIT of a failed transaction answers ROLLBACK)
+                raise RuntimeError("the group's transaction had failed: rolled back")
+        except BaseException as error:  # (handed to the event loop's thread by finish_commit)
+            self._commit_error = error
+
+    def finish_commit(self) -> None:
+        if self._in_flight is None:
+            return
+        link, _sent = self._in_flight
+        self._in_flight = None
+        error, self._commit_error = self._commit_error, None
+        if error is not None or link.conn.closed or link.conn.broken:
+            link.conn.close()  # (its state after a failed commit is not worth finding out: a new one replaces it)
+        else:
+            self._spare = link
+        if error is not None:
+            raise error
+
     def _record_token(self, cur: psycopg.Cursor[Any], token: RequestToken) -> None:
         """Inside a write transaction: refuse a live token, else store it (see `Engine.write`).
 
@@ -882,6 +950,19 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
     def close(self) -> None:
         self._conn.close()
+        for link in (self._spare, self._in_flight[0] if self._in_flight else None):
+            if link is not None:
+                link.conn.close()
+
+
+class _Link(NamedTuple):
+    """One connection and what the engine keeps with it (see `PostgresEngine._connect`)."""
+
+    conn: psycopg.Connection[Any]
+    cur: psycopg.Cursor[Any]
+    pipe: Pipeline
+    arrivals: select.poll
+    closing: bool
 
 
 def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import select
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -33,6 +33,14 @@ _FLOAT8 = struct.Struct(">d")
 
 Param = int | float | bytes | str | None
 Rows = list[tuple[Any, ...]]
+
+
+class Sent(NamedTuple):
+    """A round trip sent and not yet answered: per result expected, the position of its statement (negative
+    for a preparation's), and the statements prepared by it."""
+
+    positions: list[int]
+    prepared: list[str]
 
 
 def _type_of(value: Param) -> int:
@@ -130,45 +138,63 @@ class Pipeline:
 
     def run(self) -> list[Rows]:
         """Send the queued statements in one round trip; the rows of each (an empty list for a command)."""
+        return self.receive(self.send())
+
+    def send(self) -> Sent:
+        """Send the queued statements in one round trip, leaving their answers to `receive` (which may be called
+        on another thread: nothing else may use the connection meanwhile)."""
         queue, self._queue = self._queue, []
         pgconn = self._pgconn
         self.failed_at = -1
-        # per result expected: the position in `queue` of its statement, negative for a preparation's
-        positions: list[int] = []
-        prepared: list[str] = []
+        sent = Sent([], [])
         pgconn.enter_pipeline_mode()
         try:
             for position, (sql, params, types) in enumerate(queue):
                 if params is None:
                     pgconn.send_query_params(sql.encode(), None, result_format=pq.Format.BINARY)
-                    positions.append(position)
+                    sent.positions.append(position)
                     continue
                 name = self._names.get(sql)
                 if name is None:
                     name = self._names[sql] = b"odb_%d" % self._prepared
                     self._prepared += 1
-                    prepared.append(sql)
+                    sent.prepared.append(sql)
                     pgconn.send_prepare(name, _numbered(sql), types or [_type_of(value) for value in params])
-                    positions.append(-1 - position)
+                    sent.positions.append(-1 - position)
                 encoded = [value if value.__class__ is bytes or value is None else _encode(value) for value in params]
                 pgconn.send_query_prepared(name, encoded, (1,) * len(params), pq.Format.BINARY)
-                positions.append(position)
+                sent.positions.append(position)
             pgconn.pipeline_sync()
             self._send()
-            answers, error = self._answers(positions)
         except BaseException:
-            # (the answers were not all read: the connection's state is unknown, so it is not used again; a
-            # broken connection's caller reconnects)
-            self.conn.close()
+            self._abandon()
             raise
-        finally:
-            if pgconn.pipeline_status != pq.PipelineStatus.OFF and pgconn.status == pq.ConnStatus.OK:
-                pgconn.exit_pipeline_mode()
+        return sent
+
+    def receive(self, sent: Sent) -> list[Rows]:
+        """The answers of the round trip `send` sent: the rows of each statement; raises its first error."""
+        try:
+            answers, error = self._answers(sent.positions)
+        except BaseException:
+            self._abandon()
+            raise
+        self._end_pipeline()
         if error is not None:
-            for sql in prepared:  # (perhaps never prepared: the next use prepares it anew, under a new name)
+            for sql in sent.prepared:  # (perhaps never prepared: the next use prepares it anew, under a new name)
                 self._names.pop(sql, None)
             raise error
         return answers
+
+    def _abandon(self) -> None:
+        # (the answers were not all read: the connection's state is unknown, so it is not used again; a broken
+        # connection's caller reconnects)
+        self.conn.close()
+        self._end_pipeline()
+
+    def _end_pipeline(self) -> None:
+        pgconn = self._pgconn
+        if pgconn.pipeline_status != pq.PipelineStatus.OFF and pgconn.status == pq.ConnStatus.OK:
+            pgconn.exit_pipeline_mode()
 
     def _send(self) -> None:
         pgconn = self._pgconn
