@@ -59,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--engine", default=os.environ.get("OPENDDB_ENGINE"), metavar="URL",
                        help="a shared database instead of the embedded store: postgresql://user@host:port/db "
                             "(default: $OPENDDB_ENGINE, else the embedded SQLite store)")
+    serve.add_argument("--engine-replica", action="append", default=[], metavar="URL", dest="engine_replicas",
+                       help="a streaming replica of --engine's PostgreSQL (repeatable): eventually consistent "
+                            "GetItem, Query, Scan and BatchGetItem may be answered from it")
+    serve.add_argument("--replica-max-lag", type=float, default=1.0, metavar="SECONDS",
+                       help="a replica further behind the primary than this is skipped (default 1)")
     serve.add_argument("--workers", type=int, default=None, metavar="N",
                        help="server processes sharing the port (default: one per CPU core; 1 with --in-memory)")
     serve.add_argument("--sync", choices=("normal", "full"), default="normal",
@@ -284,10 +289,14 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
     """The storage engine the options ask for, and how the start-up log line names it (StartupError if it cannot
     be opened)."""
     if args.engine:
-        postgres = open_postgres(args.engine)
+        postgres = open_postgres(args.engine, args.engine_replicas, args.replica_max_lag)
         postgres.stream_settings = _stream_settings(args)
         mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
-        return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}"
+        replicas = f", {len(args.engine_replicas)} replicas for eventually consistent reads" \
+            if args.engine_replicas else ""
+        return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}{replicas}"
+    if args.engine_replicas:
+        raise StartupError("--engine-replica needs --engine postgresql://... (the primary)")
     sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync, args.disk_reserve_mb << 20)
     sqlite.stream_settings = _stream_settings(args)
     return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(args.data_dir))

@@ -8,6 +8,7 @@ import os
 import re
 import sqlite3
 import tempfile
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from openddb.server.listen import listen, port_owner
@@ -91,17 +92,21 @@ def remove_sqlite_store(path: str) -> None:
             pass
 
 
-def open_postgres(url: str) -> PostgresEngine:
-    """The PostgreSQL engine at `url`; its driver is an optional extra."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise StartupError(f"unsupported --engine {hide_password(url)!r} (expected postgresql://...)")
+def open_postgres(url: str, replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> PostgresEngine:
+    """The PostgreSQL engine at `url` (with streaming `replicas` for eventually consistent reads); its driver is
+    an optional extra."""
+    for given in (url, *replicas):
+        if not given.startswith(("postgresql://", "postgres://")):
+            raise StartupError(f"unsupported --engine {hide_password(given)!r} (expected postgresql://...)")
+    if replica_max_lag <= 0:
+        raise StartupError("--replica-max-lag must be positive")
     try:
         from openddb.storage.postgres import PostgresEngine
     except ImportError:
         raise StartupError(f"--engine postgresql:// needs the PostgreSQL driver, which is not installed: "
                            f"{POSTGRES_INSTALL} (or the postgres extra: pip install 'openddb[postgres]')") from None
     try:
-        return PostgresEngine(url, group_commit=True)
+        return PostgresEngine(url, group_commit=True, replicas=replicas, replica_max_lag=replica_max_lag)
     except Exception as error:  # psycopg.OperationalError and friends: say why, without a traceback
         reason = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
         raise StartupError(f"cannot open the engine {hide_password(url)}: {reason}") from None

@@ -81,6 +81,20 @@ DYNAMODB_OPERATIONS = frozenset({
 STREAMS_OPERATIONS = frozenset({"DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"})
 
 
+# The reads that may be eventually consistent, answered from a replica where the engine has them (unless the
+# request asks for ConsistentRead)
+_EVENTUAL_READS = frozenset(b"DynamoDB_20120810." + name for name in (b"GetItem", b"Query", b"Scan", b"BatchGetItem"))
+
+
+def _consistent(request: dict[str, Any]) -> bool:
+    """Whether a read asks for strong consistency (BatchGetItem: for any of its tables)."""
+    if request.get("ConsistentRead") is True:
+        return True
+    items = request.get("RequestItems")
+    return isinstance(items, dict) and any(isinstance(part, dict) and part.get("ConsistentRead") is True
+                                           for part in items.values())
+
+
 def _unsupported(operation: str) -> Handler:
     def handler(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         raise UnsupportedOperationException(operation)
@@ -229,7 +243,10 @@ class Dispatcher:
             request = self._parse(incoming)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
-            response = self._execute(handler, caller, incoming, request)
+            if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
+                response = self._execute_eventually(handler, caller, incoming, request)
+            else:
+                response = self._execute(handler, caller, incoming, request)
             if self.audit is not None and incoming.target in AUDITED:
                 self.audit.record(incoming, caller, request)
             return 200, b"" if response is None else orjson.dumps(response)
@@ -311,6 +328,15 @@ class Dispatcher:
         if response is not None and context.arns is not None:
             response = as_requested(response, context.arns)
         return response
+
+    def _execute_eventually(self, handler: Handler, caller: Caller, incoming: Incoming,
+                            request: dict[str, Any]) -> dict[str, Any] | None:
+        """`_execute` for a read that may be eventually consistent: the engine may answer it from a replica."""
+        self.engine.eventual_reads = True
+        try:
+            return self._execute(handler, caller, incoming, request)
+        finally:
+            self.engine.eventual_reads = False
 
     def run_background(self) -> None:
         """The store's background duties (TTL expiry; index backfills a restart cut short and tables whose delayed

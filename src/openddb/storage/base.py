@@ -362,6 +362,12 @@ class Engine(ABC):
         """Block until the writer lock that made `commit` answer "busy" is probably free. Called from a helper
         thread, so the event loop keeps serving meanwhile; touches nothing else of the engine."""
 
+    # Replicas may serve eventually consistent reads (PostgreSQL's `--engine-replica`); then the dispatcher sets
+    # `eventual_reads` for the duration of a request whose reads may be eventually consistent (GetItem, Query,
+    # Scan, BatchGetItem without ConsistentRead), and the engine may answer its reads from a replica.
+    replicated: bool = False
+    eventual_reads: bool = False
+
     # A commit is a remote wait: `send_commit` may leave the group's commit in flight and go on serving reads and
     # a new group (on another connection) while the database makes it durable. Engines whose commit is local
     # work (SQLite's: the server's own CPU and disk) keep False.

@@ -86,6 +86,7 @@ from openddb.storage.postgres_indexes import (
     whole_keys,
 )
 from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline, Sent
+from openddb.storage.postgres_replicas import PRIMARY_POSITION, Replica, Replicas
 from openddb.storage.postgres_streams import (
     STREAM_MIGRATION,
     PendingRecord,
@@ -222,12 +223,15 @@ T = TypeVar("T")
 
 
 class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
-    def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False) -> None:
+    def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False,
+                 replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
 
         `listen`: invalidate the table cache through LISTEN/NOTIFY (None: if the server supports it).
         `group_commit`: `write` leaves its transaction open for `commit` (see `WriteSession` and `_group_write`);
-        without it every write commits on its own and the group is never pending."""
+        without it every write commits on its own and the group is never pending. `replicas`: streaming
+        replicas' URLs, which may serve eventually consistent reads up to `replica_max_lag` seconds behind (see
+        postgres_replicas.py)."""
         self.url = url
         self.location = _redact(url)
         self.session = WriteSession()
@@ -250,6 +254,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         self._stale = True
         self._token_writes = 0
         self._conn = self._connect()
+        self._replicas = Replicas([Replica(replica, _redact(replica)) for replica in replicas], self._wal_position,
+                                  replica_max_lag) if replicas else None
+        self.replicated = self._replicas is not None
         # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
         # sent, what its answer was (None: durable), and the connection that is not in use.
         self._in_flight: tuple[_Link, Sent] | None = None
@@ -555,15 +562,27 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         return int(count), int(size)
 
     # --- items --------------------------------------------------------------------------------
+    def _read_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one read statement: from a replica if the request's reads may be eventually consistent
+        and one is fresh enough, else from the primary."""
+        if self.eventual_reads and self._replicas is not None:
+            rows = self._replicas.rows(sql, params)
+            if rows is not None:
+                return rows
+        return self._rows(sql, params)
+
+    def _wal_position(self) -> int:
+        return int(self._rows(PRIMARY_POSITION, ())[0][0])
+
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._rows(_GET, _item_key(meta.table_id, key))
+        found = self._read_rows(_GET, _item_key(meta.table_id, key))
         if not found:
             return None
         return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
-        if len(requests) <= 1:
-            return [self.get(meta, key) for meta, key in requests]
+        if len(requests) <= 1 or (self.eventual_reads and self._replicas is not None):
+            return [self.get(meta, key) for meta, key in requests]  # (eventually consistent: no one snapshot)
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as cur:
             params = [_item_key(meta.table_id, key) for meta, key in requests]
@@ -922,7 +941,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
         last = None
         for limit in _pages():
             sql, params = build(last, limit)
-            rows = self._rows(sql, params)
+            rows = self._read_rows(sql, params)
             yield from rows
             if len(rows) < limit:
                 return
@@ -950,6 +969,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
 
     def close(self) -> None:
         self._conn.close()
+        if self._replicas is not None:
+            self._replicas.close()
         for link in (self._spare, self._in_flight[0] if self._in_flight else None):
             if link is not None:
                 link.conn.close()
