@@ -13,7 +13,9 @@ on the `--engine` server and dropped at the end, so the servers share the Postgr
 WAL) but no rows. Without `--engine`, scripts/postgres-start starts a throw-away PostgreSQL (fsync on, its
 defaults) in a temporary dir and stops it at the end: the program runs from a clone of the repository alone.
 With `--pair-workers W`, also `pg2-wW` (and `base2-wW` with `--baseline`): two nodes of W workers each on one
-database, the client's connections split between them; their rate is the pair's.
+database, the client's connections split between them; their rate is the pair's. With `--replica`, a streaming
+replica of the PostgreSQL server is started too, and `pgr-wW` (and `pg2r-wW`) are nodes whose eventually
+consistent reads (the get and query workloads) may come from it.
 
 Workloads and client are streams.py's (put, update, get, query on a table of `--items` ~200-byte items; 32
 connections with one request in flight each; SigV4 signed once). Each round runs every workload on every
@@ -52,6 +54,7 @@ class Node(Server):
     engine: str | None = None
     workers: int = 1
     peer: Node | None = None  # a second node on the same database (`--nodes 2`): the pair is measured as one
+    replica: str | None = None  # a streaming replica of its database (`--engine-replica`)
 
     def start(self, workers: int = 0) -> None:
         if self.peer is not None:
@@ -62,6 +65,8 @@ class Node(Server):
                    str(self.data_dir), "--workers", str(workers or self.workers), "--log-level", "warning"]
         if self.engine is not None:
             command += ["--engine", self.engine]
+        if self.replica is not None:
+            command += ["--engine-replica", self.replica]
         env = {**os.environ, "PYTHONPATH": str(self.src)}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -102,12 +107,26 @@ class Postgres:
 
     def __init__(self, url: str | None, tmp: str) -> None:
         self.dir: Path | None = None
+        os.chmod(tmp, 0o755)  # (the server may run as another user, which must reach its directory: see the script)
         if url is None:
             self.dir = Path(tmp) / "pg"
             url = subprocess.run([str(ROOT / "scripts" / "postgres-start"), str(self.dir)], check=True,
                                  capture_output=True, text=True).stdout.strip().splitlines()[-1]
         self.url = url
         self.databases: list[str] = []
+        self.replica_dir: Path | None = None
+        self.replica_url: str | None = None
+
+    def start_replica(self, tmp: str) -> None:
+        """A streaming replica of the whole server (its databases made later included), for `--replica`."""
+        self.replica_dir = Path(tmp) / "pg-replica"
+        self.replica_url = subprocess.run(
+            [str(ROOT / "scripts" / "postgres-start"), "--replica-of", self.url, str(self.replica_dir)], check=True,
+            capture_output=True, text=True).stdout.strip().splitlines()[-1]
+
+    def on_replica(self, database_url: str) -> str:
+        assert self.replica_url is not None
+        return self.replica_url.rsplit("/", 1)[0] + "/" + database_url.rsplit("/", 1)[1]
 
     def database(self) -> str:
         name = f"openddb_bench_{uuid.uuid4().hex[:8]}"
@@ -126,6 +145,9 @@ class Postgres:
             return None
 
     def close(self) -> None:
+        if self.replica_dir is not None:
+            subprocess.run([str(ROOT / "scripts" / "postgres-start"), "--stop", str(self.replica_dir)], check=False,
+                           capture_output=True)
         with psycopg.connect(self.url, autocommit=True) as admin:
             for name in self.databases:
                 admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -191,6 +213,8 @@ def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
     errors = sum(sum(r.sample.errors.values()) for r in runs)
     cpu = max((r.sample.client_cpu for r in runs), default=0.0)
     lines.append(f"\nMedians over rounds. Client CPU at most {cpu:.0f}% of one core; {errors} errors.")
+    if any(node.replica is not None for node in nodes):
+        lines.append("PostgreSQL CPU is the primary's: the replica's (which answers pgr/pg2r reads) is not counted.")
     return "\n".join(lines)
 
 
@@ -204,15 +228,21 @@ def make_nodes(args: argparse.Namespace, tmp: str, pg: Postgres, baseline: Path 
         if baseline is not None:
             nodes.append(Node(f"base-w{workers}", baseline / "src", data / f"base-w{workers}",
                               engine=pg.database(), workers=workers))
+        if args.replica:
+            database = pg.database()
+            nodes.append(Node(f"pgr-w{workers}", ROOT / "src", data / f"pgr-w{workers}", engine=database,
+                              workers=workers, replica=pg.on_replica(database)))
     if args.pair_workers is not None:  # two nodes on one database
         workers = args.pair_workers
-        sources = [("pg2", ROOT / "src")] + ([("base2", baseline / "src")] if baseline is not None else [])
-        for name, src in sources:
+        sources = [("pg2", ROOT / "src", False)] + ([("base2", baseline / "src", False)] if baseline else [])
+        sources += [("pg2r", ROOT / "src", True)] if args.replica else []
+        for name, src, replicated in sources:
             database = pg.database()
+            replica = pg.on_replica(database) if replicated else None
             peer = Node(f"{name}-w{workers}-b", src, Path(tmp) / f"{name}-w{workers}-b", engine=database,
-                        workers=workers)
+                        workers=workers, replica=replica)
             nodes.append(Node(f"{name}-w{workers}", src, Path(tmp) / f"{name}-w{workers}", engine=database,
-                              workers=workers, peer=peer))
+                              workers=workers, peer=peer, replica=replica))
     return nodes
 
 
@@ -229,6 +259,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of put,update,get,query")
     parser.add_argument("--pair-workers", type=int, help="also run two nodes on one database, each with this many "
                         "workers (pg2-wW; base2-wW with --baseline), the connections split between them")
+    parser.add_argument("--replica", action="store_true", help="also run nodes whose eventually consistent reads "
+                        "may come from a streaming replica of the database (pgr-wW; pg2r-wW with --pair-workers)")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -246,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     nodes: list[Node] = []
     with tempfile.TemporaryDirectory(prefix="openddb-pg-bench-") as tmp:
         pg = Postgres(args.engine, tmp)
+        if args.replica:
+            pg.start_replica(tmp)
         worktree: Path | None = None
         try:
             baseline = None
