@@ -40,6 +40,7 @@ from openddb.errors import (
 )
 from openddb.identity.access import Access, principal_context
 from openddb.identity.audit import AUDITED, AuditLog
+from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
@@ -91,14 +92,14 @@ def _unsupported(operation: str) -> Handler:
 
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
-    from openddb.api import backups, batch, items, reads, tables, tags, transactions, ttl
+    from openddb.api import backups, batch, items, reads, resource_policies, tables, tags, transactions, ttl
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions):
+                   partiql_transactions, resource_policies):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 
@@ -287,7 +288,8 @@ class Dispatcher:
         if identity.source == "root":
             return None
         access = Access(identity, self.identity.store.policies(identity),
-                        principal_context(identity, clock.now(), incoming.peer, caller.region), caller.region, request)
+                        principal_context(identity, clock.now(), incoming.peer, caller.region), caller.region, request,
+                        lambda resource: statements_of(self.engine, resource))
         access.authorize(incoming.target.partition(b".")[2].decode(), request)
         return access
 

@@ -28,12 +28,12 @@ AntonShuvaev/intellij-dynamodb issue 29, 2023; the explicit-deny form is IAM's, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openddb.errors import AccessDeniedException
-from openddb.identity.policies import Context, Statement, decide, epoch_text
+from openddb.identity.policies import Context, Statement, decide, epoch_text, principal_names
 from openddb.identity.sigv4 import Credentials
 
 if TYPE_CHECKING:
@@ -120,28 +120,51 @@ class ItemAccess:
 class Access:
     """One call's authorization: the caller, its policies and the request's condition keys."""
 
-    __slots__ = ("account", "arn", "context", "policies", "region", "request")
+    __slots__ = ("account", "arn", "context", "names", "policies", "region", "resource_policy")
 
     def __init__(self, credentials: Credentials, policies: tuple[tuple[Statement, ...], ...],
-                 context: dict[str, tuple[str, ...]], region: str, request: Mapping[str, Any]) -> None:
+                 context: dict[str, tuple[str, ...]], region: str, request: Mapping[str, Any],
+                 resource_policy: Callable[[str], tuple[Statement, ...]] | None = None) -> None:
         self.arn = credentials.arn
+        self.account = credentials.account
+        # How a resource policy's Principal may name the caller: "*", its own ARN, an assumed role's role ARN; and,
+        # for a Deny, its account too (see identity/resource_policies.py).
+        self.names = frozenset({"*", credentials.arn, *context.get("aws:principalarn", ())})
         self.policies = policies
         self.region = region
-        self.account = credentials.account
-        self.request = request
         context.update(_request_keys(request))
         self.context = context
+        self.resource_policy = resource_policy  # the statements of the policy governing a resource
 
     def require(self, action: str, resource: str, extra: Context | None = None) -> None:
-        """AccessDeniedException unless the policies allow `action` on `resource`."""
+        """AccessDeniedException unless the identity policies or the resource's policy allow `action` on
+        `resource` and neither denies it."""
         context: Context = self.context if extra is None else {**self.context, **extra}
         decision = decide(self.policies, action, resource, context)
+        denied_by = "an identity-based policy"
+        if decision != "deny" and self.resource_policy is not None and resource != "*":
+            granted = decide([self._naming_caller(self.resource_policy(resource))], action, resource, context)
+            if granted == "deny":
+                decision, denied_by = "deny", "a resource-based policy"
+            elif granted == "allow":
+                decision = "allow"
         if decision == "allow":
             return
-        reason = ("with an explicit deny in an identity-based policy" if decision == "deny"
+        reason = (f"with an explicit deny in {denied_by}" if decision == "deny"
                   else f"because no identity-based policy allows the {action} action")
         raise AccessDeniedException(f"User: {self.arn} is not authorized to perform: {action} on resource: "
                                     f"{resource} {reason}")
+
+    def denied_by(self, statements: tuple[Statement, ...], action: str, resource: str) -> bool:
+        """Whether a resource policy's `statements` would deny the caller `action` on `resource` explicitly."""
+        return decide([self._naming_caller(statements)], action, resource, self.context) == "deny"
+
+    def _naming_caller(self, statements: tuple[Statement, ...]) -> list[Statement]:
+        """The statements of a resource policy that apply to the caller."""
+        account = (self.account, f"arn:aws:iam::{self.account}:root")
+        return [statement for statement in statements
+                if any(name in self.names or (statement.effect == "Deny" and name in account)
+                       for name in principal_names(statement.principal))]
 
     def authorize(self, operation: str, request: Mapping[str, Any]) -> None:
         """The authorize stage's decision for a call on tables, streams, backups or the account (an item call is
@@ -151,6 +174,8 @@ class Access:
         action = "dynamodb:" + operation
         for resource in self._resources(operation, request):
             self.require(action, resource)
+            if operation == "CreateTable" and request.get("ResourcePolicy") is not None:
+                self.require("dynamodb:PutResourcePolicy", resource)  # (the API Reference: both are needed)
 
     def _resources(self, operation: str, request: Mapping[str, Any]) -> list[str]:
         if operation in ACCOUNT_CALLS:

@@ -260,11 +260,14 @@ def decide(policies: Iterable[Iterable[Statement]], action: str, resource: str, 
 def names_principal(principal: Any, account: str, arn: str) -> bool:
     """Whether a trust or resource policy's Principal names the caller: "*", {"AWS": "*"}, its account (the id, or
     the account's root ARN) or its own ARN."""
+    return any(name in ("*", account, f"arn:aws:iam::{account}:root", arn) for name in principal_names(principal))
+
+
+def principal_names(principal: Any) -> list[str]:
+    """The AWS principals a Principal element names ({"AWS": a name or names}; "*" stands for ["*"])."""
     if principal == "*":
-        return True
-    if not isinstance(principal, dict):
-        return False
-    return any(name in ("*", account, f"arn:aws:iam::{account}:root", arn) for name in _strings(principal.get("AWS")))
+        return ["*"]
+    return _strings(principal.get("AWS")) if isinstance(principal, dict) else []
 
 
 def trusts(text: str, account: str, arn: str, context: Context, action: str = "sts:AssumeRole") -> bool:

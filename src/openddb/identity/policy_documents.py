@@ -4,7 +4,7 @@ they are public). Evaluation is identity/policies.py's.
 IAM User Guide, "IAM JSON policy element reference": a policy is a JSON object with Version "2012-10-17" or
 "2008-10-17" (optional) and Statement, one statement or a list of them; each statement has Effect (Allow or Deny),
 Action or NotAction, and, in an identity policy, Resource or NotResource and no Principal; a role's trust policy
-names Principal or NotPrincipal and no Resource.
+names Principal or NotPrincipal and no Resource; a resource-based policy (DynamoDB's) names both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 
 from openddb.identity.query import QueryError
 
-PolicyKind = Literal["identity", "trust"]
+PolicyKind = Literal["identity", "trust", "resource"]
 _VERSIONS = ("2012-10-17", "2008-10-17")
 _EFFECTS = ("Allow", "Deny")
 _STATEMENT_KEYS = frozenset({"Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource",
@@ -59,11 +59,13 @@ def _check_statement(statement: dict[str, Any], kind: PolicyKind) -> None:
             raise _malformed("Policy document should not specify a principal.")  # (IAM's words)
         if not resource:
             raise _malformed("Policy statement must contain resources.")  # (IAM's words)
-    else:
+    elif kind == "trust":
         if resource:
             raise _malformed("Has prohibited field Resource")  # (IAM's words for a trust policy's Resource)
         if not principal:
             raise _malformed("AssumeRolepolicy contains an invalid principal")  # best guess at the words
+    elif not principal or not resource:  # a resource-based policy names both (best guess at the words)
+        raise _malformed("Policy statement must contain " + ("a principal." if not principal else "resources."))
 
 
 def size_without_whitespace(text: str) -> int:

@@ -6,9 +6,10 @@ Its name, `openddb/identity`, is one no DynamoDB client can reach: "/" is outsid
 (`[a-zA-Z0-9_.-]+`) that every operation checks a name against, and a table ARN's name ends at its first "/".
 ListTables, DescribeTable and the PartiQL planner leave it out by name (api/context.py, partiql/planner.py).
 
-Each record is one item: partition key `pk` the kind ("user", "role", "key", "session"), sort key `sk` its name
-(user or role name, access key id), and `doc` the record as JSON text. Secrets are stored as they are (not
-encrypted: the store has no key yet; see README, Identity).
+Each record is one item: partition key `pk` the kind ("user", "role", "key", "session", "policy"), sort key `sk`
+its name (user or role name, access key id, the ARN of a table or stream with a resource-based policy), and `doc`
+the record as JSON text. Secrets are stored as they are (not encrypted: the store has no key yet; see README,
+Identity).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from openddb.model.schema import KeyAttribute, TableMeta
 from openddb.storage.base import Engine, SortRange, StorageKey, WriteOp
 
 IDENTITY_TABLE = "openddb/identity"
-Kind = Literal["user", "role", "key", "session"]
+Kind = Literal["user", "role", "key", "session", "policy"]
 Doc = dict[str, Any]
 # A change of one record: the record as stored (None: absent) -> as it is to be (None: deleted; the very same
 # object: left as it is). It may raise to refuse the whole write.
