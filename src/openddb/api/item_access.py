@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from openddb.expressions import Projection
-from openddb.identity.access import Access, ItemAccess, key_text
+from openddb.identity.access import Access, ItemAccess, ItemKeys, key_text
 from openddb.model import Item
 from openddb.model.keys import decode_key
 from openddb.model.schema import TableMeta
@@ -29,10 +29,12 @@ def _leading(meta: TableMeta, key_item: Item) -> tuple[str, ...]:
 
 def write_access(action: str, operation: WriteOperation) -> ItemAccess:
     """What a write operation touches (`action`: the IAM action it needs)."""
-    attributes = set(operation.key_item) | operation.attributes_read
-    if isinstance(operation, Put | Update):
-        attributes |= operation.attributes_written
-    return ItemAccess(action, operation.table, _leading(operation.table, operation.key_item), frozenset(attributes))
+    def keys() -> ItemKeys:
+        attributes = set(operation.key_item) | operation.attributes_read
+        if isinstance(operation, Put | Update):
+            attributes |= operation.attributes_written
+        return ItemKeys(_leading(operation.table, operation.key_item), frozenset(attributes))
+    return ItemAccess(action, operation.table, keys)
 
 
 WRITE_ACTIONS: dict[type, str] = {Put: "dynamodb:PutItem", Update: "dynamodb:UpdateItem",
@@ -50,13 +52,16 @@ def check_gets(access: Access, action: str, meta: TableMeta, key_items: Iterable
     """AccessDeniedException unless reading these keys of `meta` (with `projection`) is allowed."""
     attributes = None if projection is None else frozenset(projection.top_level_names)
     select = "ALL_ATTRIBUTES" if projection is None else "SPECIFIC_ATTRIBUTES"
-    access.items(ItemAccess(action, meta, _leading(meta, key_item), attributes, select) for key_item in key_items)
+
+    def access_of(key_item: Item) -> ItemAccess:
+        return ItemAccess(action, meta, lambda: ItemKeys(_leading(meta, key_item), attributes, select))
+    access.items(access_of(key_item) for key_item in key_items)
 
 
 def check_read(access: Access, action: str, meta: TableMeta, index: str | None, leading: tuple[str, ...],
                attributes: frozenset[str] | None, select: str) -> None:
     """AccessDeniedException unless a Query or Scan of `meta` (or of its index) is allowed."""
-    access.items((ItemAccess(action, meta, leading, attributes, select, index),))
+    access.items((ItemAccess(action, meta, lambda: ItemKeys(leading, attributes, select), index),))
 
 
 # The PartiQL action each operation a statement plans needs (Service Authorization Reference: PartiQLInsert,

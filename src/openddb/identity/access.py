@@ -51,7 +51,23 @@ ACCOUNT_CALLS = frozenset({"ListTables", "DescribeLimits", "DescribeEndpoints", 
 _RESOURCE_MEMBERS = ("ResourceArn", "StreamArn", "BackupArn", "TableArn", "ExportArn", "ImportArn")
 
 
-def principal_context(credentials: Credentials, now: float, peer: str, region: str) -> dict[str, tuple[str, ...]]:
+# (access key, peer, region, second) -> its global condition keys: a client's calls share them within a second.
+_CONTEXTS: dict[tuple[str, str, str, int], Context] = {}
+
+
+def principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
+    """The global condition keys of a caller's request (see `_principal_context`), made once a second per caller,
+    address and region; never to be changed by who receives them."""
+    cached = (credentials.access_key_id, peer, region, int(now))
+    context = _CONTEXTS.get(cached)
+    if context is None:
+        if len(_CONTEXTS) > 1024:
+            _CONTEXTS.clear()
+        context = _CONTEXTS[cached] = _principal_context(credentials, now, peer, region)
+    return context
+
+
+def _principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
     """The global condition keys of a caller's request (IAM User Guide, "AWS global condition context keys"):
     aws:username (a user's), aws:userid, aws:PrincipalAccount, aws:PrincipalArn (an assumed role's: the role's
     ARN), aws:PrincipalType, aws:CurrentTime, aws:EpochTime, aws:SourceIp (when known), aws:RequestedRegion,
@@ -106,24 +122,32 @@ def _request_keys(request: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
 
 
 @dataclass(frozen=True, slots=True)
-class ItemAccess:
-    """What one operation on items touches, for its condition keys."""
+class ItemKeys:
+    """The fine-grained condition keys of one operation on items."""
 
-    action: str  # e.g. dynamodb:GetItem
-    table: TableMeta
     leading: tuple[str, ...]  # partition key values
     attributes: frozenset[str] | None  # None: the operation names none (a read of every attribute)
     select: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAccess:
+    """One operation on items: its action, its table (and index), and how to find its condition keys (asked only
+    where a policy has conditions)."""
+
+    action: str  # e.g. dynamodb:GetItem
+    table: TableMeta
+    keys: Callable[[], ItemKeys]
     index: str | None = None
 
 
 class Access:
     """One call's authorization: the caller, its policies and the request's condition keys."""
 
-    __slots__ = ("account", "arn", "context", "names", "policies", "region", "resource_policy")
+    __slots__ = ("account", "arn", "conditional", "context", "names", "policies", "region", "resource_policy")
 
     def __init__(self, credentials: Credentials, policies: tuple[tuple[Statement, ...], ...],
-                 context: dict[str, tuple[str, ...]], region: str, request: Mapping[str, Any],
+                 context: Context, region: str, request: Mapping[str, Any],
                  resource_policy: Callable[[str], tuple[Statement, ...]] | None = None) -> None:
         self.arn = credentials.arn
         self.account = credentials.account
@@ -131,9 +155,11 @@ class Access:
         # for a Deny, its account too (see identity/resource_policies.py).
         self.names = frozenset({"*", credentials.arn, *context.get("aws:principalarn", ())})
         self.policies = policies
+        # Whether any identity policy has a condition (else the fine-grained keys are never looked for).
+        self.conditional = any(statement.condition is not None for policy in policies for statement in policy)
         self.region = region
-        context.update(_request_keys(request))
-        self.context = context
+        keys = _request_keys(request)
+        self.context: Context = {**context, **keys} if keys else context
         self.resource_policy = resource_policy  # the statements of the policy governing a resource
 
     def require(self, action: str, resource: str, extra: Context | None = None) -> None:
@@ -142,8 +168,10 @@ class Access:
         context: Context = self.context if extra is None else {**self.context, **extra}
         decision = decide(self.policies, action, resource, context)
         denied_by = "an identity-based policy"
-        if decision != "deny" and self.resource_policy is not None and resource != "*":
-            granted = decide([self._naming_caller(self.resource_policy(resource))], action, resource, context)
+        attached = () if decision == "deny" or self.resource_policy is None or resource == "*" else \
+            self.resource_policy(resource)
+        if attached:
+            granted = decide([self._naming_caller(attached)], action, resource, context)
             if granted == "deny":
                 decision, denied_by = "deny", "a resource-based policy"
             elif granted == "allow":
@@ -196,14 +224,20 @@ class Access:
         return found or ["*"]
 
     def items(self, touched: Iterable[ItemAccess]) -> None:
-        """AccessDeniedException unless each operation on items is allowed, with its own condition keys."""
+        """AccessDeniedException unless each operation on items is allowed, with its own condition keys (found
+        only where a policy that could apply has conditions: otherwise no condition reads them)."""
         for item in touched:
             resource = table_arn(self.region, self.account, item.table.name)
             if item.index is not None:
                 resource += "/index/" + item.index
-            extra: dict[str, tuple[str, ...]] = {"dynamodb:leadingkeys": item.leading}
-            if item.attributes is not None:
-                extra["dynamodb:attributes"] = tuple(sorted(item.attributes))
-            if item.select is not None:
-                extra["dynamodb:select"] = (item.select,)
+            if not self.conditional and (self.resource_policy is None or not any(
+                    statement.condition is not None for statement in self.resource_policy(resource))):
+                self.require(item.action, resource)
+                continue
+            keys = item.keys()
+            extra: dict[str, tuple[str, ...]] = {"dynamodb:leadingkeys": keys.leading}
+            if keys.attributes is not None:
+                extra["dynamodb:attributes"] = tuple(sorted(keys.attributes))
+            if keys.select is not None:
+                extra["dynamodb:select"] = (keys.select,)
             self.require(item.action, resource, extra)

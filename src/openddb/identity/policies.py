@@ -48,6 +48,12 @@ def _pattern(text: str, ignore_case: bool) -> re.Pattern[str]:
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL if ignore_case else re.DOTALL)
 
 
+def _one_of(patterns: Iterable[str], ignore_case: bool) -> re.Pattern[str]:
+    """One expression matching what any of the wildcard `patterns` matches."""
+    flags = re.IGNORECASE | re.DOTALL if ignore_case else re.DOTALL
+    return re.compile("|".join(f"(?:{_pattern(text, ignore_case).pattern})" for text in patterns) or "(?!)", flags)
+
+
 def wildcard_match(pattern: str, value: str, ignore_case: bool = False) -> bool:
     return _pattern(pattern, ignore_case).fullmatch(value) is not None
 
@@ -207,14 +213,21 @@ class Statement:
     condition: dict[str, Any] | None
     variables: bool  # the policy's Version lets variables be replaced (2012-10-17)
     principal: Any = None  # a resource-based policy's Principal (None: an identity policy's statement)
+    # The patterns as one expression each, made once (resources: unless a policy variable is to be replaced).
+    action_match: re.Pattern[str] | None = None
+    resource_match: re.Pattern[str] | None = None
 
     def names_action(self, action: str) -> bool:
+        if self.action_match is not None:
+            return (self.action_match.fullmatch(action) is not None) != self.not_actions
         named = any(wildcard_match(pattern, action, ignore_case=True) for pattern in self.actions)
         return named != self.not_actions
 
     def names_resource(self, resource: str, context: Context) -> bool:
         if self.resources is None:
             return True
+        if self.resource_match is not None:
+            return (self.resource_match.fullmatch(resource) is not None) != self.not_resources
         named = False
         for pattern in self.resources:
             text = substitute(pattern, context) if self.variables else pattern
@@ -237,10 +250,12 @@ def compiled(text: str, kind: PolicyKind = "identity") -> tuple[Statement, ...]:
         actions = _strings(raw.get("Action", raw.get("NotAction")))
         resource = raw.get("Resource", raw.get("NotResource"))
         condition = raw.get("Condition")
-        found.append(Statement(raw["Effect"], tuple(actions), "Action" not in raw,
-                               None if resource is None else tuple(_strings(resource)), "Resource" not in raw,
+        resources = None if resource is None else tuple(_strings(resource))
+        fixed = resources is not None and not (variables and any("${" in text for text in resources))
+        found.append(Statement(raw["Effect"], tuple(actions), "Action" not in raw, resources, "Resource" not in raw,
                                condition if isinstance(condition, dict) else None, variables,
-                               raw.get("Principal", raw.get("NotPrincipal"))))
+                               raw.get("Principal", raw.get("NotPrincipal")), _one_of(actions, ignore_case=True),
+                               _one_of(resources or (), ignore_case=False) if fixed else None))
     return tuple(found)
 
 
