@@ -32,6 +32,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Literal
 
+import orjson
+
 from openddb.identity.policy_documents import PolicyKind, statements
 
 Decision = Literal["allow", "deny", "none"]
@@ -244,9 +246,11 @@ class Statement:
 @lru_cache(maxsize=1024)
 def compiled(text: str, kind: PolicyKind = "identity") -> tuple[Statement, ...]:
     """A stored policy document's statements (it passed IAM's checks when it was stored), parsed once."""
-    variables = '"2012-10-17"' in text
+    checked = statements(text, kind)
+    document = orjson.loads(text)  # (`statements` found it an object; variables need Version 2012-10-17)
+    variables = document.get("Version") == "2012-10-17"
     found = []
-    for raw in statements(text, kind):
+    for raw in checked:
         actions = _strings(raw.get("Action", raw.get("NotAction")))
         resource = raw.get("Resource", raw.get("NotResource"))
         condition = raw.get("Condition")
