@@ -1,15 +1,17 @@
-"""Security benchmark (issue 25): what HTTPS (`--tls-cert/--tls-key`) and signature checks (`--auth verify`)
-cost get and put, against a plain server, one run.
+"""Security benchmark (issue 25): what HTTPS (`--tls-cert/--tls-key`), signature checks (`--auth verify`) and
+authorization by identity policies cost get and put, against a plain server, one run.
 
     python benchmarks/security.py                   # 3 interleaved rounds x 5 s of get and put
     python benchmarks/security.py --rounds 5 --duration 10 --variants https,verify --workers 2
 
-Servers of the current tree: "plain" (HTTP, --auth off), "https" (a pair made by `openddb cert` in a temporary
-dir) and "verify" (--auth verify with the client's key as root credentials), each with its table loaded the same
-way; then, round after round, each workload on each server in turn, from keep-alive connections (TLS sessions set
-up once per connection, as SDK clients keep them). The client signs every request anew for every server, so the
-servers differ only in what they do. Reports ops/s, p50/p99 and the server's CPU per request (robust on a shared
-machine). Servers are always stopped.
+Servers of the current tree: "plain" (HTTP, --auth off), "https" (a pair made by `openddb cert` in a temporary dir),
+"verify" (--auth verify with the client's key as root credentials: signatures checked, no policy evaluated, as the
+root may do anything) and "policy" (--auth verify, the client signing as an IAM user made through IAM on the same
+port, whose inline policy allows the workloads' actions on the table and denies table deletion: every call evaluated
+against it), each with its table loaded the same way; then, round after round, each workload on each server in turn,
+from keep-alive connections (TLS sessions set up once per connection, as SDK clients keep them). The client signs
+every request anew for every server, so the servers differ only in what they do. Reports ops/s, p50/p99 and the
+server's CPU per request (robust on a shared machine). Servers are always stopped.
 """
 
 from __future__ import annotations
@@ -24,14 +26,22 @@ import tempfile
 import time
 from pathlib import Path
 
+import boto3
 import orjson
 from ddbclient import Connection, Endpoint, cpu_seconds, fast_loop, median, percentile_ms, processes_cpu_seconds
 from servers import free_port
+from sigv4 import Signer
 from streams import PARTITION, item_json, request_maker
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = "bench-security"
-VARIANTS = ("https", "verify")
+VARIANTS = ("https", "verify", "policy")
+# The "policy" variant's user's policy: the actions of the workloads on the table and its indexes, a Deny besides.
+POLICY = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
+                                   "dynamodb:DescribeTable"],
+     "Resource": [f"arn:aws:dynamodb:*:*:table/{TABLE}", f"arn:aws:dynamodb:*:*:table/{TABLE}/index/*"]},
+    {"Effect": "Deny", "Action": "dynamodb:DeleteTable", "Resource": "*"}]}
 OPERATIONS = {"get": "GetItem", "put": "PutItem", "update": "UpdateItem", "query": "Query"}
 
 
@@ -41,6 +51,7 @@ class Server:
     def __init__(self, name: str, tmp: Path, workers: int, tls: tuple[str, str] | None = None,
                  verify: bool = False) -> None:
         self.name, self.port = name, free_port()
+        self.key: tuple[str, str] | None = None  # the access key its workloads sign with (None: the bench root's)
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
                    str(tmp / f"data-{name}"), "--workers", str(workers), "--log-level", "warning"]
@@ -89,10 +100,28 @@ async def ready(server: Server, items: int) -> None:
     connection.close()
 
 
+def policy_user(server: Server) -> tuple[str, str]:
+    """A user made through IAM on the server's port (boto3, set-up only), with POLICY; its access key."""
+    iam = boto3.client("iam", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="bench",
+                       aws_secret_access_key="bench")
+    iam.create_user(UserName="bench-user")
+    iam.put_user_policy(UserName="bench-user", PolicyName="workloads", PolicyDocument=orjson.dumps(POLICY).decode())
+    key = iam.create_access_key(UserName="bench-user")["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def endpoint(server: Server) -> Endpoint:
+    """An endpoint of the server, signing with its workloads' key."""
+    made = Endpoint(server.url)
+    if server.key is not None:
+        made.signer = Signer(made.host_header, *server.key)
+    return made
+
+
 async def drive(server: Server, label: str, args: argparse.Namespace) -> dict[str, float]:
     operation = OPERATIONS[label]
     make, _ = request_maker(operation, TABLE, args.items)
-    connections = [Connection(Endpoint(server.url)) for _ in range(args.connections)]
+    connections = [Connection(endpoint(server)) for _ in range(args.connections)]
     for connection in connections:  # (handshakes before the clock starts: SDKs keep their connections)
         await connection.json("DescribeTable", {"TableName": TABLE})
     latencies: list[float] = []
@@ -120,6 +149,8 @@ async def drive(server: Server, label: str, args: argparse.Namespace) -> dict[st
 async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, float]]]:
     for server in servers:
         await ready(server, args.items)
+        if server.name == "policy":
+            server.key = policy_user(server)
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(1, args.rounds + 1):
         for label in args.workloads:
@@ -160,7 +191,8 @@ def main() -> int:
     parser.add_argument("-c", "--connections", type=int, default=32)
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--workloads", default="get,put")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="servers besides plain: https, verify")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="servers besides plain: https, verify, policy")
     args = parser.parse_args()
     args.workloads = args.workloads.split(",")
     args.variants = args.variants.split(",")
@@ -180,8 +212,9 @@ def main() -> int:
             servers = [Server("plain", Path(tmp), args.workers)]
             if "https" in args.variants:
                 servers.append(Server("https", Path(tmp), args.workers, tls=pair))
-            if "verify" in args.variants:
-                servers.append(Server("verify", Path(tmp), args.workers, verify=True))
+            for name in ("verify", "policy"):
+                if name in args.variants:
+                    servers.append(Server(name, Path(tmp), args.workers, verify=True))
             results = asyncio.run(rounds(servers, args))
         except KeyboardInterrupt:
             print("interrupted: servers stopped", file=sys.stderr)

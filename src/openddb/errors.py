@@ -161,6 +161,10 @@ class ResourceInUseException(DynamoDBError):
     pass
 
 
+class PolicyNotFoundException(DynamoDBError):
+    """No resource-based policy, or not the revision ExpectedRevisionId names (API Reference)."""
+
+
 class LimitExceededException(DynamoDBError):
     pass
 

@@ -84,6 +84,30 @@ def test_changes_and_refused_callers_are_recorded_data_plane_calls_are_not():
     assert "errorCode" not in deleted
 
 
+def test_calls_refused_by_policies_are_recorded():
+    """A data-plane call refused by the caller's policies is recorded, with the user and the refusal."""
+    path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
+    server = ServerProcess(None, "--workers", "1", "--auth", "verify", "--root-credentials", f"{KEY}:{SECRET}",
+                           "--audit-log", path)
+    try:
+        table = unique_name("audited")
+        create(client(server), table)
+        iam = boto3.client("iam", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=KEY,
+                           aws_secret_access_key=SECRET)
+        name = unique_name("u")
+        user = iam.create_user(UserName=name)["User"]["Arn"]
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        with pytest.raises(ClientError):
+            client(server, key["AccessKeyId"], key["SecretAccessKey"]).get_item(TableName=table,
+                                                                             Key={"pk": {"S": "a"}})
+        refused = [event for event in events(path, 4) if event["eventName"] == "GetItem"]
+        assert len(refused) == 1 and refused[0]["errorCode"] == "AccessDeniedException"
+        assert refused[0]["userIdentity"]["arn"] == user and refused[0]["errorMessage"].startswith(f"User: {user} ")
+        assert refused[0]["resources"][0]["ARN"].endswith(f":table/{table}")
+    finally:
+        server.finish()
+
+
 def test_two_workers_write_whole_lines():
     path = os.path.join(tempfile.mkdtemp(), "audit.jsonl")
     server = ServerProcess(tempfile.mkdtemp(), "--workers", "2", "--audit-log", path)

@@ -176,7 +176,7 @@ def test_trust_policies_need_a_principal_and_no_resource(iam):
 
 
 def test_a_users_key_signs_dynamodb_calls_until_it_is_deleted(identity_server, iam):
-    name, key = user_with_key(iam)
+    name, key = user_with_key(iam, allow("dynamodb:*"))
     ddb = with_credentials(identity_server, "dynamodb", key)
     # (named to sort after other tests' tables: some look for theirs in the first page of ListTables)
     table = create_table(ddb, unique_name("z-identity"))
@@ -282,7 +282,7 @@ def test_a_deleted_key_stops_working_on_every_worker_within_a_second():
                             f"{ROOT_KEY}:{ROOT_SECRET}")
     try:
         iam = client(process, "iam")
-        name, key = user_with_key(iam)
+        name, key = user_with_key(iam, allow("dynamodb:*"))
         clients = [with_credentials(process, "dynamodb", key) for _ in range(8)]  # (connections spread on workers)
         for ddb in clients:
             ddb.list_tables()

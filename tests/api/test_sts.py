@@ -32,8 +32,10 @@ def _seconds_left(credentials: dict[str, Any]) -> float:
 
 
 def _role(iam: Any, *principals: str, **extra: Any) -> dict[str, Any]:
+    """A new role trusting `principals`, whose own policy allows every DynamoDB action."""
     role: dict[str, Any] = iam.create_role(RoleName=unique_name("r"), AssumeRolePolicyDocument=trust(*principals),
                                            **extra)["Role"]
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="all", PolicyDocument=json.dumps(allow("dynamodb:*")))
     return role
 
 
@@ -47,7 +49,7 @@ def test_get_caller_identity_of_root_and_user(identity_server, iam):
 
 
 def test_session_tokens_of_a_user_sign_dynamodb_calls(identity_server, iam):
-    name, key = user_with_key(iam)
+    name, key = user_with_key(iam, allow("dynamodb:*"))
     credentials = with_credentials(identity_server, "sts", key).get_session_token(DurationSeconds=900)["Credentials"]
     assert credentials["AccessKeyId"].startswith("ASIA") and len(credentials["AccessKeyId"]) == 20
     assert 880 < _seconds_left(credentials) <= 900 and credentials["SessionToken"]

@@ -24,6 +24,7 @@ from openddb.api.capacity import (
 )
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
+from openddb.api.item_access import check_gets, check_writes
 from openddb.api.keys import SCHEMA_MISMATCH, KeySchemaMismatch, check_index_keys, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.api.request_digest import canonical_digest
@@ -186,6 +187,10 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
     metas = [context.table(name) for name in request_items]
     parts = [_table_get(meta, name, spec, projection)
              for meta, (name, spec), projection in zip(metas, request_items.items(), projections, strict=True)]
+    if context.access is not None:
+        for part in parts:
+            check_gets(context.access, "dynamodb:BatchGetItem", part.meta, (key for key, _ in part.keys),
+                       part.projection)
     rows = context.engine.get_many([(part.meta, key) for part in parts for _, key in part.keys])
 
     responses: dict[str, list[Item]] = {part.name: [] for part in parts}
@@ -268,6 +273,7 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
     metas = [context.table(name) for name in request_items]  # every table, before any item meets its schema
     wants_capacity = request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES")
     ops: list[WriteOp] = []
+    operations: list[Put | Delete] = []
     seen_by_table: dict[int, set[StorageKey]] = {}  # by table id: a table may be named by name and by ARN
     for meta, requests in zip(metas, request_items.values(), strict=True):
         seen = seen_by_table.setdefault(meta.table_id, set())
@@ -276,9 +282,12 @@ def batch_write_item(context: RequestContext, request: dict[str, Any]) -> dict[s
             if operation.key in seen:
                 raise ValidationException(_DUPLICATES)
             seen.add(operation.key)
+            operations.append(operation)
             ops.append(operation.write_op())  # blind (no old item read) unless capacity or an index needs it
     tables = [(meta, len(requests)) for meta, requests in zip(metas, request_items.values(), strict=True)]
 
+    if context.access is not None:
+        check_writes(context.access, operations, "dynamodb:BatchWriteItem")
     results = context.engine.write(ops)
     return _write_response(context, request, tables, ops, results)
 

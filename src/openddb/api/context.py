@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openddb.api import transient
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.identity.store import IDENTITY_TABLE
 from openddb.model.schema import TableMeta
 from openddb.storage.base import Engine
+
+if TYPE_CHECKING:
+    from openddb.identity.access import Access
 
 DEFAULT_ACCOUNT = "000000000000"
 _TABLE_RESOURCE = re.compile(r"table/[^/]+")
@@ -42,6 +45,9 @@ class RequestContext:
     # A read run for a PartiQL SELECT: its filter may name key attributes (the conditions on them a Query's key
     # condition cannot carry, which DynamoDB evaluates as a filter), which a native Query refuses.
     keys_in_filter: bool = False
+    # The caller's authorization, when its calls on items are checked (`--auth verify`, a caller other than the
+    # root): each front end hands it the operations it built (api/item_access.py). None: nothing to check.
+    access: Access | None = None
 
     def generated(self, member: str) -> bool:
         """True if the expression ``member`` was written from legacy parameters (see `LegacyOrigin.generated`)."""

@@ -24,6 +24,7 @@ from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
+    AccessDeniedException,
     DynamoDBError,
     IncompleteSignatureException,
     InternalServerError,
@@ -37,7 +38,9 @@ from openddb.errors import (
     UnsupportedOperationException,
     ValidationException,
 )
+from openddb.identity.access import Access, principal_context
 from openddb.identity.audit import AUDITED, AuditLog
+from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
@@ -103,14 +106,14 @@ def _unsupported(operation: str) -> Handler:
 
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
-    from openddb.api import backups, batch, items, reads, tables, tags, transactions, ttl
+    from openddb.api import backups, batch, items, reads, resource_policies, tables, tags, transactions, ttl
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions):
+                   partiql_transactions, resource_policies):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 
@@ -229,7 +232,7 @@ class Dispatcher:
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, incoming: Incoming) -> tuple[int, bytes]:
-        """One API call through its stages: route, authenticate, parse, (authorize), execute, render. The HTTP
+        """One API call through its stages: route, authenticate, parse, authorize, execute, render. The HTTP
         layer framed it before; the server meters and sends the answer after."""
         request: dict[str, Any] | None = None
         caller: Caller | None = None
@@ -241,12 +244,13 @@ class Dispatcher:
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = self._parse(incoming)
+            access = None if caller.identity is None else self._authorize(caller, incoming, request)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
             if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
-                response = self._execute_eventually(handler, caller, incoming, request)
+                response = self._execute_eventually(handler, caller, incoming, request, access)
             else:
-                response = self._execute(handler, caller, incoming, request)
+                response = self._execute(handler, caller, incoming, request, access)
             if self.audit is not None and incoming.target in AUDITED:
                 self.audit.record(incoming, caller, request)
             return 200, b"" if response is None else orjson.dumps(response)
@@ -254,8 +258,10 @@ class Dispatcher:
             # Refused before all its values were checked? A mis-shaped one anywhere wins, as in DynamoDB.
             if request is not None and isinstance(error, ValidationException | ResourceNotFoundException):
                 error = attribute_value_error(request) or error
-            if self.audit is not None and (caller is None or incoming.target in AUDITED):
-                self.audit.record(incoming, caller, request, error)  # (refused by authentication, or a change)
+            if self.audit is not None and (caller is None or incoming.target in AUDITED
+                                           or isinstance(error, AccessDeniedException)):
+                # (refused by authentication or authorization, or a change)
+                self.audit.record(incoming, caller, request, error)
             return error.status, orjson.dumps(error.to_wire())
         except EngineBusy:
             return 0, b""  # nothing happened: the server runs the request again shortly
@@ -277,10 +283,10 @@ class Dispatcher:
         if self.verifier is not None:
             if incoming.signed is None:
                 raise MissingAuthenticationTokenException()  # (a caller that kept back what was signed)
-            principal = self.verifier.verify(authorization, incoming.signed).arn
+            credentials = self.verifier.verify(authorization, incoming.signed)
             if incoming.too_large:
                 raise RequestEntityTooLargeException("Request payload size exceeds the limit")
-            return Caller(scope[0], self.account, scope[1], principal)
+            return Caller(scope[0], self.account, scope[1], credentials.arn, credentials)
         if incoming.too_large:
             raise RequestEntityTooLargeException("Request payload size exceeds the limit")
         caller = self._callers.get(scope)  # (unverified callers are their scope: made once, not per request)
@@ -289,6 +295,20 @@ class Dispatcher:
                 self._callers.clear()
             caller = self._callers[scope] = Caller(scope[0], self.account, scope[1])
         return caller
+
+    def _authorize(self, caller: Caller, incoming: Incoming, request: dict[str, Any]) -> Access | None:
+        """A verified caller's authorization (None for the account's root, which may do anything): a call on
+        tables, streams or the account decided here, a call on items handed on for its operations to be checked
+        (identity/access.py)."""
+        identity = caller.identity
+        assert identity is not None
+        if identity.source == "root":
+            return None
+        access = Access(identity, self.identity.store.policies(identity),
+                        principal_context(identity, clock.now(), incoming.peer, caller.region), caller.region, request,
+                        lambda resource: statements_of(self.engine, resource))
+        access.authorize(incoming.target.partition(b".")[2].decode(), request)
+        return access
 
     @staticmethod
     def _parse(incoming: Incoming) -> dict[str, Any]:
@@ -306,8 +326,8 @@ class Dispatcher:
             raise SerializationException("No assembly name on stack!")
         return request
 
-    def _execute(self, handler: Handler, caller: Caller, incoming: Incoming,
-                 request: dict[str, Any]) -> dict[str, Any] | None:
+    def _execute(self, handler: Handler, caller: Caller, incoming: Incoming, request: dict[str, Any],
+                 access: Access | None = None) -> dict[str, Any] | None:
         """The handler's answer (legacy parameters rewritten first); a call that met a catalog change before it
         wrote anything runs again, as attempts of one request."""
         rewrite = self.rewriters.get(incoming.target)
@@ -316,7 +336,7 @@ class Dispatcher:
         request_id = incoming.request_id.decode()
         for attempt in range(_CATALOG_ATTEMPTS):
             context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host,
-                                     legacy=legacy)
+                                     legacy=legacy, access=access)
             try:
                 response = handler(context, given)
                 break
@@ -329,12 +349,12 @@ class Dispatcher:
             response = as_requested(response, context.arns)
         return response
 
-    def _execute_eventually(self, handler: Handler, caller: Caller, incoming: Incoming,
-                            request: dict[str, Any]) -> dict[str, Any] | None:
+    def _execute_eventually(self, handler: Handler, caller: Caller, incoming: Incoming, request: dict[str, Any],
+                            access: Access | None) -> dict[str, Any] | None:
         """`_execute` for a read that may be eventually consistent: the engine may answer it from a replica."""
         self.engine.eventual_reads = True
         try:
-            return self._execute(handler, caller, incoming, request)
+            return self._execute(handler, caller, incoming, request, access)
         finally:
             self.engine.eventual_reads = False
 

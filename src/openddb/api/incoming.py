@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from openddb.identity.sigv4 import SignedRequest
+from openddb.identity.sigv4 import Credentials, SignedRequest
 
 
 class Incoming(Protocol):
@@ -52,9 +52,11 @@ class Frame(NamedTuple):
 
 class Caller(NamedTuple):
     """Who made a call, as authentication found it: the region and account of its credential scope, its access
-    key, and its principal's ARN once its signature was verified (None: not verified, `--auth off`)."""
+    key, and its principal's ARN and credentials once its signature was verified (None: not verified,
+    `--auth off`)."""
 
     region: str
     account: str
     access_key: str
     principal: str | None = None
+    identity: Credentials | None = None

@@ -107,6 +107,7 @@ class IndexKeyRange:
     h: int
     pk: bytes
     sort: SortRange
+    hash_values: tuple[AttributeValue, ...] = ()  # the partition key's values, as the condition gave them
 
 
 def _prefix_end(prefix: bytes) -> bytes | None:
@@ -176,7 +177,7 @@ def key_range(index: IndexMeta, text: str, attrs: ExpressionAttributes) -> Index
     if clauses:
         op, values = clauses[-1]
         sort = _range(op, [encode_key(v) for v in values], prefix, multi)
-    return IndexKeyRange(partition_hash(pk), pk, sort)
+    return IndexKeyRange(partition_hash(pk), pk, sort, tuple(hash_values))
 
 
 def _multi_key_condition(index: IndexMeta, text: str, attrs: ExpressionAttributes

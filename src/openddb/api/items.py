@@ -18,6 +18,7 @@ from openddb.api.capacity import (
 )
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
+from openddb.api.item_access import check_gets, check_writes
 from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.errors import ValidationException
@@ -135,6 +136,8 @@ def put_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         raise v.counted_request_error(error) from None
     put = Put(meta, key_item, key, condition, request.get("ReturnValuesOnConditionCheckFailure"),
               _returns_old(request, return_values), item)
+    if context.access is not None:
+        check_writes(context.access, (put,))
     result = context.engine.write([put.write_op()])[0]
     units = write_units(max(result.old_size, result.new_size))
     return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,
@@ -148,8 +151,10 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     projection = None if text is None else compile_projection(text, attrs)
     attrs.check_all_used()
     meta = context.table(request["TableName"])
-    _, key = parse_key(meta, request["Key"])
+    key_item, key = parse_key(meta, request["Key"])
     get = Get(meta, key, projection, bool(request.get("ConsistentRead")))
+    if context.access is not None:
+        check_gets(context.access, "dynamodb:GetItem", meta, (key_item,), projection)
     item, size = get.run(context.engine)
     response: dict[str, Any] = {}
     if item is not None:
@@ -180,6 +185,8 @@ def update_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     operation = Update(meta, key_item, key, condition, request.get("ReturnValuesOnConditionCheckFailure"),
                        _returns_old(request, return_values), update,
                        legacy_updates=context.legacy is not None and context.legacy.attribute_updates)
+    if context.access is not None:
+        check_writes(context.access, (operation,))
     result = context.engine.write([operation.write_op()])[0]
     units = write_units(max(result.old_size, result.new_size))
     attributes: Item | None = None
@@ -205,6 +212,8 @@ def delete_item(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         raise ValidationException(_WRITE_RETURN_VALUES)
     delete = Delete(meta, key_item, key, condition, request.get("ReturnValuesOnConditionCheckFailure"),
                     _returns_old(request, return_values))
+    if context.access is not None:
+        check_writes(context.access, (delete,))
     result = context.engine.write([delete.write_op()])[0]
     units = write_units(result.old_size)
     return _write_response(request, context, meta, units, result.old if return_values == "ALL_OLD" else None,

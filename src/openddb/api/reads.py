@@ -29,10 +29,13 @@ from openddb.api.index_reads import (
     read_index_page,
     start_key,
 )
+from openddb.api.item_access import check_read
 from openddb.api.keys import empty_key, key_value_bytes, storage_key
 from openddb.errors import DynamoDBError, ValidationException, invalid
 from openddb.expressions import (
+    Condition,
     ExpressionAttributes,
+    Projection,
     compile_condition,
     compile_key_condition,
     compile_projection,
@@ -40,6 +43,7 @@ from openddb.expressions import (
 from openddb.expressions.ast import ExpressionError
 from openddb.expressions.compiler import invalid as invalid_expression
 from openddb.expressions.keycondition import key_clauses
+from openddb.identity.access import key_text
 from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -142,6 +146,9 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
     plan = _index_plan(meta, index, request, attrs, query=True, legacy=context.legacy,
                        keys_in_filter=context.keys_in_filter)
     attrs.check_all_used()
+    if context.access is not None:
+        _authorize(context, "Query", meta, index.name, tuple(key_text(value) for value in where.hash_values),
+                   plan.projection, plan.filter, plan.select)
     forward = request.get("ScanIndexForward", True) is not False
     after = None
     raw_start = request.get("ExclusiveStartKey")
@@ -156,6 +163,8 @@ def _scan_index(context: RequestContext, request: dict[str, Any], attrs: Express
                 meta: TableMeta, index: IndexMeta, segments: tuple[int, int] | None) -> dict[str, Any]:
     plan = _index_plan(meta, index, request, attrs, query=False, legacy=context.legacy)
     attrs.check_all_used()
+    if context.access is not None:
+        _authorize(context, "Scan", meta, index.name, (), plan.projection, plan.filter, plan.select)
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
     after = None
     raw_start = request.get("ExclusiveStartKey")
@@ -165,6 +174,20 @@ def _scan_index(context: RequestContext, request: dict[str, Any], attrs: Express
             raise ValidationException(f"{_START_INVALID}: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
                                       f"with correct Segment. TotalSegments: {segments[1]} Segment: {segments[0]}")
     return read_index_page(context, plan, context.engine.index_scan(meta, index, low, high, after))
+
+
+def _authorize(context: RequestContext, operation: str, meta: TableMeta, index: str | None,
+               leading: tuple[str, ...], projection: Projection | None, filter_: Condition | None,
+               select: str) -> None:
+    """AccessDeniedException unless the caller may read so (its projection's and filter's attributes; none
+    named without a projection). A PartiQL SELECT run as this read (the one front end that sets
+    `keys_in_filter`) needs dynamodb:PartiQLSelect instead."""
+    assert context.access is not None
+    action = "dynamodb:PartiQLSelect" if context.keys_in_filter else "dynamodb:" + operation
+    attributes = None
+    if projection is not None:
+        attributes = projection.top_level_names | (filter_.names if filter_ is not None else frozenset())
+    check_read(context.access, action, meta, index, leading, attributes, select)
 
 
 def _looked_up(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes, *,
@@ -394,6 +417,9 @@ def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any
     if meta.hash_key.type not in condition.hash_value:
         raise invalid(_TYPE_MISMATCH)
     pk = key_value_bytes(meta.hash_key.name, condition.hash_value, is_hash=True)
+    if context.access is not None:
+        _authorize(context, "Query", meta, None, (key_text(condition.hash_value),), plan.projection, plan.filter,
+                   plan.select)
     sort = sort_range(meta, condition.range_op, condition.range_values)
     h = partition_hash(pk)
     forward = request.get("ScanIndexForward", True) is not False
@@ -448,6 +474,8 @@ def run_scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _scan_index(context, request, attrs, meta, index, segments)
     plan = _compile(meta, request, attrs, query=False, legacy=context.legacy)
     attrs.check_all_used()
+    if context.access is not None:
+        _authorize(context, "Scan", meta, None, (), plan.projection, plan.filter, plan.select)
     low, high = (0, HASH_SPACE) if segments is None else segment_bounds(*segments)
     after: StorageKey | None = None
     raw_start = request.get("ExclusiveStartKey")

@@ -13,6 +13,7 @@ from openddb.api import indexes as ix
 from openddb.api import transient
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
+from openddb.api.resource_policies import attach_created, check_policy
 from openddb.api.table_capacity import provisioned_request, throughput_mode_as_billing_mode
 from openddb.api.table_descriptions import describe, warm_throughput
 from openddb.api.table_encryption import sse_enabled, sse_of
@@ -86,6 +87,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     tags = request.get("Tags") or []
     check_tags(tags)
     sse = sse_of(request)
+    if request.get("ResourcePolicy") is not None:
+        check_policy(request["ResourcePolicy"])
     meta = TableMeta(
         name=request["TableName"], table_id=0, uuid=str(uuid.uuid4()), hash_key=hash_key, range_key=range_key,
         attribute_definitions=[{"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]}
@@ -105,6 +108,8 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         if request.get("WarmThroughput"):
             meta.warm_until = meta.pending_until
     meta = context.engine.create_table(meta)
+    if request.get("ResourcePolicy") is not None:
+        attach_created(context, meta, request["ResourcePolicy"])
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     if request.get("WarmThroughput"):  # asked for: answered as being set up
         description["WarmThroughput"] = {**warm_throughput(meta), "Status": "UPDATING"}

@@ -26,6 +26,7 @@ from openddb.api import validation as v
 from openddb.api.capacity import capacity_with_indexes, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text, invalid_value
+from openddb.api.item_access import check_gets, check_writes
 from openddb.api.keys import KeySchemaMismatch, check_index_keys, check_key_untouched, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.api.request_digest import canonical_digest
@@ -381,6 +382,8 @@ def transact_write_items(context: RequestContext, request: dict[str, Any]) -> di
     if total_size > MAX_TRANSACTION_BYTES:
         check_distinct(actions)
         raise ValidationException(TOO_LARGE)
+    if context.access is not None:
+        check_writes(context.access, actions)
     return run_transaction(context, actions, request, request.get("ClientRequestToken"), request["TransactItems"])
 
 
@@ -447,11 +450,13 @@ def transact_get_items(context: RequestContext, request: dict[str, Any]) -> dict
     metas = [context.table(body["TableName"]) for body in bodies]
     for position, (body, meta) in enumerate(zip(bodies, metas, strict=True)):
         try:
-            _, key = parse_key(meta, body["Key"])
+            key_item, key = parse_key(meta, body["Key"])
         except KeySchemaMismatch as error:  # cancels, as in TransactWriteItems (captured against DynamoDB)
             first_mismatch = first_mismatch or (position, error.message or "")
         if first_mismatch is None:
             gets.append((meta, key))
+            if context.access is not None:
+                check_gets(context.access, "dynamodb:GetItem", meta, (key_item,), projections[position])
     if first_mismatch is not None:
         _cancel_on_key(len(request["TransactItems"]), first_mismatch)
     return read_transaction(context, gets, projections, request.get("ReturnConsumedCapacity"))

@@ -42,8 +42,8 @@ class AuditLog:
 
     def record(self, incoming: Incoming, caller: Caller | None, request: dict[str, Any] | None,
                error: DynamoDBError | None = None) -> None:
-        """One line for a call: a control-plane change (made, or refused with `error`), or a call refused before
-        its caller was known (`caller` None)."""
+        """One line for a call: a control-plane change (made, or refused with `error`), a call refused before its
+        caller was known (`caller` None), or one its caller's policies refused (AccessDeniedException)."""
         operation = incoming.target.rpartition(b".")[2].decode("latin-1")
         event: dict[str, Any] = {
             "eventVersion": "1.08",

@@ -259,6 +259,7 @@ def put_policy(call: IamCall, holder: _Holder) -> Result:
                              f"{holder.kind} {name}", 409)
         return {**entity, "policies": policies}
     call.store.write([(holder.kind, name.lower(), put)])
+    call.store.forget_policies(holder.kind, name)
     return None
 
 
@@ -280,6 +281,7 @@ def delete_policy(call: IamCall, holder: _Holder) -> Result:
             raise _no_policy(holder, policy)
         return {**entity, "policies": {key: text for key, text in entity["policies"].items() if key != policy}}
     call.store.write([(holder.kind, name.lower(), delete)])
+    call.store.forget_policies(holder.kind, name)
     return None
 
 

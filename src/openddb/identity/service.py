@@ -25,9 +25,10 @@ from openddb.errors import (
     InvalidSignatureException,
     UnrecognizedClientException,
 )
+from openddb.identity.access import principal_context
 from openddb.identity.audit import AuditLog
 from openddb.identity.iam import IAM_ACTIONS, IamCall, Result
-from openddb.identity.policy_documents import decide
+from openddb.identity.policies import decide
 from openddb.identity.query import (
     IAM_NAMESPACE,
     STS_NAMESPACE,
@@ -120,7 +121,7 @@ class IdentityService:
                 raise QueryError("InvalidAction", f"Could not find operation {name} for version {version}")
             call = IamCall(self.store, self.account, caller, clock.now(), Action(name, params))
             if iam:
-                self._authorize(call)
+                self._authorize(call, incoming.peer)
             answer = render_result(name, namespace, self._run(handler, call), request_id)
             if audit is not None and name in AUDITED_ACTIONS:
                 audit.record_identity(incoming, "iam" if iam else "sts", name, caller, params)
@@ -154,20 +155,16 @@ class IdentityService:
         except DynamoDBError as error:
             raise _as_query_error(error) from None
 
-    def _authorize(self, call: IamCall) -> None:
+    def _authorize(self, call: IamCall, peer: str) -> None:
         """AccessDenied unless the caller may run this IAM action: the root always; a user or an assumed role if
         its inline policies allow it (IAM's words for a refusal)."""
         caller = call.caller
         if caller.source == "root":
             return
-        if caller.source == "user":
-            record = call.store.get("user", caller.arn.rpartition("/")[2].lower())
-        else:
-            record = call.store.get("role", (caller.role or "").lower())
-        documents = [] if record is None else list(record["policies"].values())
         operation = f"iam:{call.action.name}"
         resource = self._resource(call)
-        decision = decide(documents, operation, resource)
+        context = principal_context(caller, call.now, peer, "us-east-1")  # (IAM is global: us-east-1)
+        decision = decide(call.store.policies(caller), operation, resource, context)
         if decision == "allow":
             return
         reason = "with an explicit deny in an identity-based policy" if decision == "deny" else \

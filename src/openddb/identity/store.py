@@ -6,9 +6,10 @@ Its name, `openddb/identity`, is one no DynamoDB client can reach: "/" is outsid
 (`[a-zA-Z0-9_.-]+`) that every operation checks a name against, and a table ARN's name ends at its first "/".
 ListTables, DescribeTable and the PartiQL planner leave it out by name (api/context.py, partiql/planner.py).
 
-Each record is one item: partition key `pk` the kind ("user", "role", "key", "session"), sort key `sk` its name
-(user or role name, access key id), and `doc` the record as JSON text. Secrets are stored as they are (not
-encrypted: the store has no key yet; see README, Identity).
+Each record is one item: partition key `pk` the kind ("user", "role", "key", "session", "policy"), sort key `sk`
+its name (user or role name, access key id, the ARN of a table or stream with a resource-based policy), and `doc`
+the record as JSON text. Secrets are stored as they are (not encrypted: the store has no key yet; see README,
+Identity).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import orjson
 
 from openddb import clock
 from openddb.errors import ResourceInUseException
+from openddb.identity.policies import Statement, compiled
 from openddb.identity.sigv4 import Credentials
 from openddb.model import Item
 from openddb.model.keys import encode_key, partition_hash
@@ -29,7 +31,7 @@ from openddb.model.schema import KeyAttribute, TableMeta
 from openddb.storage.base import Engine, SortRange, StorageKey, WriteOp
 
 IDENTITY_TABLE = "openddb/identity"
-Kind = Literal["user", "role", "key", "session"]
+Kind = Literal["user", "role", "key", "session", "policy"]
 Doc = dict[str, Any]
 # A change of one record: the record as stored (None: absent) -> as it is to be (None: deleted; the very same
 # object: left as it is). It may raise to refuse the whole write.
@@ -59,6 +61,7 @@ class IdentityStore:
     def __init__(self, engine_of: Callable[[], Engine]) -> None:
         self.engine_of = engine_of
         self._cache: dict[str, tuple[float, Credentials | None]] = {}
+        self._policies: dict[tuple[str, str], tuple[float, tuple[tuple[Statement, ...], ...]]] = {}
 
     def _table(self, create: bool) -> TableMeta | None:
         engine = self.engine_of()
@@ -113,6 +116,27 @@ class IdentityStore:
 
     def forget(self, access_key_id: str) -> None:
         self._cache.pop(access_key_id, None)
+
+    # --- identity policies, for authorization ------------------------------------------------------------------
+    def policies(self, credentials: Credentials) -> tuple[tuple[Statement, ...], ...]:
+        """The inline policies of the user or the assumed role the credentials stand for, compiled, trusted for
+        CACHE_SECONDS (a policy changed by another worker or node applies within that time; by this one at once)."""
+        kind: Kind = "role" if credentials.source == "role" else "user"
+        name = (credentials.role or "") if kind == "role" else credentials.arn.rpartition("/")[2]
+        cached_key = (kind, name.lower())
+        now = time.monotonic()
+        cached = self._policies.get(cached_key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        record = self.get(kind, name.lower())
+        found = () if record is None else tuple(compiled(text) for text in record["policies"].values())
+        if len(self._policies) > 4096:
+            self._policies.clear()
+        self._policies[cached_key] = (now + CACHE_SECONDS, found)
+        return found
+
+    def forget_policies(self, kind: Kind, name: str) -> None:
+        self._policies.pop((kind, name.lower()), None)
 
 
 def _doc(data: bytes) -> Doc:

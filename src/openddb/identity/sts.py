@@ -10,8 +10,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from openddb.identity.access import principal_context
 from openddb.identity.iam import IamCall, Result, new_id, new_secret
-from openddb.identity.policy_documents import trusts
+from openddb.identity.policies import trusts
 from openddb.identity.query import SESSION_NAME_PATTERN, QueryError, timestamp
 from openddb.identity.sigv4 import Source
 
@@ -77,8 +78,9 @@ def assume_role(call: IamCall, verified: bool) -> Result:
                         f"resource: {role_arn}", 403)  # (STS's words)
     prefix = f"arn:aws:iam::{call.account}:role/"
     role = call.store.get("role", role_arn.rpartition("/")[2].lower()) if role_arn.startswith(prefix) else None
-    if role is None or role["Arn"] != role_arn or not trusts(role["AssumeRolePolicyDocument"], caller.account,
-                                                              caller.arn):
+    if role is None or role["Arn"] != role_arn or not trusts(
+            role["AssumeRolePolicyDocument"], caller.account, caller.arn,
+            principal_context(caller, call.now, "", "us-east-1")):
         raise denied
     seconds = default if asked is None else asked
     if caller.source == "role" and seconds > CHAINED_ROLE_SECONDS:  # (STS's words)

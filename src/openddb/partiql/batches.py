@@ -9,6 +9,7 @@ from typing import Any
 from openddb.api import validation as v
 from openddb.api.capacity import consumed_capacity, write_units
 from openddb.api.context import RequestContext
+from openddb.api.item_access import check_statement_gets
 from openddb.errors import (
     ConditionalCheckFailedException,
     DuplicateItemException,
@@ -75,6 +76,8 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
+        if context.access is not None:
+            check_statement_gets(context.access, (plan,))
         item, size = plan.run(context.engine)
         charges.add(plan.table, plan.units(size), True)
         answer: dict[str, Any] = {"TableName": plan.table.name}

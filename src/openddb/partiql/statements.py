@@ -8,6 +8,7 @@ from typing import Any
 from openddb.api import validation as v
 from openddb.api.capacity import capacity_with_indexes, consumed_capacity, write_units
 from openddb.api.context import RequestContext
+from openddb.api.item_access import check_statement_gets, check_statement_writes
 from openddb.errors import ConditionalCheckFailedException, DuplicateItemException, ValidationException
 from openddb.expressions import updated_values
 from openddb.model import AttributeValue, Item
@@ -71,6 +72,8 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     if isinstance(statement, ast.Select):
         plan = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
         if isinstance(plan, Get):
+            if context.access is not None:
+                check_statement_gets(context.access, (plan,))
             return _get_response(context, plan, mode)
         return read_page(context, plan, request, text)
     if isinstance(statement, ast.Exists):
@@ -90,6 +93,8 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
 
 
 def run_write(context: RequestContext, write: WritePlan) -> WriteResult:
+    if context.access is not None:
+        check_statement_writes(context.access, (write.operation,))
     try:
         return context.engine.write([write.operation.write_op()])[0]
     except ConditionalCheckFailedException:

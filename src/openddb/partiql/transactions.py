@@ -8,6 +8,7 @@ from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
+from openddb.api.item_access import check_statement_gets, check_statement_writes
 from openddb.api.transactions import MAX_ACTIONS, read_transaction, run_transaction
 from openddb.errors import TransactionCanceledException, ValidationException
 from openddb.operations import Get, Update, WriteOperation
@@ -56,6 +57,8 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
             operation = operation._replace(size_rule="item")
         actions.append(operation)
         inserts.append(plan.insert)
+    if context.access is not None:
+        check_statement_writes(context.access, actions)
     try:
         return run_transaction(context, actions, request, request.get("ClientRequestToken"), entries)
     except TransactionCanceledException as cancelled:
@@ -75,6 +78,8 @@ def _read(context: RequestContext, texts: list[str], statements: list[tuple[Any,
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         gets.append(plan)
+    if context.access is not None:
+        check_statement_gets(context.access, gets)
     return read_transaction(context, [(get.table, get.key) for get in gets], [get.projection for get in gets], mode)
 
 

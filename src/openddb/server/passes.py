@@ -62,7 +62,8 @@ class ServerState:
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
-        self.auditing = dispatcher.audit is not None  # (then requests carry the client's address)
+        # (then requests carry the client's address: for the audit log, and aws:SourceIp when calls are authorized)
+        self.auditing = dispatcher.audit is not None or self.verifying
         limits = limits or ConnectionLimits()
         self.watch = Watch(limits)
         self.budget = Budget(limits.buffered_bytes)

@@ -1,0 +1,243 @@
+"""Authorization of DynamoDB and DynamoDB Streams calls (`--auth verify`): what a call asks to do (its IAM actions
+and resources, its condition keys) and whether the caller's identity policies allow it (identity/policies.py).
+
+The dispatcher's authorize stage (api/dispatch.py) runs `Access.authorize` once a call is authenticated and parsed,
+for every caller but the account's root (which may do anything in its account, as on AWS). A call on tables,
+streams, backups or the account is decided there, on the resources its request names. A call on items (GetItem,
+PutItem, UpdateItem, DeleteItem, Query, Scan, the batches and transactions) is decided where its operation objects
+are built (api/items.py, reads.py, batch.py, transactions.py), because the fine-grained condition keys come from
+them (Developer Guide, "Using IAM policy conditions for fine-grained access control"):
+
+- dynamodb:LeadingKeys: the partition key values the operation touches (a Query's: its key condition's);
+- dynamodb:Attributes: the top-level attributes it reads or writes (a read's projection; a Put's item; an Update's
+  key and updated attributes; a Delete's key; a condition's attributes); absent when a read names none (it returns
+  every attribute: the policies of the Guide pair this key with dynamodb:Select);
+- dynamodb:Select (the request's, else SPECIFIC_ATTRIBUTES for a read with a projection, else ALL_ATTRIBUTES,
+  or for an index read ALL_PROJECTED_ATTRIBUTES: the values Query and Scan default to), dynamodb:ReturnValues and
+  dynamodb:ReturnConsumedCapacity (the request's, absent if not sent).
+
+Each table of a batch or transaction is checked, each item with its own keys; a transaction's actions are checked
+as the item actions they are (TransactWriteItems needs dynamodb:PutItem, UpdateItem, DeleteItem or
+ConditionCheckItem; TransactGetItems dynamodb:GetItem), as the Service Authorization Reference lists them.
+
+A refusal is AccessDeniedException in AWS's words: "User: <principal ARN> is not authorized to perform:
+<action> on resource: <ARN> because no identity-based policy allows the <action> action", or "... with an
+explicit deny in an identity-based policy" (the wordings AWS has used since 2021: quoted from DynamoDB answers in
+AntonShuvaev/intellij-dynamodb issue 29, 2023; the explicit-deny form is IAM's, as identity/service.py answers it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from openddb.errors import AccessDeniedException
+from openddb.identity.policies import Context, Statement, decide, epoch_text, principal_names
+from openddb.identity.sigv4 import Credentials
+
+if TYPE_CHECKING:
+    from openddb.model.schema import TableMeta
+
+# Calls decided where their operations are built (see the module's note), not in the authorize stage.
+ITEM_CALLS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
+                        "BatchWriteItem", "TransactGetItems", "TransactWriteItems", "ExecuteStatement",
+                        "BatchExecuteStatement", "ExecuteTransaction"})
+# Calls on no resource but the account: their Resource is "*" (Service Authorization Reference).
+ACCOUNT_CALLS = frozenset({"ListTables", "DescribeLimits", "DescribeEndpoints", "ListBackups", "ListGlobalTables",
+                           "ListExports", "ListImports", "ListContributorInsights", "ListStreams",
+                           "ListBulkOperations"})
+# A request's members that name the resource a call acts on, in the order they are looked for.
+_RESOURCE_MEMBERS = ("ResourceArn", "StreamArn", "BackupArn", "TableArn", "ExportArn", "ImportArn")
+
+
+# (access key, peer, region, second) -> its global condition keys: a client's calls share them within a second.
+_CONTEXTS: dict[tuple[str, str, str, int], Context] = {}
+
+
+def principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
+    """The global condition keys of a caller's request (see `_principal_context`), made once a second per caller,
+    address and region; never to be changed by who receives them."""
+    cached = (credentials.access_key_id, peer, region, int(now))
+    context = _CONTEXTS.get(cached)
+    if context is None:
+        if len(_CONTEXTS) > 1024:
+            _CONTEXTS.clear()
+        context = _CONTEXTS[cached] = _principal_context(credentials, now, peer, region)
+    return context
+
+
+def _principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
+    """The global condition keys of a caller's request (IAM User Guide, "AWS global condition context keys"):
+    aws:username (a user's), aws:userid, aws:PrincipalAccount, aws:PrincipalArn (an assumed role's: the role's
+    ARN), aws:PrincipalType, aws:CurrentTime, aws:EpochTime, aws:SourceIp (when known), aws:RequestedRegion,
+    aws:SecureTransport (false: this server's calls reach it over HTTP unless --tls-cert; best guess left at
+    false for HTTPS too, as the request does not say which)."""
+    context: dict[str, tuple[str, ...]] = {
+        "aws:userid": (credentials.user_id or credentials.account,),
+        "aws:principalaccount": (credentials.account,),
+        "aws:currenttime": (epoch_text(now),),
+        "aws:epochtime": (str(int(now)),),
+        "aws:requestedregion": (region,),
+        "aws:securetransport": ("false",),
+    }
+    if credentials.source == "user":
+        context["aws:username"] = (credentials.arn.rpartition("/")[2],)
+        context["aws:principaltype"] = ("User",)
+        context["aws:principalarn"] = (credentials.arn,)
+    elif credentials.source == "role":
+        context["aws:principaltype"] = ("AssumedRole",)
+        context["aws:principalarn"] = (f"arn:aws:iam::{credentials.account}:role/{credentials.role}",)
+    else:
+        context["aws:principaltype"] = ("Account",)
+        context["aws:principalarn"] = (credentials.arn,)
+    if peer:
+        context["aws:sourceip"] = (peer,)
+    return context
+
+
+def table_arn(region: str, account: str, name_or_arn: str) -> str:
+    """The ARN of a table named by its name or its ARN (an ARN as given)."""
+    if name_or_arn.startswith("arn:"):
+        return name_or_arn
+    return f"arn:aws:dynamodb:{region}:{account}:table/{name_or_arn}"
+
+
+def key_text(value: Mapping[str, Any]) -> str:
+    """A key attribute's value as dynamodb:LeadingKeys holds it: the string, the number as written, the binary's
+    base64 text."""
+    for text in value.values():
+        return str(text)
+    return ""
+
+
+def _request_keys(request: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    for member, key in (("ReturnValues", "dynamodb:returnvalues"),
+                        ("ReturnConsumedCapacity", "dynamodb:returnconsumedcapacity")):
+        value = request.get(member)
+        if isinstance(value, str):
+            found[key] = (value,)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class ItemKeys:
+    """The fine-grained condition keys of one operation on items."""
+
+    leading: tuple[str, ...]  # partition key values
+    attributes: frozenset[str] | None  # None: the operation names none (a read of every attribute)
+    select: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAccess:
+    """One operation on items: its action, its table (and index), and how to find its condition keys (asked only
+    where a policy has conditions)."""
+
+    action: str  # e.g. dynamodb:GetItem
+    table: TableMeta
+    keys: Callable[[], ItemKeys]
+    index: str | None = None
+
+
+class Access:
+    """One call's authorization: the caller, its policies and the request's condition keys."""
+
+    __slots__ = ("account", "arn", "conditional", "context", "names", "policies", "region", "resource_policy")
+
+    def __init__(self, credentials: Credentials, policies: tuple[tuple[Statement, ...], ...],
+                 context: Context, region: str, request: Mapping[str, Any],
+                 resource_policy: Callable[[str], tuple[Statement, ...]] | None = None) -> None:
+        self.arn = credentials.arn
+        self.account = credentials.account
+        # How a resource policy's Principal may name the caller: "*", its own ARN, an assumed role's role ARN; and,
+        # for a Deny, its account too (see identity/resource_policies.py).
+        self.names = frozenset({"*", credentials.arn, *context.get("aws:principalarn", ())})
+        self.policies = policies
+        # Whether any identity policy has a condition (else the fine-grained keys are never looked for).
+        self.conditional = any(statement.condition is not None for policy in policies for statement in policy)
+        self.region = region
+        keys = _request_keys(request)
+        self.context: Context = {**context, **keys} if keys else context
+        self.resource_policy = resource_policy  # the statements of the policy governing a resource
+
+    def require(self, action: str, resource: str, extra: Context | None = None) -> None:
+        """AccessDeniedException unless the identity policies or the resource's policy allow `action` on
+        `resource` and neither denies it."""
+        context: Context = self.context if extra is None else {**self.context, **extra}
+        decision = decide(self.policies, action, resource, context)
+        denied_by = "an identity-based policy"
+        attached = () if decision == "deny" or self.resource_policy is None or resource == "*" else \
+            self.resource_policy(resource)
+        if attached:
+            granted = decide([self._naming_caller(attached)], action, resource, context)
+            if granted == "deny":
+                decision, denied_by = "deny", "a resource-based policy"
+            elif granted == "allow":
+                decision = "allow"
+        if decision == "allow":
+            return
+        reason = (f"with an explicit deny in {denied_by}" if decision == "deny"
+                  else f"because no identity-based policy allows the {action} action")
+        raise AccessDeniedException(f"User: {self.arn} is not authorized to perform: {action} on resource: "
+                                    f"{resource} {reason}")
+
+    def denied_by(self, statements: tuple[Statement, ...], action: str, resource: str) -> bool:
+        """Whether a resource policy's `statements` would deny the caller `action` on `resource` explicitly."""
+        return decide([self._naming_caller(statements)], action, resource, self.context) == "deny"
+
+    def _naming_caller(self, statements: tuple[Statement, ...]) -> list[Statement]:
+        """The statements of a resource policy that apply to the caller."""
+        account = (self.account, f"arn:aws:iam::{self.account}:root")
+        return [statement for statement in statements
+                if any(name in self.names or (statement.effect == "Deny" and name in account)
+                       for name in principal_names(statement.principal))]
+
+    def authorize(self, operation: str, request: Mapping[str, Any]) -> None:
+        """The authorize stage's decision for a call on tables, streams, backups or the account (an item call is
+        decided per operation: `items`)."""
+        if operation in ITEM_CALLS:
+            return
+        action = "dynamodb:" + operation
+        for resource in self._resources(operation, request):
+            self.require(action, resource)
+            if operation == "CreateTable" and request.get("ResourcePolicy") is not None:
+                self.require("dynamodb:PutResourcePolicy", resource)  # (the API Reference: both are needed)
+
+    def _resources(self, operation: str, request: Mapping[str, Any]) -> list[str]:
+        if operation in ACCOUNT_CALLS:
+            return ["*"]
+        found = []
+        if operation == "GetRecords":
+            iterator = request.get("ShardIterator")
+            if isinstance(iterator, str) and "|" in iterator:  # (the stream's ARN opens it: streams/iterators.py)
+                found.append(iterator.split("|", 1)[0])
+        for member in _RESOURCE_MEMBERS:
+            value = request.get(member)
+            if isinstance(value, str) and value:
+                found.append(value)
+        for member in ("TableName", "TargetTableName", "GlobalTableName"):
+            value = request.get(member)
+            if isinstance(value, str) and value:
+                found.append(table_arn(self.region, self.account, value))
+        return found or ["*"]
+
+    def items(self, touched: Iterable[ItemAccess]) -> None:
+        """AccessDeniedException unless each operation on items is allowed, with its own condition keys (found
+        only where a policy that could apply has conditions: otherwise no condition reads them)."""
+        for item in touched:
+            resource = table_arn(self.region, self.account, item.table.name)
+            if item.index is not None:
+                resource += "/index/" + item.index
+            if not self.conditional and (self.resource_policy is None or not any(
+                    statement.condition is not None for statement in self.resource_policy(resource))):
+                self.require(item.action, resource)
+                continue
+            keys = item.keys()
+            extra: dict[str, tuple[str, ...]] = {"dynamodb:leadingkeys": keys.leading}
+            if keys.attributes is not None:
+                extra["dynamodb:attributes"] = tuple(sorted(keys.attributes))
+            if keys.select is not None:
+                extra["dynamodb:select"] = (keys.select,)
+            self.require(item.action, resource, extra)
