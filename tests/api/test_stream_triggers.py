@@ -4,9 +4,11 @@ retried, in order per item, resumed after a restart; the settings' parsing and t
 from __future__ import annotations
 
 import http.server
+import itertools
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -416,10 +418,17 @@ def test_streams_tail_from_latest_skips_what_was_there(server: ServerProcess) ->
     tail = subprocess.Popen([sys.executable, "-m", "openddb", "streams", "tail", table, "--from", "latest",
                              "--endpoint", server.endpoint], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(1.5)  # (it has found the stream's end)
-        ddb.put_item(TableName=table, Item={"pk": {"S": "new"}})
+        # New items until the tail shows one (it shows nothing until it has found the stream's end): the first
+        # line it prints is one of them, never the item that was there before. No read blocks for long.
         assert tail.stdout is not None
-        assert json.loads(tail.stdout.readline())["dynamodb"]["Keys"] == {"pk": {"S": "new"}}
+        deadline = time.monotonic() + 30
+        for n in itertools.count():
+            assert time.monotonic() < deadline, "the tail printed nothing"
+            ddb.put_item(TableName=table, Item={"pk": {"S": f"new{n}"}})
+            if select.select([tail.stdout], [], [], 0.5)[0]:
+                break
+        first = json.loads(tail.stdout.readline())["dynamodb"]["Keys"]["pk"]["S"]
+        assert first.startswith("new"), first
     finally:
         tail.send_signal(signal.SIGINT)
         tail.communicate(timeout=10)
