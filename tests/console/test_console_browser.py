@@ -5,6 +5,7 @@ of each step are kept under the test's temporary directory."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,13 @@ class Page:
         element = self.css(f'{within} [name="{name}"]')
         element.clear()
         element.send_keys(value)
+
+    def assert_labelled(self) -> None:
+        """Every form control of the page has a label (or an accessible name)."""
+        unlabelled = self.driver.execute_script(
+            "return [...document.querySelectorAll('main input, main select, main textarea')]"
+            ".filter((e) => !e.labels.length && !e.getAttribute('aria-label')).map((e) => e.outerHTML)")
+        assert unlabelled == []
 
     def choose(self, name: str, value: str) -> None:
         from selenium.webdriver.support.select import Select
@@ -187,7 +195,8 @@ def _stream(page: Page, ddb: Any, name: str) -> None:
 def test_console_under_auth_verify_asks_for_credentials(browser: Any, tmp_path: Path) -> None:
     """With --auth verify the console has no way around the signature check: unsigned it gets the server's refusal
     and asks for a key; a wrong secret is refused; the root's key signs its calls in the page."""
-    server = ServerProcess(None, "--auth", "verify", "--root-credentials", "AKIACONSOLEROOT:console-secret")
+    server = ServerProcess(None, "--auth", "verify", "--root-credentials", "AKIACONSOLEROOT:console-secret",
+                           "--cors", "https://app.example")  # (the console, same-origin, needs no CORS grant)
     try:
         ddb: Any = make_client(server.endpoint)
         ddb._request_signer._credentials.access_key = "AKIACONSOLEROOT"  # (the root's key, for checking back)
@@ -207,6 +216,7 @@ def test_console_under_auth_verify_asks_for_credentials(browser: Any, tmp_path: 
         page.heading("Tables")
         page.text_in("main table a", name)
         page.text_in("#identity", "Signed as AKIACONSOLEROOT")
+        assert page.css("#sign-out").is_displayed()
         page.shot("signed-in")
     finally:
         server.finish()
@@ -217,3 +227,95 @@ def _sign_in(page: Page, key: str, secret: str) -> None:
     for field, value in (("accessKeyId", key), ("secretAccessKey", secret)):
         page.fill(field, value, within="#sign-in")
     page.click("#sign-in button", "Use these credentials")
+
+
+def test_console_manages_a_table(browser: Any, console_server: ServerProcess, tmp_path: Path) -> None:
+    """The table page's forms: add a global index and query it, change capacity, enable TTL, disable the stream,
+    delete the index and the table; each change checked back through boto3. Every control is labelled."""
+    page = Page(browser, tmp_path / "screenshots")
+    ddb: Any = make_client(console_server.endpoint)
+    name = unique_name("manage")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+    for key, status in (("a", "open"), ("b", "open"), ("c", "closed")):
+        ddb.put_item(TableName=name, Item={"pk": {"S": key}, "status": {"S": status}})
+    browser.get(f"{console_server.endpoint}/console#/table/{name}")
+    page.heading(f"Table {name}")
+    page.assert_labelled()
+    page.fill("index-name", "byStatus")
+    page.fill("hash-name", "status")
+    page.click("main button", "Add index")
+    page.text_in("main table th", "byStatus")
+    _wait_active(ddb, name)
+
+    browser.get(f"{console_server.endpoint}/console#/query/{name}")
+    page.heading(f"Query {name}")
+    page.assert_labelled()
+    page.choose("source", "byStatus")
+    page.fill("partition", "open")
+    assert json.loads(page.css('[data-testid="request-json"]').text)["IndexName"] == "byStatus"
+    page.click("main button", "Run query")
+    page.text_in('[data-testid="counts"]', "2 items returned")
+    page.shot("index-query")
+
+    browser.get(f"{console_server.endpoint}/console#/table/{name}")
+    page.heading(f"Table {name}")
+    _change_settings(page, ddb, name)
+    page.click("main button", "Delete index byStatus")
+    page.wait.until(lambda d: d.switch_to.alert).accept()
+    page.wait.until(lambda d: not ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes"))
+    page.fill("confirm-delete", name)
+    page.click("main button", "Delete table")
+    page.heading("Tables")
+    with pytest.raises(ddb.exceptions.ResourceNotFoundException):
+        ddb.describe_table(TableName=name)
+
+
+def _wait_active(ddb: Any, name: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        indexes = ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes", [])
+        if indexes and indexes[0]["IndexStatus"] == "ACTIVE":
+            return
+        time.sleep(0.1)
+    raise AssertionError("the index added through the console never became ACTIVE")
+
+
+def _change_settings(page: Page, ddb: Any, name: str) -> None:
+    page.choose("billing", "PROVISIONED")
+    page.fill("rcu", "7")
+    page.fill("wcu", "3")
+    page.click("main button", "Update capacity")
+    page.text_in("dd", "7 read / 3 write units")
+    table = ddb.describe_table(TableName=name)["Table"]
+    assert table["BillingModeSummary"]["BillingMode"] == "PROVISIONED"
+    assert table["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]["ReadCapacityUnits"] == 7
+    page.fill("ttl-attribute", "expires")
+    page.click("main button", "Enable time to live")
+    page.text_in("main button", "Disable time to live")
+    assert ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"] == {
+        "TimeToLiveStatus": "ENABLED", "AttributeName": "expires"}
+    page.click("main button", "Disable stream")
+    page.text_in("main button", "Enable stream")
+    assert not ddb.describe_table(TableName=name)["Table"].get("StreamSpecification", {}).get("StreamEnabled")
+    page.shot("settings")
+
+
+def test_console_by_keyboard(browser: Any, console_server: ServerProcess, tmp_path: Path) -> None:
+    """The header's links are reached with Tab and followed with Enter; the new page's heading takes the focus."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    page = Page(browser, tmp_path / "screenshots")
+    browser.get(console_server.endpoint + "/console")
+    page.heading("Tables")
+    assert not page.css("#sign-out").is_displayed()  # (no credentials given, none to forget)
+    for _ in range(10):
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        if browser.switch_to.active_element.text == "PartiQL":
+            break
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    page.heading("PartiQL")
+    page.wait.until(lambda d: d.switch_to.active_element.tag_name == "h1")
+    page.assert_labelled()

@@ -338,12 +338,18 @@ function addIndexForm(table) {
 function throughputForm(table) {
   const billing = select([["PAY_PER_REQUEST", "On demand"], ["PROVISIONED", "Provisioned"]], { name: "billing" });
   billing.value = table.BillingModeSummary?.BillingMode || "PROVISIONED";
-  const rcu = input({ type: "number", min: "1", value: String(table.ProvisionedThroughput.ReadCapacityUnits || 5) });
-  const wcu = input({ type: "number", min: "1", value: String(table.ProvisionedThroughput.WriteCapacityUnits || 5) });
+  const rcu = input({ type: "number", name: "rcu", min: "1", value: String(table.ProvisionedThroughput.ReadCapacityUnits || 5) });
+  const wcu = input({ type: "number", name: "wcu", min: "1", value: String(table.ProvisionedThroughput.WriteCapacityUnits || 5) });
   return h("form", { "aria-labelledby": "capacity", onsubmit: (event) => { event.preventDefault();
     const request = { TableName: table.TableName, BillingMode: billing.value };
     if (billing.value === "PROVISIONED") {
-      request.ProvisionedThroughput = { ReadCapacityUnits: Number(rcu.value), WriteCapacityUnits: Number(wcu.value) };
+      const throughput = { ReadCapacityUnits: Number(rcu.value), WriteCapacityUnits: Number(wcu.value) };
+      request.ProvisionedThroughput = throughput;
+      // Leaving on-demand, every global index needs its own throughput too (the same, here).
+      if (table.BillingModeSummary?.BillingMode === "PAY_PER_REQUEST" && table.GlobalSecondaryIndexes?.length) {
+        request.GlobalSecondaryIndexUpdates = table.GlobalSecondaryIndexes.map((i) =>
+          ({ Update: { IndexName: i.IndexName, ProvisionedThroughput: throughput } }));
+      }
     }
     update(request, "Capacity updated");
   } }, h("h2", { id: "capacity" }, "Capacity"), field("Billing mode", billing),
