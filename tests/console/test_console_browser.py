@@ -57,12 +57,16 @@ class Page:
         self.text_in("h1", text)
 
     def click(self, selector: str, text: str) -> None:
-        self.text_in(selector, text).click()
+        # Found and clicked in one try, tried again if the page re-rendered in between.
+        self.wait.until(lambda d: self.text_in(selector, text).click() or True)
 
     def fill(self, name: str, value: str, within: str = "main") -> None:
-        element = self.css(f'{within} [name="{name}"]')
-        element.clear()
-        element.send_keys(value)
+        def typed(driver: Any) -> bool:  # (again from the start if the page re-rendered meanwhile)
+            element = self.css(f'{within} [name="{name}"]')
+            element.clear()
+            element.send_keys(value)
+            return True
+        self.wait.until(typed)
 
     def assert_labelled(self) -> None:
         """Every form control of the page has a label (or an accessible name)."""
@@ -155,7 +159,9 @@ def _query(page: Page, name: str) -> None:
     assert request["ExpressionAttributeValues"] == {":pk": {"S": "user1"}, ":sk": {"S": "order#"}}
     assert request["ScanIndexForward"] is False
     assert "client.query(**{" in page.css('[data-testid="boto3"]').text
-    assert page.css('[data-testid="cli"]').text.startswith("aws dynamodb query --endpoint-url http://127.0.0.1:")
+    cli = page.css('[data-testid="cli"]').text
+    assert cli.startswith("aws dynamodb query --endpoint-url http://127.0.0.1:")
+    assert json.loads(cli.split("--cli-input-json ", 1)[1].strip("'")) == request
     page.click("main button", "Run query")
     page.text_in('[data-testid="counts"]', "2 items returned, 2 scanned")
     assert "0.5 units" in page.css('[data-testid="capacity"]').text  # two small items, eventually consistent
@@ -260,17 +266,34 @@ def test_console_manages_a_table(browser: Any, console_server: ServerProcess, tm
     page.text_in('[data-testid="counts"]', "2 items returned")
     page.shot("index-query")
 
+    _browse_pages(page, ddb, name)
     browser.get(f"{console_server.endpoint}/console#/table/{name}")
     page.heading(f"Table {name}")
     _change_settings(page, ddb, name)
     page.click("main button", "Delete index byStatus")
     page.wait.until(lambda d: d.switch_to.alert).accept()
-    page.wait.until(lambda d: not ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes"))
+    page.text_in("main p", "No secondary indexes.")
+    assert not ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes")
     page.fill("confirm-delete", name)
     page.click("main button", "Delete table")
     page.heading("Tables")
     with pytest.raises(ddb.exceptions.ResourceNotFoundException):
         ddb.describe_table(TableName=name)
+
+
+def _browse_pages(page: Page, ddb: Any, name: str) -> None:
+    """30 items: a first page of 25, then the 5 others, and back."""
+    for first in (0, 20):  # (a batch takes 25 at most)
+        ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": {"pk": {"S": f"more{n:02d}"}}}}
+                                                  for n in range(first, min(first + 20, 27))]})
+    page.click("main nav a", "Items")
+    page.text_in("main p", "Page 1: 25 items")
+    page.click("main button", "Next page")
+    page.text_in("main p", "Page 2: 5 items")
+    page.wait.until(lambda d: not page.text_in("main button", "Next page").is_enabled())
+    page.click("main button", "Previous page")
+    page.text_in("main p", "Page 1: 25 items")
+    page.shot("browse")
 
 
 def _wait_active(ddb: Any, name: str) -> None:

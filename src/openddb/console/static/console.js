@@ -170,13 +170,15 @@ function pythonLiteral(value, indent = "") {
 }
 function boto3Call(operation, request) {
   const method = operation.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
-  return `import boto3\n\nclient = boto3.client("dynamodb", endpoint_url=${JSON.stringify(location.origin)})\n` +
+  return `import boto3\n\nclient = boto3.client("dynamodb", endpoint_url=${JSON.stringify(location.origin)}, ` +
+    `region_name=${JSON.stringify(Credentials.get().region)})\n` +
     `response = client.${method}(**${pythonLiteral(request)})`;
 }
 function cliCall(operation, request) {
   const command = operation.replace(/([a-z])([A-Z])/g, "$1-$2").toLowerCase();
   const quoted = `'${JSON.stringify(request).replace(/'/g, "'\\''")}'`;
-  return `aws dynamodb ${command} --endpoint-url ${location.origin} --cli-input-json ${quoted}`;
+  return `aws dynamodb ${command} --endpoint-url ${location.origin} --region ${Credentials.get().region} ` +
+    `--cli-input-json ${quoted}`;
 }
 function equivalents(operation, request) {
   return h("section", { class: "equivalents", "aria-label": "The same request elsewhere" },
@@ -579,7 +581,9 @@ function partiqlPage() {
 // ---- pages: stream live tail ---------------------------------------------------------------------------------
 let tailing = null;  // the running tail: stopped when another page opens
 
-async function openShards(arn, known) {
+// The stream's shards not yet followed: the open ones, and with `closed` those already closed too (their records
+// are still kept until the retention period ends).
+async function newShards(arn, known, closed) {
   const shards = [];
   let start;
   do {
@@ -589,7 +593,7 @@ async function openShards(arn, known) {
     shards.push(...description.Shards);
     start = description.LastEvaluatedShardId;
   } while (start);
-  return shards.filter((s) => !known.has(s.ShardId) && !s.SequenceNumberRange.EndingSequenceNumber);
+  return shards.filter((s) => !known.has(s.ShardId) && (closed || !s.SequenceNumberRange.EndingSequenceNumber));
 }
 
 function recordRow(record) {
@@ -611,8 +615,8 @@ async function tail(arn, from, list, state, me) {
       iterators.set(shard.ShardId, answer.ShardIterator);
     }
   };
-  await add(await openShards(arn, known), from);
-  state.textContent = `Following ${iterators.size} open shard${iterators.size === 1 ? "" : "s"}`;
+  await add(await newShards(arn, known, from === "TRIM_HORIZON"), from);
+  state.textContent = `Following ${iterators.size} shard${iterators.size === 1 ? "" : "s"}`;
   while (tailing === me) {
     for (const [shard, iterator] of [...iterators]) {
       const answer = await streamsCall("GetRecords", { ShardIterator: iterator });
@@ -620,7 +624,7 @@ async function tail(arn, from, list, state, me) {
       if (answer.NextShardIterator) iterators.set(shard, answer.NextShardIterator);
       else iterators.delete(shard);  // closed: its children start where it ended
     }
-    await add(await openShards(arn, known), "TRIM_HORIZON");
+    await add(await newShards(arn, known, false), "TRIM_HORIZON");
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
