@@ -115,6 +115,7 @@ def _add_and_edit_items(page: Page, ddb: Any, name: str) -> None:
     page.click("main button", "New item")
     page.fill("item", json.dumps({"pk": {"S": "user1"}, "sk": {"S": "order#1"}, "total": {"N": "12.50"}}))
     page.click("main button", "Save item")
+    page.text_in("#status", "Item saved (1 write capacity unit)")
     page.text_in("table.items td", '"order#1"')
     # Plain JSON, converted to DynamoDB JSON by the page.
     page.click("main button", "New item")
@@ -162,12 +163,25 @@ def _query(page: Page, name: str) -> None:
     cli = page.css('[data-testid="cli"]').text
     assert cli.startswith("aws dynamodb query --endpoint-url http://127.0.0.1:")
     assert json.loads(cli.split("--cli-input-json ", 1)[1].strip("'")) == request
-    page.click("main button", "Run query")
+    page.click("main form button[type=submit]", "Run")
     page.text_in('[data-testid="counts"]', "2 items returned, 2 scanned")
     assert "0.5 units" in page.css('[data-testid="capacity"]').text  # two small items, eventually consistent
     rows = page.css("main div[aria-live] table.items tbody").text
     assert rows.index('"order#2"') < rows.index('"order#1"')  # descending
     page.shot("query")
+    # The same builder scans with a filter: no key condition, the user's own names and values only.
+    page.choose("operation", "Scan")
+    page.fill("filter", "#t > :min")
+    page.fill("names", '{"#t": "total"}')
+    page.fill("values", '{":min": {"N": "20"}}')
+    request = json.loads(page.css('[data-testid="request-json"]').text)
+    assert request == {"TableName": name, "FilterExpression": "#t > :min", "ExpressionAttributeNames": {"#t": "total"},
+                       "ExpressionAttributeValues": {":min": {"N": "20"}}, "ReturnConsumedCapacity": "TOTAL"}
+    assert "client.scan(**{" in page.css('[data-testid="boto3"]').text
+    page.click("main form button[type=submit]", "Run")
+    page.text_in('[data-testid="counts"]', "1 item returned, 2 scanned")
+    page.text_in("table.items td", '"order#2"')
+    page.shot("scan")
 
 
 def _partiql(page: Page, ddb: Any, name: str) -> None:
@@ -262,7 +276,7 @@ def test_console_manages_a_table(browser: Any, console_server: ServerProcess, tm
     page.choose("source", "byStatus")
     page.fill("partition", "open")
     assert json.loads(page.css('[data-testid="request-json"]').text)["IndexName"] == "byStatus"
-    page.click("main button", "Run query")
+    page.click("main form button[type=submit]", "Run")
     page.text_in('[data-testid="counts"]', "2 items returned")
     page.shot("index-query")
 

@@ -196,6 +196,10 @@ function itemsTable(items, keyNames, actions) {
                                      actions ? h("td", {}, actions(item)) : null));
   return h("div", { class: "scroll" }, h("table", { class: "items" }, h("thead", {}, head), h("tbody", {}, rows)));
 }
+function writeUnits(answer) {
+  const units = answer.ConsumedCapacity?.CapacityUnits ?? 0;
+  return `${units} write capacity unit${units === 1 ? "" : "s"}`;
+}
 function capacityLine(answer) {
   const consumed = [answer.ConsumedCapacity].flat().filter(Boolean);
   const units = consumed.map((c) => `${c.TableName}: ${c.CapacityUnits ?? 0} units` +
@@ -410,9 +414,10 @@ function itemEditor(table, onSaved) {
     let item;
     try { item = parseItem(text.value, format.value); } catch (error) { problem.textContent = error.message; return; }
     attempt(async () => {
-      try { await call("PutItem", { TableName: table.TableName, Item: item }); }
+      let answer;
+      try { answer = await call("PutItem", { TableName: table.TableName, Item: item, ReturnConsumedCapacity: "TOTAL" }); }
       catch (error) { problem.textContent = error.message; throw error; }
-      say("Item saved");
+      say(`Item saved (${writeUnits(answer)})`);
       await onSaved();
     });
   } }, h("h2", { id: "editor" }, "Edit item"), field("Format", format,
@@ -443,8 +448,9 @@ async function itemsPage(name) {
         h("button", { type: "button", onclick: () => editor.load(item) }, "Edit"), " ",
         h("button", { type: "button", class: "danger", onclick: () => attempt(async () => {
           if (!confirm("Delete this item?")) return;
-          await call("DeleteItem", { TableName: name, Key: keyOf(item, table.KeySchema) });
-          say("Item deleted");
+          const answer = await call("DeleteItem", { TableName: name, Key: keyOf(item, table.KeySchema),
+                                                    ReturnConsumedCapacity: "TOTAL" });
+          say(`Item deleted (${writeUnits(answer)})`);
           await show(index);
         }) }, "Delete")]),
       h("div", { class: "pager" }, previous, " ", next));
@@ -466,6 +472,7 @@ function queryForm(table) {
   const sources = [[table.TableName, `table ${table.TableName}`],
     ...[...(table.GlobalSecondaryIndexes || []), ...(table.LocalSecondaryIndexes || [])].map((i) => [i.IndexName, `index ${i.IndexName}`])];
   const f = {
+    operation: select([["Query", "Query (one partition)"], ["Scan", "Scan (the whole table or index)"]], { name: "operation" }),
     source: select(sources, { name: "source" }), partition: input({ name: "partition" }),
     operator: select(SORT_OPERATORS, { name: "sort-operator" }), sort: input({ name: "sort" }), sort2: input({ name: "sort-to" }),
     filter: input({ name: "filter" }), names: input({ name: "names" }), values: input({ name: "values" }),
@@ -482,13 +489,30 @@ function schemaOf(table, source) {
   return (index || table).KeySchema;
 }
 
-function buildQuery(table, f) {
+// The Query (or Scan) request the form describes: the key condition written behind placeholders (#pk, :pk, #sk,
+// :sk, :sk2) beside the user's own names and values.
+function buildRead(table, f) {
+  const names = f.names.value.trim() ? JSON.parse(f.names.value) : {};
+  const values = f.values.value.trim() ? JSON.parse(f.values.value) : {};
+  const request = { TableName: table.TableName };
+  if (f.source.value !== table.TableName) request.IndexName = f.source.value;
+  if (f.operation.value === "Query") request.KeyConditionExpression = keyCondition(table, f, names, values);
+  if (f.filter.value.trim()) request.FilterExpression = f.filter.value.trim();
+  if (f.projection.value.trim()) request.ProjectionExpression = f.projection.value.trim();
+  if (Object.keys(names).length) request.ExpressionAttributeNames = names;
+  if (Object.keys(values).length) request.ExpressionAttributeValues = values;
+  if (f.consistent.checked) request.ConsistentRead = true;
+  if (f.operation.value === "Query" && f.direction.value === "false") request.ScanIndexForward = false;
+  if (f.limit.value) request.Limit = Number(f.limit.value);
+  request.ReturnConsumedCapacity = request.IndexName ? "INDEXES" : "TOTAL";
+  return request;
+}
+
+function keyCondition(table, f, names, values) {
   const schema = schemaOf(table, f.source.value);
   const typeOf = (name) => table.AttributeDefinitions.find((a) => a.AttributeName === name).AttributeType;
   const hash = schema.find((k) => k.KeyType === "HASH").AttributeName;
   const range = schema.find((k) => k.KeyType === "RANGE")?.AttributeName;
-  const names = f.names.value.trim() ? JSON.parse(f.names.value) : {};
-  const values = f.values.value.trim() ? JSON.parse(f.values.value) : {};
   names["#pk"] = hash;
   values[":pk"] = { [typeOf(hash)]: f.partition.value };
   let condition = "#pk = :pk";
@@ -502,18 +526,7 @@ function buildQuery(table, f) {
     } else if (op === "begins_with") condition += " AND begins_with(#sk, :sk)";
     else condition += ` AND #sk ${op} :sk`;
   }
-  const request = { TableName: table.TableName };
-  if (f.source.value !== table.TableName) request.IndexName = f.source.value;
-  request.KeyConditionExpression = condition;
-  if (f.filter.value.trim()) request.FilterExpression = f.filter.value.trim();
-  if (f.projection.value.trim()) request.ProjectionExpression = f.projection.value.trim();
-  request.ExpressionAttributeNames = names;
-  request.ExpressionAttributeValues = values;
-  if (f.consistent.checked) request.ConsistentRead = true;
-  if (f.direction.value === "false") request.ScanIndexForward = false;
-  if (f.limit.value) request.Limit = Number(f.limit.value);
-  request.ReturnConsumedCapacity = request.IndexName ? "INDEXES" : "TOTAL";
-  return request;
+  return condition;
 }
 
 async function queryPage(name) {
@@ -527,15 +540,17 @@ async function queryPage(name) {
     f.partition.previousSibling.textContent = `Partition key: ${schema.find((k) => k.KeyType === "HASH").AttributeName} =`;
     const range = schema.find((k) => k.KeyType === "RANGE");
     f.operator.previousSibling.textContent = range ? `Sort key: ${range.AttributeName}` : "Sort key (none on this source)";
-    f.operator.disabled = !range;
+    const scan = f.operation.value === "Scan";
+    f.operator.disabled = !range || scan;
+    f.partition.disabled = f.sort.disabled = f.sort2.disabled = f.direction.disabled = scan;
     f.sort2.parentNode.hidden = f.operator.value !== "between";
-    try { shown.replaceChildren(equivalents("Query", buildQuery(table, f))); }
+    try { shown.replaceChildren(equivalents(f.operation.value, buildRead(table, f))); }
     catch (error) { shown.replaceChildren(h("p", { class: "problem" }, `Not yet a request: ${error.message}`)); }
   };
   const run = (from) => attempt(async () => {
-    const request = buildQuery(table, f);
+    const request = buildRead(table, f);
     if (from) request.ExclusiveStartKey = from;
-    const answer = await call("Query", request);
+    const answer = await call(f.operation.value, request);
     startKey = answer.LastEvaluatedKey;
     results.replaceChildren(h("h2", {}, "Results"),
       h("p", { "data-testid": "counts" }, `${answer.Count} item${answer.Count === 1 ? "" : "s"} returned, ${answer.ScannedCount} scanned`),
@@ -543,13 +558,13 @@ async function queryPage(name) {
       startKey ? h("button", { type: "button", onclick: () => run(startKey) }, "Next page") : null);
   });
   const form = h("form", { oninput: refresh, onchange: refresh, onsubmit: (event) => { event.preventDefault(); run(); } },
-    field("Table or index", f.source), field("Partition key", f.partition),
+    field("Operation", f.operation), field("Table or index", f.source), field("Partition key", f.partition),
     h("div", { class: "row" }, field("Sort key", f.operator), field("Value", f.sort), field("and", f.sort2)),
     field("Filter expression", f.filter, "For example: price > :min (values below)"),
     field("Expression attribute names (JSON)", f.names, 'For example: {"#s": "status"}'),
     field("Expression attribute values (DynamoDB JSON)", f.values, 'For example: {":min": {"N": "10"}}'),
     field("Projection expression", f.projection), field("Strongly consistent read", f.consistent),
-    field("Direction", f.direction), field("Limit", f.limit), h("button", { type: "submit" }, "Run query"));
+    field("Direction", f.direction), field("Limit", f.limit), h("button", { type: "submit" }, "Run"));
   page(`Query ${name}`, tableNav(name, "query"), form, shown, results);
   refresh();
 }
