@@ -341,18 +341,39 @@ def _change_settings(page: Page, ddb: Any, name: str) -> None:
 
 
 def test_console_by_keyboard(browser: Any, console_server: ServerProcess, tmp_path: Path) -> None:
-    """The header's links are reached with Tab and followed with Enter; the new page's heading takes the focus."""
+    """The header's links are reached with (Shift+)Tab and followed with Enter; the new page's heading takes the
+    focus."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
     page = Page(browser, tmp_path / "screenshots")
     browser.get(console_server.endpoint + "/console")
     page.heading("Tables")
+    page.text_in("main a.button", "Create table")  # (loaded)
     assert not page.css("#sign-out").is_displayed()  # (no credentials given, none to forget)
-    for _ in range(10):
-        ActionChains(browser).send_keys(Keys.TAB).perform()
+    for _ in range(10):  # back from the focused heading, through the header (however long the table list)
+        ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
         if browser.switch_to.active_element.text == "PartiQL":
             break
     ActionChains(browser).send_keys(Keys.ENTER).perform()
     page.heading("PartiQL")
     page.wait.until(lambda d: d.switch_to.active_element.tag_name == "h1")
     page.assert_labelled()
+
+
+def test_a_late_answer_does_not_draw_over_the_next_page(browser: Any, console_server: ServerProcess,
+                                                         tmp_path: Path) -> None:
+    """Leaving the tables page while its DescribeTable calls are still out: their answers are dropped, and the
+    page the user went to stays."""
+    ddb: Any = make_client(console_server.endpoint)
+    for _ in range(3):
+        ddb.create_table(TableName=unique_name("late"), BillingMode="PAY_PER_REQUEST",
+                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    page = Page(browser, tmp_path / "screenshots")
+    browser.get(console_server.endpoint + "/console#/tables")
+    browser.execute_script("location.hash = '#/partiql'")
+    page.heading("PartiQL")
+    time.sleep(1)  # (longer than the tables page takes to load here)
+    assert browser.find_element("css selector", "h1").text == "PartiQL"
+    assert browser.find_elements("css selector", "main table caption") == []
+    assert browser.find_element("css selector", "#status").text == ""

@@ -24,13 +24,20 @@ const Credentials = {
   clear() { sessionStorage.removeItem("openddb.credentials"); },
 };
 
+// Bumped by every navigation: an answer that arrives after it belongs to a page no longer shown, and is dropped
+// (as a Stale error, which nothing reports) rather than drawn over the new page.
+let generation = 0;
+class Stale extends Error {}
+
 async function call(operation, request, service = "DynamoDB_20120810") {
+  const mine = generation;
   const body = JSON.stringify(request);
   const target = `${service}.${operation}`;
   const headers = SigV4.sign(Credentials.get(), target, body, location.host, new Date());
   const response = await fetch("/", { method: "POST", headers, body, credentials: "omit", cache: "no-store" });
   const text = await response.text();
   const answer = text ? JSON.parse(text) : {};
+  if (mine !== generation) throw new Stale(`${operation}: answered after the page changed`);
   if (!response.ok) {
     const type = String(answer.__type || `HTTP ${response.status}`).split("#").pop();
     const error = new ApiError(type, answer.message || answer.Message || "");
@@ -92,13 +99,17 @@ function say(message, kind = "info") {
 }
 // Run an action, reporting its failure in the status line (and keeping the page usable).
 async function attempt(action) {
-  try { return await action(); } catch (error) { say(error.message, "error"); return undefined; }
+  try { return await action(); } catch (error) { if (!(error instanceof Stale)) say(error.message, "error"); return undefined; }
 }
 function page(title, ...children) {
   const heading = h("h1", { tabindex: "-1" }, title);
   main().replaceChildren(heading, ...children);
   document.title = `${title} · OpenDDB console`;
   heading.focus();
+}
+// The rest of a page whose heading is already shown: the focus stays where the user has moved it meanwhile.
+function refill(...children) {
+  main().replaceChildren(main().firstChild, ...children);
 }
 
 // ---- values: DynamoDB JSON and plain JSON -----------------------------------------------------------------
@@ -224,7 +235,7 @@ async function tablesPage() {
     h("td", { class: "number" }, String(t.ItemCount)), h("td", { class: "number" }, `${t.TableSizeBytes} B`),
     h("td", {}, t.StreamSpecification?.StreamEnabled ? t.StreamSpecification.StreamViewType : "off"),
     h("td", {}, tableLink(t.TableName, "items"), " · ", tableLink(t.TableName, "query"))));
-  page("Tables",
+  refill(
     h("p", {}, h("a", { href: "#/create", class: "button" }, "Create table")),
     names.length === 0 ? h("p", {}, "No tables yet.") : h("div", { class: "scroll" }, h("table", {},
       h("caption", {}, `${names.length} table${names.length === 1 ? "" : "s"} (item counts and sizes as DescribeTable reports them)`),
@@ -660,7 +671,12 @@ async function streamPage(name) {
     const me = tailing = { arn };
     button.textContent = "Stop tail";
     list.replaceChildren();
-    tail(arn, from.value, list, state, me).catch((error) => { if (tailing === me) tailing = null; button.textContent = "Start tail"; say(error.message, "error"); });
+    tail(arn, from.value, list, state, me).catch((error) => {
+      if (error instanceof Stale) return;
+      if (tailing === me) tailing = null;
+      button.textContent = "Start tail";
+      say(error.message, "error");
+    });
   } }, "Start tail");
   page(`Stream of ${name}`, tableNav(name, "stream"), h("p", {}, `${table.StreamSpecification.StreamViewType} · ${arn}`),
     field("Start from", from), button, state, list);
@@ -715,6 +731,7 @@ const ROUTES = {
 
 async function route() {
   const [view, argument] = (location.hash.replace(/^#\/?/, "") || "tables").split("/");
+  generation += 1;
   tailing = null;
   const handler = ROUTES[view];
   for (const link of document.querySelectorAll("#nav a")) {
@@ -723,6 +740,7 @@ async function route() {
   if (!handler) { page("Not found", h("p", {}, "No such page. ", h("a", { href: "#/tables" }, "Tables"))); return; }
   try { await handler(argument === undefined ? undefined : decodeURIComponent(argument)); }
   catch (error) {
+    if (error instanceof Stale) return;
     page("Could not load this page", h("p", { class: "problem" }, error.message));
     say(error.message, "error");
   }
