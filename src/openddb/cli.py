@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from openddb import __version__
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
@@ -76,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
+    serve.add_argument("--console", choices=("on", "off"), default=os.environ.get("OPENDDB_CONSOLE", "on"),
+                       help="the web console at /console (default on: static pages whose every action is an API call "
+                            "signed in the browser, so it reaches nothing a client could not; see docs/CONSOLE.md)")
     serve.add_argument("--wording", choices=("2026", "2025"), default=None,
                        help="the words of refusals DynamoDB changed region by region in 2026: 2026 (the default, most "
                             "regions) or 2025 (the earlier words; the same as OPENDDB_WORDING=2025, see "
@@ -327,12 +331,14 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.faults = _fault_injector(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
-                                     tls=_tls(args)))
+                                     tls=_tls(args), console=Console() if args.console == "on" else None))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
         scheme = "https" if args.tls_cert else "http"
         log.info("OpenDDB %s listening on %s://%s:%d (%s)", __version__, scheme, host, port, where)
+        if args.console == "on":
+            log.info("console at %s://%s:%d/console", scheme, host, port)
         if args.dev:
             log.warning("--dev: anyone who reaches http://%s:%d/openddb/ can empty the store and move the clock",
                         host, port)

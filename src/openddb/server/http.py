@@ -30,6 +30,7 @@ from openddb.server.passes import BACKGROUND_SECONDS, MAX_ATTEMPTS, ServerState
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
+    from openddb.console.pages import Console
     from openddb.server.control import Control
 
 log = logging.getLogger("openddb.http")
@@ -493,6 +494,13 @@ class HttpProtocol(asyncio.Protocol):
             body = b"" if method == b"HEAD" else b"healthy: " + (headers.get(b"host") or self._local_address()) + b" "
             self._answer(render_extended(200, body, b"text/plain", request_id, keep_alive, extra, None), keep_alive)
             return
+        console = self.server.console
+        if console is not None and method in (b"GET", b"HEAD") and self._url.startswith(b"/console"):
+            # The web console (console/pages.py): its own headers, and no CORS ones (it is not for other origins).
+            page = console.respond(self._url)
+            self._answer(render_extended(page.status, page.body if method == b"GET" else b"", page.content_type,
+                                         request_id, keep_alive, page.headers, None), keep_alive)
+            return
         if method == b"OPTIONS" and origin is not None:
             allowed = self.server.cors.preflight(origin, headers.get(b"access-control-request-method"),
                                                  headers.get(b"access-control-request-headers"))
@@ -619,14 +627,15 @@ class HttpProtocol(asyncio.Protocol):
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
-                tls: ssl.SSLContext | None = None) -> None:
+                tls: ssl.SSLContext | None = None, console: Console | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
-    serve HTTPS with it (server/tls.py)."""
+    serve HTTPS with it (server/tls.py); `console`: the web console at /console (None: no such page)."""
     loop = asyncio.get_running_loop()
     state = ServerState(dispatcher, Cors(cors), limits)
     state.control = control
+    state.console = console
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024, ssl=tls)
     else:

@@ -24,6 +24,7 @@ from openddb.server.requests_log import RequestLog
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
+    from openddb.console.pages import Console
     from openddb.server.control import Control
     from openddb.server.http import HttpProtocol, _Request
 
@@ -82,6 +83,7 @@ class ServerState:
         self.background: asyncio.TimerHandle | None = None
         self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
         self.control: Control | None = None  # the test-control endpoints, with `--dev` only
+        self.console: Console | None = None  # the web console (`--console off`: none)
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
         if self.request_log is not None:
