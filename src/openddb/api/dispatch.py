@@ -93,10 +93,11 @@ def _implemented() -> dict[bytes, dict[str, Handler]]:
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
+    from openddb.vectors import search
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions):
+                   partiql_transactions, search):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 

@@ -184,6 +184,9 @@ def _projection(projection: dict[str, Any]) -> tuple[ProjectionType, list[str]]:
     return kind, list(non_key or [])
 
 
+parse_projection = _projection  # (vector indexes' projections follow the same rules)
+
+
 def _index_throughput(name: str, spec: dict[str, Any], billing_mode: BillingMode, *,
                       creating_table: bool = False) -> tuple[int, int]:
     throughput = spec.get("ProvisionedThroughput")
@@ -251,6 +254,8 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
     used = [hash_key.name] + ([range_key.name] if range_key else [])
     for spec in lsis + gsis:
         used += [element["AttributeName"] for element in spec["KeySchema"]]
+    for spec in request.get("VectorIndexes") or []:  # search-schema attributes are defined like index keys
+        used += [element["AttributeName"] for element in spec.get("SearchSchema") or []]
     for spec in lsis + gsis:
         keys = [element["AttributeName"] for element in spec["KeySchema"]]
         if any(name not in types for name in keys):
