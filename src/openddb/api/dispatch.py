@@ -318,12 +318,14 @@ class Dispatcher:
         deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
         between event-loop passes that left no group of writes open."""
         from openddb.api import indexes, transient, ttl
+        from openddb.vectors import updates
 
         now = clock.now()
         try:
             if now >= self._next_resume:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
+                self._duty("resuming vector index backfills", updates.resume_vector_backfills, self.engine)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)

@@ -69,6 +69,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise ValidationException(f"Attribute Name is duplicated: {name}")
         types[name] = definition["AttributeType"]
     hash_key, range_key = _key_schema(request["KeySchema"], types)
+    vd.check_search_schemas_defined(request, types)
     billing_mode: BillingMode = request.get("BillingMode") or "PROVISIONED"
     indexes = []
     if request.get("LocalSecondaryIndexes") is not None or request.get("GlobalSecondaryIndexes") is not None:

@@ -46,6 +46,13 @@ def search_schema_names(specs: list[dict[str, Any]] | None) -> list[str]:
     return [element["AttributeName"] for spec in specs or [] for element in spec.get("SearchSchema") or []]
 
 
+def check_search_schemas_defined(request: dict[str, Any], types: dict[str, str]) -> None:
+    """Every search-schema attribute of CreateTable's VectorIndexes has a definition: refused before the other
+    AttributeDefinitions rules look at them (the refusal is the Troubleshooting page's)."""
+    if any(name not in types for name in search_schema_names(request.get("VectorIndexes"))):
+        raise ValidationException(_NOT_DEFINED)
+
+
 def require_on_demand(billing_mode: BillingMode) -> None:
     """"Vector indexes are not supported on provisioned capacity tables" (Developer Guide, "Before you begin")."""
     if billing_mode != "PAY_PER_REQUEST":
