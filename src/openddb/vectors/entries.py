@@ -99,7 +99,7 @@ def check_vectors(meta: TableMeta, item: Item) -> None:
     offending element index" -- is rejected). An item lacking the attributes is fine: it stays out of the index."""
     for index in meta.vector_indexes:
         value = item.get(index.attribute)
-        if value is not None:
+        if value is not None and pack(value, index.dimensions) is None:  # (one pass for a valid vector)
             _check_vector(index, value)
         for attribute in ([index.hash_key] if index.hash_key is not None else []) + index.filters:
             found = item.get(attribute.name)
