@@ -289,3 +289,23 @@ def test_vectors_read_back_as_lists_in_partiql_and_streams(ddb) -> None:  # type
                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
         images += [r["dynamodb"]["NewImage"] for r in client.get_records(ShardIterator=iterator)["Records"]]
     assert images == [{"pk": {"S": "a"}, "emb": value}]
+
+
+def test_writes_report_vector_write_bytes_under_indexes(ddb) -> None:  # type: ignore[no-untyped-def]
+    """A write that changes what a vector index holds reports VectorWriteRequestBytes for it under INDEXES (apart
+    from the capacity units); one that changes no projected attribute, or TOTAL, reports none."""
+    table = make_table(ddb, [vector_index(dims=2, projection={"ProjectionType": "KEYS_ONLY"})])
+    item = {"pk": {"S": "a"}, "emb": vec([1.0, 2.0]), "note": {"S": "x"}}
+    consumed = ddb.put_item(TableName=table, Item=item, ReturnConsumedCapacity="INDEXES")["ConsumedCapacity"]
+    assert consumed["CapacityUnits"] == 1.0 and consumed["Table"] == {"CapacityUnits": 1.0}
+    # The item as the index holds it (KEYS_ONLY: its key and vector), sized as DynamoDB sizes items: "pk" and "a",
+    # "emb" and a list (3 bytes, 1 more per element) of two one-digit numbers (2 bytes each).
+    held = (2 + 1) + 3 + 3 + 2 * (1 + 2)
+    assert consumed["VectorIndexes"] == {"byVec": {"VectorWriteRequestBytes": held}}
+    unchanged = ddb.update_item(TableName=table, Key={"pk": {"S": "a"}}, UpdateExpression="SET note = :n",
+                                ExpressionAttributeValues={":n": {"S": "y"}}, ReturnConsumedCapacity="INDEXES")
+    assert "VectorIndexes" not in unchanged["ConsumedCapacity"]
+    total = ddb.put_item(TableName=table, Item={**item, "emb": vec([3.0, 4.0])}, ReturnConsumedCapacity="TOTAL")
+    assert total["ConsumedCapacity"] == {"TableName": table, "CapacityUnits": 1.0}
+    removed = ddb.delete_item(TableName=table, Key={"pk": {"S": "a"}}, ReturnConsumedCapacity="INDEXES")
+    assert removed["ConsumedCapacity"]["VectorIndexes"]["byVec"]["VectorWriteRequestBytes"] > 0

@@ -21,6 +21,7 @@ import orjson
 from openddb.errors import invalid
 from openddb.model import AttributeValue, Item
 from openddb.model.schema import KeyAttribute, TableMeta, VectorIndexMeta
+from openddb.model.values import item_size
 
 # The largest finite float32: a Number beyond it cannot be stored at f32 precision.
 F32_MAX = 3.4028234663852886e38
@@ -130,3 +131,38 @@ def _check_vector(index: VectorIndexMeta, value: AttributeValue) -> None:
             # best guess: a Number past float32's range cannot be stored at f32 precision
             raise invalid(f"Vector attribute {index.attribute}: element at index {position} is out of the range "
                           f"of a 32-bit floating point number IndexName: {index.name}")
+
+
+def projected_names(meta: TableMeta, index: VectorIndexMeta) -> frozenset[str] | None:
+    """What a vector index projects, or None for ALL: the table's keys, the search schema's attributes and the
+    vector attribute (each counted as a projected attribute: the API Reference, CreateTable's VectorIndexes), and
+    INCLUDE's NonKeyAttributes."""
+    if index.projection_type == "ALL":
+        return None
+    names = {*meta.key_names, index.attribute, *(a.name for a in index.filters)}
+    if index.hash_key is not None:
+        names.add(index.hash_key.name)
+    if index.projection_type == "INCLUDE":
+        names.update(index.non_key_attributes)
+    return frozenset(names)
+
+
+def vector_write_bytes(meta: TableMeta, old: Item | None, new: Item | None) -> dict[str, float]:
+    """VectorWriteRequestBytes per vector index a change writes to: "scales with the size of the data replicated
+    to the index", and a write that changes no indexed attribute costs none (Developer Guide, "Monitoring vector
+    index capacity"). best guess at the arithmetic: the bytes of the item as the index holds it afterwards (as it
+    held it, when the item leaves the index)."""
+    charged: dict[str, float] = {}
+    for index in meta.vector_indexes:
+        before = _held(meta, index, old)
+        after = _held(meta, index, new)
+        if before != after:
+            charged[index.name] = float(item_size(after if after is not None else before or {}))
+    return charged
+
+
+def _held(meta: TableMeta, index: VectorIndexMeta, item: Item | None) -> Item | None:
+    if entry_of(index, item) is None or item is None:
+        return None
+    names = projected_names(meta, index)
+    return item if names is None else {name: value for name, value in item.items() if name in names}

@@ -26,7 +26,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.schema import TableMeta, VectorIndexMeta
 from openddb.model.values import item_size
 from openddb.vectors.definitions import MAX_DIMENSIONS
-from openddb.vectors.entries import canonical, part_of
+from openddb.vectors.entries import canonical, part_of, projected_names
 
 MAX_TOP_K = 100  # "TopK was outside 1 to 100" (Troubleshooting vector indexes)
 
@@ -170,20 +170,6 @@ def _equalities(tree: Cond, attrs: ExpressionAttributes) -> list[tuple[str, Attr
         # best guess at the wording ("You can reference only top-level attributes from the search schema")
         raise invalid("SearchConditionExpression can reference only top-level attributes")
     return [(str(path[0]), value)]
-
-
-def projected_names(meta: TableMeta, index: VectorIndexMeta) -> frozenset[str] | None:
-    """What a vector index projects, or None for ALL: the table's keys, the search schema's attributes and the
-    vector attribute (each counted as a projected attribute: the API Reference, CreateTable's VectorIndexes), and
-    INCLUDE's NonKeyAttributes."""
-    if index.projection_type == "ALL":
-        return None
-    names = {*meta.key_names, index.attribute, *(a.name for a in index.filters)}
-    if index.hash_key is not None:
-        names.add(index.hash_key.name)
-    if index.projection_type == "INCLUDE":
-        names.update(index.non_key_attributes)
-    return frozenset(names)
 
 
 def _projected(meta: TableMeta, index: VectorIndexMeta, item: Item) -> Item:
