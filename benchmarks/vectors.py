@@ -13,6 +13,9 @@ vectors with BatchWriteItem, then:
 - search: the first search (which loads the partition's matrix into the server process) timed alone, then
   `--searches` SearchVectors of TopK `--top-k` with random search vectors, one at a time on one connection:
   p50 and p99 latency.
+Server CPU per search and per put is reported beside (for a server this program starts): on a shared machine it
+holds where rates and latencies do not.
+
 - put: PutItem throughput from `--connections` connections for `--duration` s on two tables whose items are the
   same (a `--dims` vector attribute and ~200 bytes), one with a vector index on the attribute and one without,
   the order rotating over `--rounds` rounds; medians of rounds.
@@ -30,9 +33,29 @@ import time
 from typing import Any
 
 import orjson
-from ddbclient import Connection, DynamoError, Endpoint, fast_loop, median, now, percentile_ms, start_server, url_of
+from ddbclient import (
+    Connection,
+    DynamoError,
+    Endpoint,
+    fast_loop,
+    median,
+    now,
+    percentile_ms,
+    processes_cpu_seconds,
+    start_server,
+    url_of,
+)
 
 SEARCHED, PLAIN, INDEXED = "vec-bench-search", "vec-bench-put-plain", "vec-bench-put-indexed"
+SERVER: list[int] = []  # the started server's supervisor pid (none with --endpoint): its CPU time is measured
+
+
+def server_cpu() -> float:
+    """CPU seconds of the started server's processes (supervisor and workers); 0.0 with --endpoint. CPU per
+    request holds on a shared machine where rates and latencies do not."""
+    if not SERVER:
+        return 0.0
+    return processes_cpu_seconds(lambda pid, fields: pid == SERVER[0] or int(fields[1]) == SERVER[0])
 
 
 def vector(rng: random.Random, dims: int) -> list[dict[str, str]]:
@@ -95,6 +118,7 @@ async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int) -> dic
         if status != 200:
             raise RuntimeError(answer.decode())
         latencies = []
+        cpu = server_cpu()
         for _ in range(count):
             payload = body()
             started = now()
@@ -102,9 +126,11 @@ async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int) -> dic
             latencies.append(now() - started)
             if status != 200 or len(orjson.loads(answer)["SearchResults"]) != top_k:
                 raise RuntimeError(answer.decode())
+        cpu = server_cpu() - cpu
     finally:
         conn.close()
-    return {"first": first * 1000, "p50": percentile_ms(latencies, 0.5), "p99": percentile_ms(latencies, 0.99)}
+    return {"first": first * 1000, "p50": percentile_ms(latencies, 0.5), "p99": percentile_ms(latencies, 0.99),
+            "cpu_ms": cpu / count * 1000}
 
 
 async def puts(endpoint: Endpoint, table: str, dims: int, connections: int, seconds: float) -> dict[str, float]:
@@ -126,10 +152,11 @@ async def puts(endpoint: Endpoint, table: str, dims: int, connections: int, seco
         finally:
             conn.close()
 
-    started = now()
+    started, cpu = now(), server_cpu()
     await asyncio.gather(*(worker(seed) for seed in range(connections)))
+    cpu = server_cpu() - cpu
     return {"ops": len(latencies) / (now() - started), "p50": percentile_ms(latencies, 0.5),
-            "p99": percentile_ms(latencies, 0.99)}
+            "p99": percentile_ms(latencies, 0.99), "cpu_us": cpu / max(1, len(latencies)) * 1e6}
 
 
 async def run(args: argparse.Namespace, url: str) -> None:
@@ -144,21 +171,25 @@ async def run(args: argparse.Namespace, url: str) -> None:
           flush=True)
     found = await searches(endpoint, args.dims, args.top_k, args.searches)
     print(f"SearchVectors TopK={args.top_k} over {args.vectors} x {args.dims}: first (loads the partition) "
-          f"{found['first']:.0f} ms, then p50 {found['p50']:.1f} ms, p99 {found['p99']:.1f} ms "
-          f"({args.searches} searches)", flush=True)
+          f"{found['first']:.0f} ms, then p50 {found['p50']:.1f} ms, p99 {found['p99']:.1f} ms, server CPU "
+          f"{found['cpu_ms']:.1f} ms/search ({args.searches} searches)", flush=True)
     results: dict[str, list[dict[str, float]]] = {PLAIN: [], INDEXED: []}
     for round_index in range(args.rounds):
         for table in ([PLAIN, INDEXED] if round_index % 2 == 0 else [INDEXED, PLAIN]):
             result = await puts(endpoint, table, args.dims, args.connections, args.duration)
             results[table].append(result)
             print(f"round {round_index + 1} {table}: {result['ops']:.0f} puts/s p50 {result['p50']:.1f} ms "
-                  f"p99 {result['p99']:.1f} ms", flush=True)
+                  f"p99 {result['p99']:.1f} ms, server CPU {result['cpu_us']:.0f} us/put", flush=True)
     plain = median([r["ops"] for r in results[PLAIN]])
-    print(f"\n{'table':<22} {'puts/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs plain':>9}")
+    plain_cpu = median([r["cpu_us"] for r in results[PLAIN]])
+    print(f"\n{'table':<22} {'puts/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs plain':>9} {'CPU us/put':>11} "
+          f"{'vs plain':>9}")
     for table in (PLAIN, INDEXED):
         ops = median([r["ops"] for r in results[table]])
+        cpu = median([r["cpu_us"] for r in results[table]])
         print(f"{table:<22} {ops:>8.0f} {median([r['p50'] for r in results[table]]):>8.1f} "
-              f"{median([r['p99'] for r in results[table]]):>8.1f} {ops / plain:>9.2f}")
+              f"{median([r['p99'] for r in results[table]]):>8.1f} {ops / plain:>9.2f} {cpu:>11.0f} "
+              f"{cpu / plain_cpu if plain_cpu else 0:>9.2f}")
 
 
 def main() -> int:
@@ -179,6 +210,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as data_root:
         server = start_server("openddb", data_root, args.workers)
+        SERVER.append(server.process.pid)
         try:
             time.sleep(0.1)
             asyncio.run(run(args, url_of(server)))

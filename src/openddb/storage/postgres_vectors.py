@@ -36,7 +36,7 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_key,
 )
-from openddb.vectors.entries import entry_of
+from openddb.vectors.entries import entry_of, unchanged
 
 if TYPE_CHECKING:
     from openddb.storage.postgres_pipeline import Pipeline
@@ -94,6 +94,8 @@ class PostgresVectors:
 
     def _replace_entry(self, tid: int, index: VectorIndexMeta, tpk: bytes, tsk: bytes, old: Item | None,
                        new: Item | None) -> bool:
+        if unchanged(index, old, new):
+            return False
         before, after = entry_of(index, old), entry_of(index, new)
         keys = (stored_key(tpk, ENTRY_KEY_LIMIT), stored_key(tsk, ENTRY_KEY_LIMIT))
         queued = False

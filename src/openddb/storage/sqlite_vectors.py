@@ -28,7 +28,7 @@ from openddb.model.keys import partition_hash
 from openddb.model.schema import TableMeta, VectorIndexMeta
 from openddb.storage.base import StorageKey, VectorHit
 from openddb.storage.sqlite_indexes import committed, items_after
-from openddb.vectors.entries import entry_of
+from openddb.vectors.entries import entry_of, unchanged
 
 if TYPE_CHECKING:
     from openddb.vectors.exact import PartitionCache
@@ -73,6 +73,8 @@ class SQLiteVectors:
         tid = live.table_id
         tpk, tsk = bytearray(key.pk), bytearray(key.sk)
         for index in live.vector_indexes:
+            if unchanged(index, old, new):
+                continue
             before, after = entry_of(index, old), entry_of(index, new)
             if before is not None and (after is None or before.part != after.part):
                 db.execute(_DELETE, (tid, index.index_id, before.part, tpk, tsk))

@@ -81,6 +81,18 @@ def entry_of(index: VectorIndexMeta, item: Item | None) -> VectorEntry | None:
     return VectorEntry(part_of(hash_value), vector, filters)
 
 
+def unchanged(index: VectorIndexMeta, old: Item | None, new: Item | None) -> bool:
+    """Whether a change leaves every attribute the index's entry is made of as it was (the entry then stays)."""
+    if old is None or new is None:
+        return old is new
+    if old.get(index.attribute) != new.get(index.attribute):
+        return False
+    hash_key = index.hash_key
+    if hash_key is not None and old.get(hash_key.name) != new.get(hash_key.name):
+        return False
+    return all(old.get(a.name) == new.get(a.name) for a in index.filters)
+
+
 def filter_value(value: AttributeValue | None, attribute: KeyAttribute) -> str | None:
     """An INLINE_FILTER value as entries hold it (None: absent, or not of the defined type)."""
     return None if value is None or attribute.type not in value else canonical(value)
@@ -100,7 +112,7 @@ def check_vectors(meta: TableMeta, item: Item) -> None:
     offending element index" -- is rejected). An item lacking the attributes is fine: it stays out of the index."""
     for index in meta.vector_indexes:
         value = item.get(index.attribute)
-        if value is not None and pack(value, index.dimensions) is None:  # (one pass for a valid vector)
+        if value is not None and not _surely_valid(value, index.dimensions):
             _check_vector(index, value)
         for attribute in ([index.hash_key] if index.hash_key is not None else []) + index.filters:
             found = item.get(attribute.name)
@@ -108,6 +120,20 @@ def check_vectors(meta: TableMeta, item: Item) -> None:
                 # best guess: the GSI key's wording ("Type mismatch for Index Key"), for a search-schema attribute
                 raise invalid(f"Type mismatch for Index Key {attribute.name} Expected: {attribute.type} Actual: "
                               f"{next(iter(found))} IndexName: {index.name}")
+
+
+# A validated Number is written without an exponent, so one of fewer characters than this is below 10^38, within
+# float32's range (3.4 x 10^38); any value lacking "N" reads as this long, and is looked at closely.
+_SHORT = 39
+_NOT_A_NUMBER = "x" * _SHORT
+
+
+def _surely_valid(value: AttributeValue, dimensions: int) -> bool:
+    """A quick pass that a vector attribute is valid (a List of `dimensions` short Numbers), without converting
+    its numbers; False sends it to the exact check, which refuses it or finds it valid after all."""
+    elements = value.get("L")
+    return isinstance(elements, list) and len(elements) == dimensions and all(
+        len(element.get("N", _NOT_A_NUMBER)) < _SHORT for element in elements)
 
 
 def _check_vector(index: VectorIndexMeta, value: AttributeValue) -> None:
