@@ -1,8 +1,8 @@
 """Vector indexes for the PostgreSQL engine (a mixin of `PostgresEngine`), laid out as on SQLite (see
 `sqlite_vectors.py`): `openddb_vector_entries` (a search partition's entries: the item's table key, packed float32
-vector, INLINE_FILTER values) and `openddb_vector_partitions` (each partition's version, raised in the writing
-transaction). Keys are held as the index entries' are (`postgres_indexes.stored_key`: a long one as a prefix and a
-digest, whole beside it).
+vector, INLINE_FILTER values) and `openddb_vector_partitions` (each partition's version, a random stamp replaced in
+the writing transaction). Keys are held as the index entries' are (`postgres_indexes.stored_key`: a long one as a
+prefix and a digest, whole beside it).
 
 Search is exact, as on SQLite: the partition's vectors are loaded once into numpy and reused while its version is
 unchanged (`vectors.exact`), the version, the entries and the result items read in one REPEATABLE READ snapshot.
@@ -55,8 +55,10 @@ _PUT = ("INSERT INTO openddb_vector_entries (tid, iid, part, tpk, tsk, tpkx, tsk
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, part, tpk, tsk) "
         "DO UPDATE SET vec = EXCLUDED.vec, filters = EXCLUDED.filters")
 _DELETE = "DELETE FROM openddb_vector_entries WHERE tid=%s AND iid=%s AND part=%s AND tpk=%s AND tsk=%s"
-_BUMP = ("INSERT INTO openddb_vector_partitions (tid, iid, part, version) VALUES (%s, %s, %s, 1) "
-         "ON CONFLICT (tid, iid, part) DO UPDATE SET version = openddb_vector_partitions.version + 1")
+# A new random stamp (see sqlite_vectors.py's _BUMP for why not version + 1).
+_BUMP = ("INSERT INTO openddb_vector_partitions (tid, iid, part, version) VALUES (%s, %s, %s, "
+         "(random() * 9.2e18)::bigint) ON CONFLICT (tid, iid, part) DO UPDATE SET version = "
+         "(random() * 9.2e18)::bigint")
 _VERSION = "SELECT version FROM openddb_vector_partitions WHERE tid=%s AND iid=%s AND part=%s"
 _ROWS = ("SELECT tpk, tsk, vec, filters, tpkx, tskx FROM openddb_vector_entries WHERE tid=%s AND iid=%s "
          "AND part=%s")

@@ -3,9 +3,9 @@
 Layout: `vector_entries` holds one row per item a vector index holds: (tid, iid, part) is the search partition
 (`vectors.entries.part_of`), (tpk, tsk) the item's table key, `vec` its packed float32 vector and `filters` its
 INLINE_FILTER values; a rowid table (rows of 1-16 KB read in bulk) with a unique index on its key.
-`vector_partitions` holds each partition's version, raised by every write that changes one of its entries, in the
-same transaction: a search reads it in its snapshot and reuses the partition's loaded matrix only if it is
-unchanged (`vectors.exact.PartitionCache`).
+`vector_partitions` holds each partition's version, a random stamp every write that changes one of its entries
+replaces, in the same transaction: a search reads it in its snapshot and reuses the partition's loaded matrix only
+if it is unchanged (`vectors.exact.PartitionCache`).
 
 Upkeep runs in `SQLiteEngine.write`'s transaction beside the secondary indexes' (`_maintain_vectors`, called by
 `_maintain_indexes` with the description the catalog holds inside that transaction), so a search never sees a
@@ -48,8 +48,10 @@ CREATE TABLE IF NOT EXISTS vector_partitions (
 _PUT = ("INSERT INTO vector_entries (tid, iid, part, tpk, tsk, vec, filters) VALUES (?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (tid, iid, part, tpk, tsk) DO UPDATE SET vec=excluded.vec, filters=excluded.filters")
 _DELETE = "DELETE FROM vector_entries WHERE tid=? AND iid=? AND part=? AND tpk=? AND tsk=?"
-_BUMP = ("INSERT INTO vector_partitions (tid, iid, part, version) VALUES (?, ?, ?, 1) "
-         "ON CONFLICT (tid, iid, part) DO UPDATE SET version=version+1")
+# A new random stamp, not version + 1: a version seen inside a write transaction that is then rolled back must
+# never come back with other entries (a search may have cached the partition under it).
+_BUMP = ("INSERT INTO vector_partitions (tid, iid, part, version) VALUES (?, ?, ?, random()) "
+         "ON CONFLICT (tid, iid, part) DO UPDATE SET version=random()")
 _VERSION = "SELECT version FROM vector_partitions WHERE tid=? AND iid=? AND part=?"
 _ROWS = "SELECT tpk, tsk, vec, filters FROM vector_entries WHERE tid=? AND iid=? AND part=?"
 _ITEM = "SELECT data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
