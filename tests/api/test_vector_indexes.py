@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -14,7 +15,7 @@ import pytest
 from botocore.config import Config
 
 from tests.api.test_vectors import error_of, keys_of, make_table, reference_scores, search, vec, vector_index
-from tests.conftest import unique_name
+from tests.conftest import ServerProcess, make_client, unique_name
 
 
 def create(ddb, indexes: list[dict[str, Any]], definitions: dict[str, str] | None = None,  # type: ignore[no-untyped-def]
@@ -177,3 +178,49 @@ def test_a_server_start_does_not_load_numpy() -> None:
             "print('numpy' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+@pytest.fixture
+def slow_backfill(monkeypatch) -> Iterator[ServerProcess]:  # type: ignore[no-untyped-def]
+    """A server of its own whose backfills pause 0.3 s between chunks of 256 items."""
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.3")
+    process = ServerProcess(None)
+    try:
+        yield process
+    finally:
+        process.finish()
+
+
+def test_writes_racing_the_backfill_are_indexed_once(slow_backfill: ServerProcess) -> None:
+    """While the index is CREATING (Backfilling) a search is refused ("Cannot search backfilling vector index");
+    items written, changed and deleted meanwhile are in the ACTIVE index exactly as they stand."""
+    ddb = make_client(slow_backfill.endpoint)
+    rng = random.Random(11)
+    table = unique_name("vec")
+    ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    stored = {f"k{n:04d}": [rng.uniform(-1, 1) for _ in range(4)] for n in range(1000)}
+    keys = list(stored)
+    for start in range(0, len(keys), 25):
+        ddb.batch_write_item(RequestItems={table: [{"PutRequest": {"Item": {"pk": {"S": k}, "emb": vec(stored[k])}}}
+                                                   for k in keys[start:start + 25]]})
+    answer = ddb.update_table(TableName=table, VectorIndexUpdates=[{"Create": vector_index(distance="DOT_PRODUCT")}])
+    assert answer["TableDescription"]["VectorIndexes"][0]["IndexStatus"] == "CREATING"
+    assert ddb.describe_table(TableName=table)["Table"]["VectorIndexes"][0]["Backfilling"] is True
+    assert error_of(ddb.search_vectors, TableName=table, IndexName="byVec", TopK=1,
+                    SearchVector=[{"N": "1"}] * 4) == ("ValidationException",
+                                                      "Cannot search backfilling vector index: byVec")
+    for key in keys[::7]:  # changed, removed and added while the backfill runs
+        stored[key] = [rng.uniform(-1, 1) for _ in range(4)]
+        ddb.put_item(TableName=table, Item={"pk": {"S": key}, "emb": vec(stored[key])})
+    for key in keys[3::11]:
+        del stored[key]
+        ddb.delete_item(TableName=table, Key={"pk": {"S": key}})
+    for n in range(1000, 1050):
+        stored[f"k{n:04d}"] = [rng.uniform(-1, 1) for _ in range(4)]
+        ddb.put_item(TableName=table, Item={"pk": {"S": f"k{n:04d}"}, "emb": vec(stored[f"k{n:04d}"])})
+    assert wait_vector_active(ddb, table, "byVec")["ItemCount"] == len(stored)
+    query = [rng.uniform(-1, 1) for _ in range(4)]
+    assert keys_of(search(ddb, table, query, k=25)) == [k for k, _ in reference_scores("DOT_PRODUCT", stored,
+                                                                                       query)[:25]]
