@@ -309,3 +309,14 @@ def test_writes_report_vector_write_bytes_under_indexes(ddb) -> None:  # type: i
     assert total["ConsumedCapacity"] == {"TableName": table, "CapacityUnits": 1.0}
     removed = ddb.delete_item(TableName=table, Key={"pk": {"S": "a"}}, ReturnConsumedCapacity="INDEXES")
     assert removed["ConsumedCapacity"]["VectorIndexes"]["byVec"]["VectorWriteRequestBytes"] > 0
+
+
+def test_query_scan_and_partiql_do_not_read_a_vector_index(ddb) -> None:  # type: ignore[no-untyped-def]
+    """"Vector indexes do not support Query or Scan operations" and "are not accessible through PartiQL" (the
+    Developer Guide's "Requirements and limitations"): the index is not one of the table's for them."""
+    table = make_table(ddb, [vector_index(dims=2)])
+    expected = ("ValidationException", "The table does not have the specified index: byVec")
+    assert error_of(ddb.query, TableName=table, IndexName="byVec", KeyConditionExpression="pk = :p",
+                    ExpressionAttributeValues={":p": {"S": "a"}}) == expected
+    assert error_of(ddb.scan, TableName=table, IndexName="byVec") == expected
+    assert error_of(ddb.execute_statement, Statement=f'SELECT * FROM "{table}"."byVec"') == expected
