@@ -320,3 +320,23 @@ def test_query_scan_and_partiql_do_not_read_a_vector_index(ddb) -> None:  # type
                     ExpressionAttributeValues={":p": {"S": "a"}}) == expected
     assert error_of(ddb.scan, TableName=table, IndexName="byVec") == expected
     assert error_of(ddb.execute_statement, Statement=f'SELECT * FROM "{table}"."byVec"') == expected
+
+
+def test_filtered_results_equal_the_reference_over_the_matching_items(ddb) -> None:  # type: ignore[no-untyped-def]
+    """With a HASH value and an INLINE_FILTER equality, the TopK are the reference's over the items they leave."""
+    rng = random.Random(5)
+    table = make_table(ddb, [vector_index(dims=5, distance="EUCLIDEAN", schema=[("g", "HASH"),
+                                                                                ("f", "INLINE_FILTER")])],
+                       {"g": "S", "f": "N"})
+    items = {f"k{n:03d}": (f"g{n % 2}", n % 3, [rng.uniform(-1, 1) for _ in range(5)]) for n in range(240)}
+    for start in range(0, 240, 25):
+        ddb.batch_write_item(RequestItems={table: [
+            {"PutRequest": {"Item": {"pk": {"S": key}, "g": {"S": g}, "f": {"N": str(f)}, "emb": vec(values)}}}
+            for key, (g, f, values) in list(items.items())[start:start + 25]]})
+    query = [rng.uniform(-1, 1) for _ in range(5)]
+    answer = search(ddb, table, query, k=4, SearchConditionExpression="g = :g AND f = :f",
+                    ExpressionAttributeValues={":g": {"S": "g1"}, ":f": {"N": "2"}})
+    matching = {key: values for key, (g, f, values) in items.items() if g == "g1" and f == 2}
+    expected = reference_scores("EUCLIDEAN", matching, query)[:4]
+    assert keys_of(answer) == [key for key, _ in expected]
+    assert [r["Score"] for r in answer["SearchResults"]] == pytest.approx([score for _, score in expected])

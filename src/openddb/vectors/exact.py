@@ -4,8 +4,9 @@ A partition's vectors are loaded once into one float32 matrix (rows in the order
 norms and INLINE_FILTER columns, and kept in `PartitionCache` under the partition's version: every write that
 changes a partition's entries raises its version in the same transaction, so a search that reads the version in
 its own snapshot either reuses the matrix or reloads it, and never sees a vector whose item is gone. A search is
-one matrix-vector product over the rows its conditions leave, a partial selection of 2*TopK candidates, and their
-exact scores recomputed in float64 from the stored float32 values (so the order is that of the scores returned).
+one matrix-vector product over the rows its conditions leave (ranked in float32), a partial selection of 2*TopK
+candidates, and their exact scores recomputed in float64 from the stored float32 values (so the order is that of
+the scores returned).
 
 This is the only module that imports numpy, and it is imported where a search first runs (see
 `storage/sqlite_vectors.py`), so a server that never searches vectors never loads it (docs/ARCHITECTURE.md).
@@ -41,7 +42,6 @@ class Partition:
     version: int
     keys: list[tuple[bytes, bytes]]
     matrix: Matrix
-    norms: npt.NDArray[np.float64]
     filters: list[npt.NDArray[np.object_]]
     # What a search's first pass ranks on, beside the product with the search vector (float32: the pass is over
     # every row): each row's inverse norm (COSINE) and squared norm (EUCLIDEAN).
@@ -60,11 +60,11 @@ def load(version: int, rows: Iterable[EntryRow], dimensions: int, filter_count: 
             for column, value in zip(columns, orjson.loads(filters)):
                 column.append(value)
     matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(keys), dimensions)
-    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    squared = np.einsum("ij,ij->i", matrix, matrix)  # (float32, no copy of the matrix: the first pass only)
     with np.errstate(divide="ignore"):
-        inverse = np.where(norms > 0, 1.0 / norms, 0.0).astype(np.float32)
-    return Partition(version, keys, matrix, norms, [np.array(column, dtype=object) for column in columns],
-                     inverse, (norms * norms).astype(np.float32))
+        inverse = np.where(squared > 0, 1.0 / np.sqrt(squared), 0.0).astype(np.float32)
+    return Partition(version, keys, matrix, [np.array(column, dtype=object) for column in columns], inverse,
+                     squared)
 
 
 class PartitionCache:
@@ -103,7 +103,6 @@ def search(partition: Partition, query: list[float], k: int, distance: VectorDis
         return []
     q32 = np.asarray(query, dtype=np.float32)
     products = matrix @ q32
-    q_norm = float(np.linalg.norm(q32.astype(np.float64)))
     if distance == "DOT_PRODUCT":
         rough = np.negative(products, out=products)
     elif distance == "COSINE":  # (the query's norm is the same for every row)
@@ -116,22 +115,25 @@ def search(partition: Partition, query: list[float], k: int, distance: VectorDis
     wanted = min(matrix.shape[0], 2 * k)
     chosen = np.argpartition(rough, wanted - 1)[:wanted] if wanted < matrix.shape[0] else np.arange(wanted)
     q64 = q32.astype(np.float64)
+    q_norm = float(np.linalg.norm(q64))
     scored: list[tuple[float, tuple[bytes, bytes], int]] = []
     for position in chosen.tolist():
         row = position if rows is None else int(rows[position])
-        score = _score(partition.matrix[row].astype(np.float64), float(partition.norms[row]), q64, q_norm, distance)
+        score = _score(partition.matrix[row].astype(np.float64), q64, q_norm, distance)
         rank = -score if distance == "DOT_PRODUCT" else score
         scored.append((rank, partition.keys[row], row))
     scored.sort()
     return [(row, -rank if distance == "DOT_PRODUCT" else rank) for rank, _key, row in scored[:k]]
 
 
-def _score(vector: npt.NDArray[np.float64], norm: float, query: npt.NDArray[np.float64], q_norm: float,
+def _score(vector: npt.NDArray[np.float64], query: npt.NDArray[np.float64], q_norm: float,
            distance: VectorDistance) -> float:
+    """A row's exact score, in float64 from its stored float32 values."""
     if distance == "DOT_PRODUCT":
         return float(vector @ query)
     if distance == "EUCLIDEAN":
         return float(np.linalg.norm(vector - query))
+    norm = float(np.linalg.norm(vector))
     if norm == 0.0 or q_norm == 0.0:
         return 1.0  # best guess: a zero vector has no direction, so it is scored as orthogonal to every vector
     return float(1.0 - (vector @ query) / (norm * q_norm))
