@@ -224,3 +224,27 @@ def test_writes_racing_the_backfill_are_indexed_once(slow_backfill: ServerProces
     query = [rng.uniform(-1, 1) for _ in range(4)]
     assert keys_of(search(ddb, table, query, k=25)) == [k for k, _ in reference_scores("DOT_PRODUCT", stored,
                                                                                        query)[:25]]
+
+
+def test_one_online_creation_at_a_time_and_the_one_backfilling_may_be_deleted(slow_backfill: ServerProcess) -> None:
+    """While a vector index backfills, another creation is refused (LimitExceededException, the GSIs' rule), and the
+    index being created may be deleted: it is gone, and its backfill stops."""
+    ddb = make_client(slow_backfill.endpoint)
+    table = unique_name("vec")
+    ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    for start in range(0, 1000, 25):
+        ddb.batch_write_item(RequestItems={table: [
+            {"PutRequest": {"Item": {"pk": {"S": f"k{n}"}, "emb": vec([1.0, float(n), 0.0, 0.0])}}}
+            for n in range(start, start + 25)]})
+    ddb.update_table(TableName=table, VectorIndexUpdates=[{"Create": vector_index()}])
+    assert error_of(ddb.update_table, TableName=table,
+                    VectorIndexUpdates=[{"Create": vector_index("second", attribute="other")}])[0] == (
+        "LimitExceededException")
+    answer = ddb.update_table(TableName=table, VectorIndexUpdates=[{"Delete": {"IndexName": "byVec"}}])
+    assert [d["IndexStatus"] for d in answer["TableDescription"]["VectorIndexes"]] == ["DELETING"]
+    time.sleep(1.0)  # (the backfill's next chunks find the index gone and stop)
+    assert "VectorIndexes" not in ddb.describe_table(TableName=table)["Table"]
+    ddb.update_table(TableName=table, VectorIndexUpdates=[{"Create": vector_index("again")}])
+    assert wait_vector_active(ddb, table, "again")["ItemCount"] == 1000

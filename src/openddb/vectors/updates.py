@@ -47,9 +47,12 @@ def update_vector_indexes(context: RequestContext, request: dict[str, Any]) -> d
     before = context.described_table(request["TableName"])
     now = clock.now()
     transient.refuse_if_busy(before, now)
-    if any(i.status == "CREATING" for i in before.vector_indexes) or \
+    # One online creation at a time, but the index being created may be deleted (the GSIs' rule, "You can delete
+    # an index that is being created during the Backfilling phase", and wording: best guess for vector indexes).
+    deleting = (update.get("Delete") or {}).get("IndexName")
+    if any(i.status == "CREATING" and i.name != deleting for i in before.vector_indexes) or \
             any(transient.index_status(i, now) == "CREATING" for i in before.indexes):
-        raise LimitExceededException(ix.ONE_ONLINE_INDEX)  # (the GSIs' rule and wording: best guess)
+        raise LimitExceededException(ix.ONE_ONLINE_INDEX)
     meta = copy.deepcopy(before)
     if update.get("Create") is not None:
         created: VectorIndexMeta | None = _create(meta, request, update["Create"])
