@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ServerProcess
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
-PAGES = ["GETTING-STARTED.md", "INDEXES.md", "TRANSACTIONS.md", "TTL.md", "STREAMS.md", "FROM-MOTO.md"]
+PAGES = ["GETTING-STARTED.md", "INDEXES.md", "TRANSACTIONS.md", "TTL.md", "STREAMS.md", "FROM-MOTO.md", "VECTORS.md"]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
 DOCS_ENDPOINT = "http://127.0.0.1:8000"
 

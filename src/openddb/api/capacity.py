@@ -42,9 +42,15 @@ def capacity_with_indexes(meta: TableMeta, mode: str | None, table_units: float,
                           *, read: bool, split: bool = False) -> dict[str, Any] | None:
     """ConsumedCapacity including what secondary indexes consumed: the total under TOTAL; with INDEXES also the
     table's share and one entry per index touched, under GlobalSecondaryIndexes / LocalSecondaryIndexes."""
+    vectors = {name: size for name, size in index_units.items() if meta.vector_index(name) is not None} \
+        if meta.vector_indexes else {}
+    if vectors:  # VectorWriteRequestBytes, reported apart from capacity units (under INDEXES only)
+        index_units = {name: units for name, units in index_units.items() if name not in vectors}
     consumed = consumed_capacity(meta, mode, table_units + sum(index_units.values()), read=read, split=split)
     if consumed is None or mode != "INDEXES":
         return consumed
+    if vectors:
+        consumed["VectorIndexes"] = {name: {"VectorWriteRequestBytes": size} for name, size in vectors.items()}
     kind = "ReadCapacityUnits" if read else "WriteCapacityUnits"
     table: dict[str, Any] = {"CapacityUnits": table_units}
     if split:

@@ -110,10 +110,11 @@ def _implemented() -> dict[bytes, dict[str, Handler]]:
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
+    from openddb.vectors import search
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions, resource_policies):
+                   partiql_transactions, resource_policies, search):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 
@@ -363,12 +364,14 @@ class Dispatcher:
         deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
         between event-loop passes that left no group of writes open."""
         from openddb.api import indexes, transient, ttl
+        from openddb.vectors import updates
 
         now = clock.now()
         try:
             if now >= self._next_resume:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
+                self._duty("resuming vector index backfills", updates.resume_vector_backfills, self.engine)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)

@@ -16,6 +16,7 @@ import copy
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from openddb.api import transient
@@ -184,6 +185,9 @@ def _projection(projection: dict[str, Any]) -> tuple[ProjectionType, list[str]]:
     return kind, list(non_key or [])
 
 
+parse_projection = _projection  # (vector indexes' projections follow the same rules)
+
+
 def _index_throughput(name: str, spec: dict[str, Any], billing_mode: BillingMode, *,
                       creating_table: bool = False) -> tuple[int, int]:
     throughput = spec.get("ProvisionedThroughput")
@@ -251,6 +255,8 @@ def create_table_indexes(request: dict[str, Any], types: dict[str, str], hash_ke
     used = [hash_key.name] + ([range_key.name] if range_key else [])
     for spec in lsis + gsis:
         used += [element["AttributeName"] for element in spec["KeySchema"]]
+    for spec in request.get("VectorIndexes") or []:  # search-schema attributes are defined like index keys
+        used += [element["AttributeName"] for element in spec.get("SearchSchema") or []]
     for spec in lsis + gsis:
         keys = [element["AttributeName"] for element in spec["KeySchema"]]
         if any(name not in types for name in keys):
@@ -417,11 +423,18 @@ def _delete(meta: TableMeta, name: str) -> int:
     """A Delete action: the index leaves `meta`, and so do the definitions of attributes no key uses any more."""
     index = _find(meta, name, "delete")
     meta.indexes.remove(index)
+    drop_unused_definitions(meta)
+    return index.index_id
+
+
+def drop_unused_definitions(meta: TableMeta) -> None:
+    """Keep the attribute definitions a key uses: the table's, an index's, a vector index's search schema's."""
     used = set(meta.key_names)
     for other in meta.indexes:
         used.update(other.key_names)
+    for vector in meta.vector_indexes:  # (search-schema attributes are defined like keys)
+        used.update(a.name for a in ([vector.hash_key] if vector.hash_key else []) + vector.filters)
     meta.attribute_definitions = [d for d in meta.attribute_definitions if d["AttributeName"] in used]
-    return index.index_id
 
 
 def _update(meta: TableMeta, spec: dict[str, Any], billing_mode: BillingMode, position: int, now: float) -> None:
@@ -592,6 +605,12 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         _RUNNING.discard(job)
         return False
 
+    drive(step, lambda: _RUNNING.discard(job), f"backfill of index {index.name} of table {name}")
+
+
+def drive(step: Callable[[], bool], failed: Callable[[], None], what: str) -> None:
+    """Run a backfill's `step` (one chunk; True while more remain) on the server's loop, one chunk a turn (or all
+    at once without a loop); `failed` is called, and the error logged, if a step raises."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # no server loop (a direct call): fill synchronously
@@ -604,7 +623,7 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
             if step():
                 loop.call_later(BACKFILL_PAUSE, run) if BACKFILL_PAUSE else loop.call_soon(run)
         except Exception:
-            _RUNNING.discard(job)
-            log.exception("backfill of index %s of table %s failed", index.name, name)
+            failed()
+            log.exception("%s failed", what)
 
     loop.call_soon(run)

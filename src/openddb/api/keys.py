@@ -13,6 +13,7 @@ from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import validate_item
 from openddb.storage.base import StorageKey
+from openddb.vectors.entries import check_vectors
 
 SCHEMA_MISMATCH = "The provided key element does not match the schema"
 
@@ -132,6 +133,8 @@ def check_index_keys(meta: TableMeta, item: Item, *, updating: bool = False) -> 
                 if size > limit:  # else the item would be stored but out of reach of the index's queries
                     raise invalid(f"Size limit exceeded for Index Key {attribute.name} Actual Size: {size} bytes "
                                   f"Max Size: {limit} bytes IndexName: {index.name}")
+    if meta.vector_indexes:
+        check_vectors(meta, item)
 
 
 def check_key_untouched(meta: TableMeta, update: Update | None) -> None:

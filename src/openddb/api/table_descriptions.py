@@ -22,6 +22,7 @@ from openddb.model.schema import (
     TableMeta,
     TableStatus,
 )
+from openddb.vectors.definitions import describe_vector_indexes
 
 
 def warm_throughput(meta: TableMeta, now: float = 0.0) -> dict[str, Any]:
@@ -90,6 +91,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
     deleting = deleting_descriptions(context, meta, transient.dropping(meta, now), counts=False)
     if deleting:
         description.setdefault("GlobalSecondaryIndexes", []).extend(deleting)
+    if meta.vector_indexes:
+        description["VectorIndexes"] = describe_vector_indexes(context, meta, counts)
     return description
 
 

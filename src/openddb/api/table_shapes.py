@@ -6,6 +6,7 @@ from __future__ import annotations
 from openddb.api import indexes as ix
 from openddb.api import validation as v
 from openddb.api.tags import TAGS
+from openddb.vectors.definitions import VECTOR_INDEX, VECTOR_INDEX_UPDATES
 
 _KEY_SCHEMA = v.List(ix.KEY_ELEMENT, required=True, min_len=1, max_len=2)
 
@@ -65,6 +66,7 @@ CREATE_TABLE = v.Struct({
     "KeySchema": _KEY_SCHEMA,
     "LocalSecondaryIndexes": v.List(ix.LSI),
     "GlobalSecondaryIndexes": v.List(ix.GSI),
+    "VectorIndexes": v.List(VECTOR_INDEX),
     "BillingMode": _BILLING_MODE,
     "TableThroughputMode": _BILLING_MODE,
     "ProvisionedThroughput": ix.THROUGHPUT,
@@ -100,6 +102,7 @@ UPDATE_TABLE = v.Struct({
     "TableThroughputMode": _BILLING_MODE,
     "ProvisionedThroughput": ix.THROUGHPUT,
     "GlobalSecondaryIndexUpdates": ix.GSI_UPDATES,
+    "VectorIndexUpdates": VECTOR_INDEX_UPDATES,
     "StreamSpecification": CREATE_TABLE.fields["StreamSpecification"],
     "SSESpecification": SSE_SPECIFICATION,
     "ReplicaUpdates": _REPLICA_UPDATES,

@@ -36,6 +36,7 @@ from openddb.model.schema import (
     IndexMeta,
     TableMeta,
 )
+from openddb.vectors.updates import update_vector_indexes
 
 # UpdateTable members whose change DynamoDB answers with TableStatus UPDATING (DeletionProtectionEnabled and
 # SSESpecification complete with the table ACTIVE).
@@ -123,6 +124,8 @@ def _refuse_global_members(request: dict[str, Any]) -> None:
 
 
 def update_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("VectorIndexUpdates") is not None:
+        return update_vector_indexes(context, request)
     changes = _update_changes(request)
     before = context.described_table(request["TableName"])
     meta = copy.deepcopy(before)  # the engine's cached description stays untouched if the request is refused

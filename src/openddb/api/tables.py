@@ -35,6 +35,7 @@ from openddb.model.schema import (
     KeyAttribute,
     TableMeta,
 )
+from openddb.vectors import definitions as vd
 
 
 def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[KeyAttribute, KeyAttribute | None]:
@@ -69,6 +70,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
             raise ValidationException(f"Attribute Name is duplicated: {name}")
         types[name] = definition["AttributeType"]
     hash_key, range_key = _key_schema(request["KeySchema"], types)
+    vd.check_search_schemas_defined(request, types)
     billing_mode: BillingMode = request.get("BillingMode") or "PROVISIONED"
     indexes = []
     if request.get("LocalSecondaryIndexes") is not None or request.get("GlobalSecondaryIndexes") is not None:
@@ -76,9 +78,12 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         indexes = ix.create_table_indexes(request, types, hash_key, range_key, billing_mode)
     else:
         used = {hash_key.name} | ({range_key.name} if range_key else set())
+        used |= set(vd.search_schema_names(request.get("VectorIndexes")))
         if len(types) != len(used):
             raise invalid("Number of attributes in KeySchema does not exactly match number of attributes defined "
                           "in AttributeDefinitions")
+    key_names = (hash_key.name, range_key.name) if range_key else (hash_key.name,)
+    vectors = vd.create_table_vectors(context, request, types, key_names, billing_mode, len(indexes) + 1)
     read, write = provisioned_request(request, billing_mode)
     on_demand = ix.on_demand_request(request.get("OnDemandThroughput") or {}, billing_mode, clearing=False)
     warm = ix.initial_warm(request.get("WarmThroughput") or {}, billing_mode, (read, write))
@@ -99,8 +104,9 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         tags=with_tags([], tags), sse=sse if sse and sse_enabled(sse) else None,
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
-        indexes=indexes, next_index_id=len(indexes) + 1, region=context.region, account=context.account,
-        stream=stream)
+        indexes=indexes, next_index_id=len(indexes) + len(vectors) + 1, region=context.region,
+        account=context.account, stream=stream, vector_indexes=vectors)
+    vd.check_table_vectors(meta)
     check_throughput_quota(context.engine, meta, context.region)
     _clear_name(context, meta.name, now)
     if transient.delayed():

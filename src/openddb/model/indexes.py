@@ -19,6 +19,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import item_size
+from openddb.vectors.entries import vector_write_bytes
 
 _TERMINATOR = b"\x00\x01"
 # An item collection (a partition key's items plus their LSI entries) may hold at most 10 GB. The environment
@@ -116,9 +117,14 @@ def index_write_units(table: TableMeta, old: Item | None, new: Item | None) -> d
     """Write capacity each index costs for a change from `old` to `new` (DynamoDB's rules: a put when an item
     enters the index or its projected attributes change, a delete when it leaves, both when its index key
     changes; nothing when it is in the index neither before nor after). Units are 1 KB of the entry (of the
-    larger of the old and the new entry when it changes in place)."""
+    larger of the old and the new entry when it changes in place). Each vector index the change writes to is
+    there too, with its VectorWriteRequestBytes (`vectors.entries.vector_write_bytes`)."""
     units: dict[str, float] = {}
-    if not table.indexes or old is new:
+    if old is new:
+        return units
+    if table.vector_indexes:  # (bytes, not units: `api.capacity` reports them apart)
+        units.update(vector_write_bytes(table, old, new))
+    if not table.indexes:
         return units
     for index in table.indexes:
         before, after = entry_of(table, index, old), entry_of(table, index, new)

@@ -85,6 +85,43 @@ class IndexMeta:
         return projection
 
 
+VectorDistance = Literal["COSINE", "DOT_PRODUCT", "EUCLIDEAN"]
+
+
+@dataclass(slots=True)
+class VectorIndexMeta:
+    """A vector index (CreateTable's VectorIndexes, UpdateTable's VectorIndexUpdates): the attribute holding each
+    item's vector (a List of Numbers), its dimensions and distance function, the search schema (`hash_key`: the
+    HASH element that partitions the search, `filters`: the INLINE_FILTER attributes) and the projection.
+    `index_id` comes from the table's `next_index_id`, shared with the secondary indexes, so it is never reused.
+    `backfilling`: created by UpdateTable on a table that may hold items, whose entries are still being computed
+    (CREATING until done)."""
+
+    name: str
+    attribute: str
+    dimensions: int
+    distance: VectorDistance
+    hash_key: KeyAttribute | None = None
+    filters: list[KeyAttribute] = field(default_factory=list)
+    projection_type: ProjectionType = "ALL"
+    non_key_attributes: list[str] = field(default_factory=list)
+    status: IndexStatus = "ACTIVE"
+    index_id: int = 0
+    backfilling: bool = False
+
+    def search_schema_wire(self) -> list[dict[str, str]]:
+        schema = [] if self.hash_key is None else [{"AttributeName": self.hash_key.name,
+                                                     "SearchSchemaElementType": "HASH"}]
+        return schema + [{"AttributeName": a.name, "SearchSchemaElementType": "INLINE_FILTER"}
+                         for a in self.filters]
+
+    def projection_wire(self) -> dict[str, Any]:
+        projection: dict[str, Any] = {"ProjectionType": self.projection_type}
+        if self.projection_type == "INCLUDE":
+            projection["NonKeyAttributes"] = sorted(self.non_key_attributes)
+        return projection
+
+
 StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
 
 
@@ -148,6 +185,7 @@ class TableMeta:
     warm_until: float = 0.0
     sse_until: float = 0.0  # (an SSESpecification change: SSEDescription UPDATING until then)
     dropping: list[IndexMeta] = field(default_factory=list)
+    vector_indexes: list[VectorIndexMeta] = field(default_factory=list)
 
     @property
     def arn(self) -> str:
@@ -191,6 +229,12 @@ class TableMeta:
                 return index
         return None
 
+    def vector_index(self, name: str) -> VectorIndexMeta | None:
+        for index in self.vector_indexes:
+            if index.name == name:
+                return index
+        return None
+
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))
 
@@ -204,6 +248,7 @@ class TableMeta:
         raw["dropping"] = [_index_from(index) for index in raw.get("dropping", [])]
         if raw.get("stream") is not None:
             raw["stream"] = StreamMeta(**raw["stream"])
+        raw["vector_indexes"] = [_vector_index_from(index) for index in raw.get("vector_indexes", [])]
         return cls(**raw)
 
 
@@ -211,4 +256,11 @@ def _index_from(raw: dict[str, Any]) -> IndexMeta:
     raw["hash_keys"] = [KeyAttribute(**a) for a in raw["hash_keys"]]
     raw["range_keys"] = [KeyAttribute(**a) for a in raw["range_keys"]]
     return IndexMeta(**raw)
+
+
+def _vector_index_from(raw: dict[str, Any]) -> VectorIndexMeta:
+    if raw["hash_key"] is not None:
+        raw["hash_key"] = KeyAttribute(**raw["hash_key"])
+    raw["filters"] = [KeyAttribute(**a) for a in raw["filters"]]
+    return VectorIndexMeta(**raw)
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import orjson
 
 from openddb.model import Item
-from openddb.model.schema import IndexMeta, TableMeta
+from openddb.model.schema import IndexMeta, TableMeta, VectorIndexMeta
 
 _HOLDERS: dict[int, str] = {}
 
@@ -159,6 +159,14 @@ class IndexRow:
     key: IndexKey
     size: int
     data: bytes
+
+
+@dataclass(slots=True)
+class VectorHit:
+    """One SearchVectors result: its score and the item as stored (the API projects it)."""
+
+    score: float
+    item: Item
 
 
 @dataclass(slots=True)
@@ -513,6 +521,29 @@ class Engine(ABC):
 
     def collection_size(self, meta: TableMeta, h: int, pk: bytes) -> int:
         """Bytes of one item collection: the table items under a partition key plus their LSI entries."""
+        raise NotImplementedError
+
+    # --- vector indexes -------------------------------------------------------------------------
+    # An engine that sets `supports_vectors` also maintains, inside `write`'s transaction, every vector index of
+    # the table as the catalog holds it then: for each item a write changes, the entry
+    # `vectors.entries.entry_of(index, old)` is replaced by that of `new`.
+    supports_vectors: bool = False
+
+    def vector_search(self, meta: TableMeta, index: VectorIndexMeta, part: bytes, query: list[float], k: int,
+                      conditions: list[tuple[int, str]]) -> list[VectorHit]:
+        """The `k` items of one search partition (`vectors.entries.part_of`) nearest to `query` by the index's
+        distance function, best first, among those whose INLINE_FILTER values equal `conditions` ((position in
+        `index.filters`, canonical JSON text) pairs); exact, read in one snapshot."""
+        raise NotImplementedError
+
+    def vector_stats(self, meta: TableMeta, index: VectorIndexMeta) -> tuple[int, int]:
+        """(entry count, bytes of vectors and filter values) of a vector index."""
+        raise NotImplementedError
+
+    def backfill_vector_index(self, meta: TableMeta, index: VectorIndexMeta, after: StorageKey | None,
+                              limit: int) -> StorageKey | None:
+        """`backfill_index` for a vector index: entries of up to `limit` rows after `after`; the last row's key,
+        or None once no row is left. Idempotent."""
         raise NotImplementedError
 
     # --- DynamoDB Streams ---------------------------------------------------------------------------

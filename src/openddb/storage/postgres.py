@@ -94,10 +94,11 @@ from openddb.storage.postgres_streams import (
     change_record,
     is_shard_due,
 )
+from openddb.storage.postgres_vectors import VECTOR_MIGRATION, PostgresVectors
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
@@ -158,6 +159,7 @@ _MIGRATIONS: dict[int, list[Migration]] = {
         f"ALTER TABLE openddb_index_entries ADD CONSTRAINT openddb_index_entries_stored_keys CHECK (length(pk) <= "
         f"{ENTRY_KEY_LIMIT + 1} AND length(tpk) <= {ENTRY_KEY_LIMIT + 1} AND length(tsk) <= {ENTRY_KEY_LIMIT + 1})"],
     6: STREAM_MIGRATION,  # DynamoDB Streams (postgres_streams.py)
+    7: VECTOR_MIGRATION,  # vector indexes (postgres_vectors.py)
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -222,7 +224,7 @@ def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
 T = TypeVar("T")
 
 
-class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
+class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Engine):
     def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False,
                  replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
@@ -526,6 +528,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 if index.index_id not in kept:
                     cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s AND iid=%s",
                                 (meta.table_id, index.index_id))
+            if row is not None:
+                vectors = {index.index_id for index in meta.vector_indexes}
+                self.drop_vector_entries(cur, meta.table_id, [i.index_id for i in
+                                         TableMeta.from_json(bytes(row[0])).vector_indexes
+                                         if i.index_id not in vectors])
             meta.version += 1
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
                         (meta.to_json(), meta.name))
@@ -551,6 +558,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
             if row is not None:
                 cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
                 cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
+                self.drop_vector_entries(cur, row[0], None)
                 # The table's stream is disabled, not dropped: its records stay readable for the retention period.
                 self._disable_streams(cur, row[0], None, clock.now())
                 self._live.pop(row[0], None)
@@ -934,7 +942,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, Engine):
                 self._pipe.add(sql, params)
         tables = [live[change[0][0]] for change in changes]
         entries = any(table is not None and table.indexes for table in tables) and self._maintain_indexes(live, changes)
-        self._send_now = bool(inserts) or entries
+        vectors = any(table is not None and table.vector_indexes for table in tables) and \
+            self._maintain_vectors(live, changes)
+        self._send_now = bool(inserts) or entries or vectors
 
     def _read_pages(self, build: Any) -> Iterator[Any]:
         """Rows of a keyset-paginated read; `build(after_row, limit)` gives the statement of the next page."""

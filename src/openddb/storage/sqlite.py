@@ -54,6 +54,7 @@ from openddb.storage.base import (
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
+from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
 
 
@@ -251,7 +252,7 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
-class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
+class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -318,7 +319,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         db = self._db
         self._begin()
         try:
-            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
+            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA, VECTOR_SCHEMA))):
                 db.execute(statement)
             self._add_size_columns()
             self._sync_triggers()
@@ -496,6 +497,9 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             for index in stored.indexes:
                 if index.index_id not in kept:
                     db.execute("DELETE FROM index_entries WHERE tid=? AND iid=?", (meta.table_id, index.index_id))
+            vectors = {index.index_id for index in meta.vector_indexes}
+            self.drop_vector_entries(db, meta.table_id,
+                                     [i.index_id for i in stored.vector_indexes if i.index_id not in vectors])
             db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
             self._bump_catalog()
 
@@ -508,6 +512,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
                 self._sync_stream(None, TableMeta.from_json(row[1]), clock.now())
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
+                self.drop_vector_entries(db, row[0], None)
                 db.execute("DELETE FROM tables WHERE name=?", (name,))
                 self._bump_catalog()
 

@@ -60,6 +60,22 @@ def index_scan_sql(tid: int, iid: int, h_low: int, h_high: int,
     return sql + " ORDER BY h, pk, sk, tpk, tsk", params
 
 
+def committed(db: sqlite3.Connection, tid: int) -> TableMeta | None:
+    """The description of table `tid` the catalog holds in `db`'s transaction (None: deleted)."""
+    row = db.execute("SELECT meta FROM tables WHERE tid=?", (tid,)).fetchone()
+    return None if row is None else TableMeta.from_json(row[0])
+
+
+def items_after(db: sqlite3.Connection, tid: int, after: StorageKey | None,
+                limit: int) -> list[tuple[int, bytes, bytes, bytes]]:
+    """Up to `limit` rows (h, pk, sk, data) of a table after `after` in key order: a backfill's chunk."""
+    if after is None:
+        return db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? ORDER BY h, pk, sk LIMIT ?",
+                          (tid, limit)).fetchall()
+    return db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? AND (h, pk, sk) > (?, ?, ?) "
+                      "ORDER BY h, pk, sk LIMIT ?", (tid, after.h, after.pk, after.sk, limit)).fetchall()
+
+
 class SQLiteIndexes:
     """Index storage and maintenance; mixed into SQLiteEngine, whose connection and catalog cache it uses."""
 
@@ -72,6 +88,8 @@ class SQLiteIndexes:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
 
         def _read(self) -> sqlite3.Connection: ...
+
+        def _maintain_vectors(self, live: TableMeta, key: StorageKey, old: Item | None, new: Item | None) -> None: ...
 
     # --- maintenance (inside write's transaction) ---------------------------------------------------
     def _live_table(self, table: TableMeta) -> TableMeta | None:
@@ -90,7 +108,11 @@ class SQLiteIndexes:
     def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None, new: Item | None) -> None:
         """Replace `old`'s index entries by `new`'s; called by `write` for each item it changes."""
         live = self._live_table(table)
-        if live is None or not live.indexes:
+        if live is None:
+            return
+        if live.vector_indexes:
+            self._maintain_vectors(live, key, old, new)
+        if not live.indexes:
             return
         db = self._db
         tid = live.table_id
@@ -156,19 +178,12 @@ class SQLiteIndexes:
     def backfill_index(self, meta: TableMeta, index: IndexMeta, after: StorageKey | None,
                        limit: int) -> StorageKey | None:
         with self._transaction() as db:
-            row = db.execute("SELECT meta FROM tables WHERE tid=?", (meta.table_id,)).fetchone()
-            live = None if row is None else TableMeta.from_json(row[0])
+            live = committed(db, meta.table_id)
             current = None if live is None else next(
                 (i for i in live.indexes if i.index_id == index.index_id), None)
             last: StorageKey | None = None
             if live is not None and current is not None:
-                if after is None:
-                    rows = db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? ORDER BY h, pk, sk LIMIT ?",
-                                      (live.table_id, limit)).fetchall()
-                else:
-                    rows = db.execute("SELECT h, pk, sk, data FROM items WHERE tid=? AND (h, pk, sk) > (?, ?, ?) "
-                                      "ORDER BY h, pk, sk LIMIT ?",
-                                      (live.table_id, after.h, after.pk, after.sk, limit)).fetchall()
+                rows = items_after(db, live.table_id, after, limit)
                 for _h, pk, sk, data in rows:
                     entry = entry_of(live, current, orjson.loads(data))
                     if entry is not None:

@@ -73,7 +73,7 @@ def stored(db: sqlite3.Connection, where: Where) -> State:
 def skips_read(op: WriteOp) -> bool:
     """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
     neither do the table's indexes. (A stream needs nothing of it either: its triggers see the row as it was.)"""
-    return op.blind and not op.table.indexes
+    return op.blind and not op.table.indexes and not op.table.vector_indexes
 
 
 def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[list[WriteResult], list[Change],
@@ -255,7 +255,7 @@ class SQLiteWrites:
         """One change's row and index entries (see `_persist`)."""
         key = change.key
         table = change.table
-        if table.indexes:
+        if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
         if table.stream is not None:
             self._roll_over_if_due(table, key.h)
@@ -275,7 +275,7 @@ class SQLiteWrites:
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for where, (first, last) in spans.items():
             row = bound(where)
-            if last.table.indexes:
+            if last.table.indexes or last.table.vector_indexes:
                 # Before the row is written: the upkeep's item collection check sums the partition's rows as the
                 # earlier writes left them.
                 self._maintain_indexes(last.table, last.key, first.old, last.new)
