@@ -148,6 +148,8 @@ class TableMeta:
     warm_until: float = 0.0
     sse_until: float = 0.0  # (an SSESpecification change: SSEDescription UPDATING until then)
     dropping: list[IndexMeta] = field(default_factory=list)
+    # A restored table's RestoreSummary (SourceBackupArn, SourceTableArn, RestoreDateTime; see api/backups_restore)
+    restore: dict[str, Any] | None = None
 
     @property
     def arn(self) -> str:

@@ -51,6 +51,7 @@ from openddb.storage.base import (
     add_sort_clauses,
     is_stored_version,
 )
+from openddb.storage.sqlite_backups import RECOVERY_SCHEMA, SQLiteBackups
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
@@ -251,7 +252,7 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
-class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
+class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteBackups, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -318,7 +319,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
         db = self._db
         self._begin()
         try:
-            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA))):
+            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA, RECOVERY_SCHEMA))):
                 db.execute(statement)
             self._add_size_columns()
             self._sync_triggers()
@@ -467,15 +468,19 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
 
     def create_table(self, meta: TableMeta) -> TableMeta:
         with self._transaction(ddl=True) as db:
-            if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
-                raise ResourceInUseException(f"Table already exists: {meta.name}")
-            tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
-            db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
-            meta.table_id = tid
-            self._sync_stream(meta, None, clock.now())
-            db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
-            self._bump_catalog()
+            self._insert_table(db, meta)
         return meta
+
+    def _insert_table(self, db: sqlite3.Connection, meta: TableMeta) -> None:
+        """Inside a DDL transaction: store a new table (CreateTable, and a restore's target)."""
+        if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
+            raise ResourceInUseException(f"Table already exists: {meta.name}")
+        tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
+        db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
+        meta.table_id = tid
+        self._sync_stream(meta, None, clock.now())
+        db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
+        self._bump_catalog()
 
     def _load_table(self, name: str) -> bytes | None:
         row = self._read().execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
@@ -506,6 +511,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
                 self._expect(None if row is None else row[1], expected)
             if row is not None:
                 self._sync_stream(None, TableMeta.from_json(row[1]), clock.now())
+                self._drop_recovery(row[0])  # (first: the rows' deletion is not a change to log)
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM tables WHERE name=?", (name,))
@@ -571,6 +577,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, Engine):
             if self.location != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
+            self._close_backups()
             self._db.close()
             self._lock.close()
             self._signal.close()
