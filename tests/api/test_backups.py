@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.writers import wait_for, writing
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
 
@@ -132,31 +133,15 @@ def test_a_backup_is_one_instant_while_writes_go_on(ddb):
             ddb.batch_write_item(RequestItems={name: [
                 {"PutRequest": {"Item": {"pk": {"S": f"bulk{j}"}, "pad": {"S": "x" * 200}}}}
                 for j in range(i, i + 25)]})
-    stop = threading.Event()
-    acknowledged: list[int] = []
-    writer_client = make_client(ddb.meta.endpoint_url)
+    def write(client: Any, n: int) -> None:
+        client.transact_write_items(TransactItems=[
+            {"Put": {"TableName": name, "Item": {"pk": {"S": key}, "n": {"N": str(n)}}}} for key in ("a", "b")])
+        client.put_item(TableName=name, Item={"pk": {"S": f"w{n}"}})
 
-    def write() -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
-            writer_client.transact_write_items(TransactItems=[
-                {"Put": {"TableName": name, "Item": {"pk": {"S": key}, "n": {"N": str(n)}}}} for key in ("a", "b")])
-            writer_client.put_item(TableName=name, Item={"pk": {"S": f"w{n}"}})
-            acknowledged.append(n)
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    try:
-        while len(acknowledged) < 20:
-            time.sleep(0.01)
+    with writing(ddb.meta.endpoint_url, write) as acknowledged:
         before = acknowledged[-1]
         backup = ddb.create_backup(TableName=name, BackupName="during-writes")["BackupDetails"]
-        while len(acknowledged) < before + 20:  # writes went on after it, too
-            time.sleep(0.01)
-    finally:
-        stop.set()
-        writer.join()
+        wait_for(acknowledged, before + 20)  # writes went on after it, too
     target = unique_name("restored")
     ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup["BackupArn"])
     wait_active(ddb, target)
