@@ -123,6 +123,8 @@ def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) ->
     except ResourceInUseException:  # created meanwhile by another request
         _check_target(context, meta.name)
         raise
+    if building:
+        _BUILDING.add(meta.name)
     for index in meta.indexes:
         ix.schedule_backfill(context.engine, meta, index)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
@@ -206,12 +208,17 @@ def _spec(index: Any, billing: BillingMode) -> dict[str, Any]:
     return spec
 
 
-def finish_restores(engine: Engine) -> None:
+_BUILDING: set[str] = set()  # names of the tables this process restored whose indexes are still being built
+
+
+def finish_restores(engine: Engine, everywhere: bool = False) -> None:
     """A background duty: a restored table whose indexes are all built is restored (ACTIVE, or CREATING for
-    --delay-transient-statuses more)."""
-    for name in engine.list_tables():
+    --delay-transient-statuses more). Each second for the restores this process started; `everywhere` (every few
+    seconds) for any, as those of another process or one a restart cut short."""
+    for name in engine.list_tables() if everywhere else sorted(_BUILDING):
         meta = engine.get_table(name)
         if meta is None or meta.restore is None or meta.pending_until != _UNTIL_RESTORED:
+            _BUILDING.discard(name)
             continue
         if any(index.status == "CREATING" for index in meta.indexes):
             continue
@@ -220,6 +227,7 @@ def finish_restores(engine: Engine) -> None:
             ("CREATING", transient.until(clock.now())) if transient.delayed() else (None, 0.0))
         try:
             engine.update_table(finished)
+            _BUILDING.discard(name)
         except CatalogChanged:
             pass  # finished by another process, or changed: the next round looks again
 

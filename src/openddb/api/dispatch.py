@@ -324,6 +324,7 @@ class Dispatcher:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
+                self._duty("finishing restores", backups_restore.finish_restores, self.engine, True)
             self._duty("finishing restores", backups_restore.finish_restores, self.engine)
             self._duty("recovery log upkeep", backups_continuous.trim_recovery_logs, self.engine, now)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)

@@ -48,7 +48,6 @@ CREATE TABLE IF NOT EXISTS recovery_log (
     seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, created_at REAL NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL,
     sk BLOB NOT NULL, old_size INTEGER, old BLOB
 );
-CREATE INDEX IF NOT EXISTS recovery_log_by_time ON recovery_log (tid, created_at);
 """
 
 # The old image of each row change of table {tid} (None for a row inserted); a row rewritten with the same bytes
@@ -71,10 +70,10 @@ END;
 _TRIGGER_KINDS = ("recovery_on_insert", "recovery_on_update", "recovery_on_delete")
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
-# For each key changed after the restore time, its first change after it (SQLite takes the bare columns of a
-# min() aggregate from the row holding the minimum).
+# For each key changed after the restore time (from the log's first record after it, `:since`), its first change
+# after it (SQLite takes the bare columns of a min() aggregate from the row holding the minimum).
 _FIRST_CHANGES = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FROM recovery_log "
-                  "WHERE tid=:src AND created_at > :at GROUP BY h, pk, sk) ")
+                  "WHERE seq >= :since AND tid=:src GROUP BY h, pk, sk) ")
 _UNDO_INSERTS = (_FIRST_CHANGES + "DELETE FROM items WHERE tid=:tid AND (h, pk, sk) IN "
                  "(SELECT h, pk, sk FROM first WHERE old IS NULL)")
 _UNDO_CHANGES = (_FIRST_CHANGES + "INSERT INTO items (tid, h, pk, sk, size, data) "
@@ -209,7 +208,7 @@ class SQLiteBackups:
                 src = source.table.table_id
                 db.execute("INSERT INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
                            "FROM items WHERE tid=?", (meta.table_id, src))
-                names = {"src": src, "at": source.at, "tid": meta.table_id}
+                names = {"src": src, "since": self._first_after(source.at), "tid": meta.table_id}
                 db.execute(_UNDO_INSERTS, names)
                 db.execute(_UNDO_CHANGES, names)
         return meta
@@ -242,10 +241,30 @@ class SQLiteBackups:
         db.execute("DELETE FROM recovery WHERE tid=?", (tid,))
         db.execute("DELETE FROM recovery_log WHERE tid=?", (tid,))
 
+    def _first_after(self, at: float) -> int:
+        """The sequence number of the log's first record later than `at`, found by bisection: records are appended
+        under the writer lock in time order, so their times grow with their sequence numbers. (The log has no index
+        on time: each one a write adds costs it, see docs/ARCHITECTURE.md.)"""
+        db = self._db
+        low, high = db.execute("SELECT min(seq), max(seq) FROM recovery_log").fetchone()
+        if low is None:
+            return 1
+        high += 1
+        while low < high:
+            middle = (low + high) // 2
+            seq, created_at = db.execute("SELECT seq, created_at FROM recovery_log WHERE seq >= ? ORDER BY seq "
+                                         "LIMIT 1", (middle,)).fetchone()
+            if created_at > at:
+                high = middle  # (no record between middle and seq)
+            else:
+                low = seq + 1
+        return int(low)
+
     def trim_recovery(self, now: float) -> None:
         with self._transaction() as db:
             for tid, days in db.execute("SELECT tid, days FROM recovery").fetchall():
-                db.execute("DELETE FROM recovery_log WHERE tid=? AND created_at < ?", (tid, now - days * _DAY))
+                db.execute("DELETE FROM recovery_log WHERE seq < ? AND tid=?", (self._first_after(now - days * _DAY),
+                                                                               tid))
 
     def _close_backups(self) -> None:
         if self._backups is not None:
