@@ -272,10 +272,6 @@ class BackupNotFoundException(DynamoDBError):
     """Backup not found for the given BackupARN."""
 
 
-class BackupInUseException(DynamoDBError):
-    """Another backup control-plane operation on the table is under way."""
-
-
 class TableAlreadyExistsException(DynamoDBError):
     """A restore's target table name is taken."""
 
@@ -290,7 +286,3 @@ class PointInTimeRecoveryUnavailableException(DynamoDBError):
 
 class InvalidRestoreTimeException(DynamoDBError):
     """RestoreDateTime is outside EarliestRestorableDateTime .. LatestRestorableDateTime."""
-
-
-class ContinuousBackupsUnavailableException(DynamoDBError):
-    """Backups have not yet been enabled for the table."""

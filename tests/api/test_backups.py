@@ -381,3 +381,27 @@ def test_aws_cli_backup_and_point_in_time_restore(server, ddb):
     assert [b["BackupArn"] for b in listed] == [arn]
     aws(e, "delete-backup", "--backup-arn", arn)
     assert ddb.list_backups(TableName=name)["BackupSummaries"] == []
+
+
+def test_restores_go_through_creating_with_delayed_statuses():
+    """With --delay-transient-statuses a restored table is CREATING (RestoreInProgress) for the delay, then ACTIVE;
+    a table still CREATING can be neither backed up nor restored over (TableInUseException)."""
+    server = ServerProcess(None, "--delay-transient-statuses", "1.5")
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        assert refusal(ddb.create_backup, TableName=name, BackupName="early") == (
+            "TableInUseException", f"Table is in use: {name}")
+        wait_active(ddb, name)
+        backup = ddb.create_backup(TableName=name, BackupName="ready")["BackupDetails"]["BackupArn"]
+        target = unique_name("restored")
+        ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup)
+        table = ddb.describe_table(TableName=target)["Table"]
+        assert (table["TableStatus"], table["RestoreSummary"]["RestoreInProgress"]) == ("CREATING", True)
+        assert refusal(ddb.restore_table_from_backup, TargetTableName=target, BackupArn=backup) == (
+            "TableInUseException", f"Table is being created or deleted: {target}")
+        assert refusal(ddb.get_item, TableName=target, Key={"pk": {"S": "a"}})[0] == "ResourceNotFoundException"
+        table = wait_active(ddb, target)
+        assert (table["TableStatus"], table["RestoreSummary"]["RestoreInProgress"]) == ("ACTIVE", False)
+    finally:
+        server.finish()

@@ -110,6 +110,11 @@ class SQLiteBackups:
     def _backup_db(self) -> tuple[sqlite3.Connection, str]:
         """The connection backups are written through, and the schema name the store's tables go by on it."""
         if self.location == ":memory:":
+            if self._backups is None:
+                with self._transaction() as db:
+                    for statement in statements(BACKUP_SCHEMA):
+                        db.execute(statement)
+                self._backups = self._db
             return self._db, "main"
         if self._backups is None:
             path = os.path.join(os.path.dirname(self.location), "openddb-backups.sqlite3")
@@ -267,6 +272,6 @@ class SQLiteBackups:
                                                                                tid))
 
     def _close_backups(self) -> None:
-        if self._backups is not None:
+        if self._backups is not None and self._backups is not self._db:
             self._backups.close()
-            self._backups = None
+        self._backups = None
