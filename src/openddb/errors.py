@@ -286,3 +286,11 @@ class PointInTimeRecoveryUnavailableException(DynamoDBError):
 
 class InvalidRestoreTimeException(DynamoDBError):
     """RestoreDateTime is outside EarliestRestorableDateTime .. LatestRestorableDateTime."""
+
+
+class ExportNotFoundException(DynamoDBError):
+    """The specified export was not found."""
+
+
+class InvalidExportTimeException(DynamoDBError):
+    """ExportTime is outside the point-in-time recovery window."""

@@ -114,21 +114,21 @@ def test_every_unimplemented_operation_answers_501_naming_it(server):
 
 def test_unsupported_operation_over_raw_http(server):
     """The raw answer: 501 Not Implemented, DynamoDB's JSON error shape, a request id and a CRC32 like any answer."""
-    response, data = call(server, json.dumps({"TableArn": "arn:aws:dynamodb:us-east-1:000000000000:table/t"}),
-                          target="DynamoDB_20120810.ListExports")
+    response, data = call(server, json.dumps({"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/t/import/1"}),
+                          target="DynamoDB_20120810.DescribeImport")
     assert response.status == 501
     assert response.getheader("Content-Type") == "application/x-amz-json-1.0"
     assert int(response.getheader("x-amz-crc32")) == zlib.crc32(data)
     assert response.getheader("x-amzn-RequestId")
-    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "ListExports is not supported by OpenDDB yet "
+    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "DescribeImport is not supported by OpenDDB yet "
                                                                   "(docs/OPERATIONS.md lists the operations it "
                                                                   "implements)"}
 
 
 @pytest.mark.parametrize(("operation", "arguments"), [
     ("list_imports", {}),
-    ("list_exports", {}),
-    ("list_exports", {"TableArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table"}),
+    ("list_imports", {"TableArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table"}),
+    ("describe_import", {"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table/import/0123"}),
 ])
 def test_unsupported_operation_through_boto3(ddb, operation, arguments):
     """boto3 shows the operation's name, "not supported by OpenDDB" and HTTP 501, not a misleading unknown

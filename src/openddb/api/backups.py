@@ -1,6 +1,6 @@
 """On-demand backups: CreateBackup, DescribeBackup, ListBackups, DeleteBackup. Restores are in
 backups_restore.py, continuous backups (point-in-time recovery) in backups_continuous.py; this module's
-HANDLERS holds all three's.
+HANDLERS holds all four's (exports: backups_export.py).
 
 A backup is taken whole before CreateBackup answers (the engine copies the table's description and items from
 one snapshot while writes go on, see storage/sqlite_backups.py), so it is AVAILABLE at once; a backup cut short
@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from openddb import clock
-from openddb.api import backups_continuous, backups_restore, transient
+from openddb.api import backups_continuous, backups_export, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
 from openddb.api.backups_shapes import BACKUP_ARN, BACKUP_NAME, Timestamp, backup_not_found, timestamp
@@ -152,4 +152,5 @@ HANDLERS = {
     "ListBackups": list_backups,
     **backups_restore.HANDLERS,
     **backups_continuous.HANDLERS,
+    **backups_export.HANDLERS,
 }

@@ -11,14 +11,11 @@ for every node. The tables are made on first use (not by a schema migration), un
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg import errors as pgerrors
 
-from openddb.errors import LimitExceededException
 from openddb.model.schema import TableMeta
 from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource
 
@@ -57,14 +54,18 @@ END $$""",
 ]
 _TRIGGERS = (("insert", "INSERT", "NEW"), ("update", "UPDATE", "NEW"), ("delete", "DELETE", "OLD"))
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
-# For each key changed after the restore time, its first change after it.
-_FIRST_CHANGES = ("WITH first AS (SELECT DISTINCT ON (h, pk, sk) h, pk, sk, pkx, old_size, old "
-                  "FROM openddb_recovery_log WHERE tid=%(src)s AND created_at > %(at)s ORDER BY h, pk, sk, seq) ")
-_UNDO_INSERTS = (_FIRST_CHANGES + "DELETE FROM openddb_items i USING first f WHERE i.tid=%(tid)s AND i.h=f.h "
-                 "AND i.pk=f.pk AND i.sk=f.sk AND f.old IS NULL")
-_UNDO_CHANGES = (_FIRST_CHANGES + "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
-                 "SELECT %(tid)s, h, pk, sk, old_size, old, pkx FROM first WHERE old IS NOT NULL "
-                 "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data, pkx=EXCLUDED.pkx")
+# The table at a time, in one statement (so from one snapshot, in READ COMMITTED too): the rows no change after the
+# time touched, as they are, and for each key changed after it, the old image of its first change after it (none
+# for a key inserted after it).
+_AS_IT_WAS = (
+    "WITH first AS (SELECT DISTINCT ON (h, pk, sk) h, pk, sk, pkx, old_size, old FROM openddb_recovery_log "
+    "WHERE tid=%(src)s AND created_at > %(at)s ORDER BY h, pk, sk, seq), "
+    "kept AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
+    "SELECT %(tid)s, i.h, i.pk, i.sk, i.size, i.data, i.pkx FROM openddb_items i WHERE i.tid=%(src)s AND i.size >= 0 "
+    "AND NOT EXISTS (SELECT 1 FROM first f WHERE f.h=i.h AND f.pk=i.pk AND f.sk=i.sk) RETURNING 1), "
+    "undone AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
+    "SELECT %(tid)s, h, pk, sk, old_size, old, pkx FROM first WHERE old IS NOT NULL RETURNING 1) "
+    "SELECT (SELECT count(*) FROM kept) + (SELECT count(*) FROM undone)")
 _DAY = 86400.0
 
 
@@ -98,17 +99,6 @@ class PostgresBackups:
             for statement in _SCHEMA:
                 cur.execute(statement)
         self._backup_schema_ready = True
-
-    @contextmanager
-    def _snapshot_transaction(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A table change whose statements must all read one snapshot (a point-in-time restore)."""
-        try:
-            with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") as cur:
-                yield cur
-        except (pgerrors.LockNotAvailable, pgerrors.SerializationFailure):
-            # (DynamoDB's prefix for its limits on simultaneous table operations; the rest is ours)
-            raise LimitExceededException("Subscriber limit exceeded: another table operation still in progress "
-                                         "holds back this one; try again") from None
 
     # --- on-demand backups ------------------------------------------------------------------------------------
     def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
@@ -147,19 +137,14 @@ class PostgresBackups:
     # --- restores ---------------------------------------------------------------------------------------------
     def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
         self._backup_schema()
-        with self._snapshot_transaction() as cur:
+        with self._ddl_transaction() as cur:
             self._insert_table(cur, meta)
             if source.backup_arn is not None:
                 cur.execute("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
                             "SELECT %s, h, pk, sk, size, data, pkx FROM openddb_backup_items WHERE arn=%s",
                             (meta.table_id, source.backup_arn))
             elif source.table is not None:
-                cur.execute("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
-                            "SELECT %s, h, pk, sk, size, data, pkx FROM openddb_items WHERE tid=%s AND size >= 0",
-                            (meta.table_id, source.table.table_id))
-                names = {"src": source.table.table_id, "at": source.at, "tid": meta.table_id}
-                cur.execute(_UNDO_INSERTS, names)
-                cur.execute(_UNDO_CHANGES, names)
+                cur.execute(_AS_IT_WAS, {"src": source.table.table_id, "at": source.at, "tid": meta.table_id})
         return meta
 
     # --- point-in-time recovery -------------------------------------------------------------------------------
