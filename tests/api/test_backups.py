@@ -304,7 +304,7 @@ def test_recovery_turned_off_forgets_its_log(ddb):
                    RestoreDateTime=first)[0] == "InvalidRestoreTimeException"
 
 
-def _load(ddb: Any, name: str, count: int) -> None:
+def load(ddb: Any, name: str, count: int) -> None:
     pad = "x" * 1000
     for start in range(0, count, 25):
         ddb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": {"pk": {"S": f"i{j}"}, "pad": {"S": pad}}}}
@@ -318,7 +318,7 @@ def test_a_backup_cut_short_by_kill_9_is_absent(tmp_path):
     ddb = make_client(server.endpoint)
     try:
         name = create_table(ddb, range_type=None)
-        _load(ddb, name, 6000)
+        load(ddb, name, 6000)
         kept = ddb.create_backup(TableName=name, BackupName="kept")["BackupDetails"]["BackupArn"]
         caller = threading.Thread(target=lambda: refusal_or_answer(ddb, name))
         caller.start()

@@ -7,12 +7,13 @@ import gzip
 import json
 import math
 import os
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.api.test_backups import items_of, put, refusal
-from tests.conftest import create_table, unique_name
+from tests.api.test_backups import items_of, load, put, refusal
+from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
 
 def exported_items(root: str, manifest_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -84,3 +85,42 @@ def test_export_errors(ddb, tmp_path):
     unknown = f"{arn}/export/01700000000000-00000000"
     assert refusal(ddb.describe_export, ExportArn=unknown) == ("ExportNotFoundException",
                                                               f"Export not found: {unknown}")
+
+
+def test_an_export_cut_short_by_kill_9_is_absent(tmp_path):
+    """kill -9 while an export writes: after a restart the table is intact and the export is either recorded
+    (COMPLETED, its files holding every item) or absent, and no snapshot table is left visible."""
+    data, bucket = tmp_path / "data", tmp_path / "bucket"
+    server = ServerProcess(str(data))
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        ddb.update_continuous_backups(TableName=name,
+                                      PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+        load(ddb, name, 4000)
+        arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+        caller = threading.Thread(target=lambda: _export_or_nothing(ddb, arn, str(bucket)))
+        caller.start()
+        time.sleep(0.05)
+        server.stop(kill=True)
+        caller.join()
+    finally:
+        server.log.close()
+    server = ServerProcess(str(data))
+    ddb = make_client(server.endpoint)
+    try:
+        assert len(items_of(ddb, name)) == 4000
+        for summary in ddb.list_exports(TableArn=arn)["ExportSummaries"]:
+            described = ddb.describe_export(ExportArn=summary["ExportArn"])["ExportDescription"]
+            assert described["ExportStatus"] == "COMPLETED"
+            assert len(exported_items(str(bucket), described["ExportManifest"])[1]) == 4000
+        assert not any(table.startswith("openddb/") for table in ddb.list_tables()["TableNames"])
+    finally:
+        server.finish()
+
+
+def _export_or_nothing(ddb: Any, arn: str, bucket: str) -> None:
+    try:
+        ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=bucket)
+    except Exception:
+        pass
