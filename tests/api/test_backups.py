@@ -10,7 +10,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.api.writers import wait_for, writing
+from tests.api.writers import kill_during, wait_for, writing
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
 
@@ -316,17 +315,10 @@ def test_a_backup_cut_short_by_kill_9_is_absent(tmp_path):
     listed and restorable, and the one cut short is either complete (listed, restoring every item) or absent."""
     server = ServerProcess(str(tmp_path))
     ddb = make_client(server.endpoint)
-    try:
-        name = create_table(ddb, range_type=None)
-        load(ddb, name, 6000)
-        kept = ddb.create_backup(TableName=name, BackupName="kept")["BackupDetails"]["BackupArn"]
-        caller = threading.Thread(target=lambda: refusal_or_answer(ddb, name))
-        caller.start()
-        time.sleep(0.03)
-        server.stop(kill=True)
-        caller.join()
-    finally:
-        server.log.close()
+    name = create_table(ddb, range_type=None)
+    load(ddb, name, 6000)
+    kept = ddb.create_backup(TableName=name, BackupName="kept")["BackupDetails"]["BackupArn"]
+    kill_during(server, lambda: ddb.create_backup(TableName=name, BackupName="cut"), 0.03)
     server = ServerProcess(str(tmp_path))
     ddb = make_client(server.endpoint)
     try:
@@ -339,13 +331,6 @@ def test_a_backup_cut_short_by_kill_9_is_absent(tmp_path):
             assert len(items_of(ddb, target)) == 6000
     finally:
         server.finish()
-
-
-def refusal_or_answer(ddb: Any, name: str) -> None:
-    try:
-        ddb.create_backup(TableName=name, BackupName="cut")
-    except Exception:
-        pass
 
 
 def aws(endpoint: str, *args: str) -> dict[str, Any]:

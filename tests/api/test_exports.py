@@ -7,12 +7,12 @@ import gzip
 import json
 import math
 import os
-import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 from tests.api.test_backups import items_of, load, put, refusal
+from tests.api.writers import kill_during
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
 
@@ -93,19 +93,12 @@ def test_an_export_cut_short_by_kill_9_is_absent(tmp_path):
     data, bucket = tmp_path / "data", tmp_path / "bucket"
     server = ServerProcess(str(data))
     ddb = make_client(server.endpoint)
-    try:
-        name = create_table(ddb, range_type=None)
-        ddb.update_continuous_backups(TableName=name,
-                                      PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
-        load(ddb, name, 4000)
-        arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
-        caller = threading.Thread(target=lambda: _export_or_nothing(ddb, arn, str(bucket)))
-        caller.start()
-        time.sleep(0.05)
-        server.stop(kill=True)
-        caller.join()
-    finally:
-        server.log.close()
+    name = create_table(ddb, range_type=None)
+    ddb.update_continuous_backups(TableName=name,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    load(ddb, name, 4000)
+    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    kill_during(server, lambda: ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(bucket)), 0.05)
     server = ServerProcess(str(data))
     ddb = make_client(server.endpoint)
     try:
@@ -118,9 +111,3 @@ def test_an_export_cut_short_by_kill_9_is_absent(tmp_path):
     finally:
         server.finish()
 
-
-def _export_or_nothing(ddb: Any, arn: str, bucket: str) -> None:
-    try:
-        ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=bucket)
-    except Exception:
-        pass

@@ -1,4 +1,5 @@
-"""A writer that keeps writing beside a test (one client of its own, one thread), counting what was acknowledged."""
+"""Work beside a test: a writer that keeps writing (one client of its own, one thread), counting what was
+acknowledged; a call cut off by kill -9."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.conftest import make_client
+from tests.conftest import ServerProcess, make_client
 
 
 @contextmanager
@@ -41,3 +42,23 @@ def wait_for(acknowledged: list[int], count: int) -> None:
     """Until `count` writes are acknowledged."""
     while len(acknowledged) < count:
         time.sleep(0.01)
+
+
+def kill_during(server: ServerProcess, call: Callable[[], object], after: float) -> None:
+    """Send `call` from a thread, kill -9 the server `after` seconds later and restart nothing: the call may have
+    been answered, refused or cut off, which is what the caller's test looks at once it restarts the server."""
+
+    def send() -> None:
+        try:
+            call()
+        except Exception:
+            pass
+
+    caller = threading.Thread(target=send)
+    caller.start()
+    time.sleep(after)
+    try:
+        server.stop(kill=True)
+        caller.join()
+    finally:
+        server.log.close()
