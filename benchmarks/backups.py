@@ -124,12 +124,19 @@ async def rounds(server: Server, args: argparse.Namespace) -> list[Sample]:
 def report(samples: list[Sample], figures: dict[str, float], args: argparse.Namespace) -> None:
     print(f"\nput/update, recovery off vs on ({args.rounds} rounds x {args.duration:g} s, {args.connections} "
           "connections, medians):")
-    print(f"  {'workload':10} {'off ops/s':>10} {'on ops/s':>10} {'on/off':>7} {'off µs/op':>10} {'on µs/op':>9}")
+    print(f"  {'workload':10} {'off ops/s':>10} {'on ops/s':>10} {'on/off':>7} {'off µs/op':>10} {'on µs/op':>9} "
+          f"{'on/off':>7}")
     for plain, pitr in PAIRS:
         rate = [statistics.median(s.rate for s in samples if s.workload == w) for w in (plain, pitr)]
         cpu = [statistics.median(s.server_us for s in samples if s.workload == w) for w in (plain, pitr)]
-        print(f"  {plain:10} {rate[0]:10,.0f} {rate[1]:10,.0f} {rate[1] / rate[0]:7.1%} {cpu[0]:10.0f} "
-              f"{cpu[1]:9.0f}")
+        # (each ratio the median of the rounds' ratios: a round's two runs are back to back, which cancels most of
+        # a shared machine's drift between rounds)
+        pairs = [(next(s for s in samples if s.workload == plain and s.round == r),
+                  next(s for s in samples if s.workload == pitr and s.round == r)) for r in range(args.rounds)]
+        rate_ratio = statistics.median(on.rate / off.rate for off, on in pairs)
+        cpu_ratio = statistics.median(on.server_us / off.server_us for off, on in pairs)
+        print(f"  {plain:10} {rate[0]:10,.0f} {rate[1]:10,.0f} {rate_ratio:7.1%} {cpu[0]:10.0f} {cpu[1]:9.0f} "
+              f"{cpu_ratio:7.1%}")
     print(f"\na table of {args.large:,} items (~200 bytes each):")
     for label, seconds in figures.items():
         print(f"  {label:72} {seconds:7.2f} s")
