@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from openddb.model.schema import TableMeta
@@ -80,7 +81,6 @@ _UNDO_CHANGES = (_FIRST_CHANGES + "INSERT INTO items (tid, h, pk, sk, size, data
                  "SELECT :tid, h, pk, sk, old_size, old FROM first WHERE old IS NOT NULL "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, "
                  "data=excluded.data")
-_COPY_CHUNK = 5000
 _DAY = 86400.0
 
 
@@ -105,6 +105,10 @@ class SQLiteBackups:
         def _bump_catalog(self) -> None: ...
 
         def _read(self) -> sqlite3.Connection: ...
+
+        def _end_group(self, wait: bool = True) -> None: ...
+
+        def end_reads(self) -> None: ...
 
     # --- on-demand backups ------------------------------------------------------------------------------------
     def _backup_db(self) -> tuple[sqlite3.Connection, str]:
@@ -194,22 +198,17 @@ class SQLiteBackups:
         db.execute("DELETE FROM backup_items WHERE arn=?", (arn,))
         return db.execute("DELETE FROM backups WHERE arn=?", (arn,)).rowcount > 0
 
-    def _backup_rows(self, arn: str) -> Iterator[list[tuple[int, bytes, bytes, int, bytes]]]:
-        """A backup's rows in chunks, from one read snapshot of the backups file."""
-        db, _ = self._backup_db()
-        cursor = db.execute("SELECT h, pk, sk, size, data FROM backup_items WHERE arn=?", (arn,))
-        while chunk := cursor.fetchmany(_COPY_CHUNK):
-            yield chunk
-
     # --- restores ---------------------------------------------------------------------------------------------
     def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
+        if source.backup_arn is not None:
+            with self._backups_attached() as backups, self._transaction(ddl=True) as db:
+                self._insert_table(db, meta)
+                db.execute(f"INSERT INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
+                           f"FROM {backups}.backup_items WHERE arn=?", (meta.table_id, source.backup_arn))
+            return meta
         with self._transaction(ddl=True) as db:
             self._insert_table(db, meta)
-            if source.backup_arn is not None:
-                for chunk in self._backup_rows(source.backup_arn):
-                    db.executemany("INSERT INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?)",
-                                   [(meta.table_id, *row) for row in chunk])
-            elif source.table is not None:
+            if source.table is not None:
                 src = source.table.table_id
                 db.execute("INSERT INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
                            "FROM items WHERE tid=?", (meta.table_id, src))
@@ -217,6 +216,23 @@ class SQLiteBackups:
                 db.execute(_UNDO_INSERTS, names)
                 db.execute(_UNDO_CHANGES, names)
         return meta
+
+    @contextmanager
+    def _backups_attached(self) -> Iterator[str]:
+        """The backups file attached to the store's connection (its schema name) for one restore, so the copy is
+        one `INSERT ... SELECT` in SQLite's C code. ATTACH and DETACH need no transaction open: any group is
+        committed and any read snapshot ended first."""
+        if self._backup_db()[1] == "main":  # (a store in memory keeps its backups in its own database)
+            yield "main"
+            return
+        self._end_group()
+        self.end_reads()
+        self._db.execute("ATTACH DATABASE ? AS backups", (os.path.join(os.path.dirname(self.location),
+                                                                        "openddb-backups.sqlite3"),))
+        try:
+            yield "backups"
+        finally:
+            self._db.execute("DETACH DATABASE backups")
 
     # --- point-in-time recovery -------------------------------------------------------------------------------
     def recovery_window(self, meta: TableMeta) -> RecoveryWindow | None:
