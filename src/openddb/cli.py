@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import ssl
 import sys
 import threading
@@ -29,6 +30,7 @@ from openddb.server.tls import TlsSetupError, server_context
 from openddb.server.workers import stop_with_parent, supervise
 from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite, remove_sqlite_store
 from openddb.storage.base import Engine, StreamSettings
+from openddb.storage.sqlite_copy import StoreCopyError, backup_store, restore_store
 
 if TYPE_CHECKING:
     from openddb.server.control import Control
@@ -109,7 +111,33 @@ def _parser() -> argparse.ArgumentParser:
     health_parser.add_argument("--ca", default=None, metavar="FILE",
                                help="for an https:// endpoint: the certificate authority to trust (openddb-ca.pem)")
     _cert_parser(commands)
+    _store_copy_parser(commands)
     return parser
+
+
+def _store_copy_parser(commands: Any) -> None:
+    backup = commands.add_parser("backup", help="copy the whole embedded store, consistently, into a new directory "
+                                                "(a data dir; the server may be running)")
+    backup.add_argument("path", help="the directory to copy into (made if missing; must hold no store)")
+    restore = commands.add_parser("restore", help="replace the embedded store with a copy made by `openddb backup` "
+                                                  "(the server must be stopped)")
+    restore.add_argument("path", help="the directory `openddb backup` made")
+    for command in (backup, restore):
+        command.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
+                             help="the store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+
+
+def _store_copy(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "backup":
+            copied = backup_store(args.data_dir, args.path)
+        else:
+            copied = restore_store(args.path, args.data_dir)
+    except (StoreCopyError, OSError, sqlite3.Error) as error:
+        print(f"openddb: {error}", file=sys.stderr)
+        return 1
+    print(f"openddb {args.command}: {', '.join(copied)}")
+    return 0
 
 
 def _cert_parser(commands: Any) -> None:
@@ -490,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         return health(args.endpoint, args.ca)
     if args.command == "cert":
         return _cert(args)
+    if args.command in ("backup", "restore"):
+        return _store_copy(args)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
                         stream=sys.stderr)
     try:

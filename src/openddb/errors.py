@@ -266,3 +266,35 @@ class ExpiredIteratorException(DynamoDBError):
 
 class TrimmedDataAccessException(DynamoDBError):
     """A read of stream records older than the retention period (24 hours), which are gone."""
+
+
+# --- backups and point-in-time recovery (API Reference: CreateBackup, RestoreTableFromBackup,
+# RestoreTableToPointInTime, UpdateContinuousBackups) -------------------------------------------------------
+
+
+class BackupNotFoundException(DynamoDBError):
+    """Backup not found for the given BackupARN."""
+
+
+class TableAlreadyExistsException(DynamoDBError):
+    """A restore's target table name is taken."""
+
+
+class TableInUseException(DynamoDBError):
+    """A restore's target table (or a backup's source) is being created or deleted."""
+
+
+class PointInTimeRecoveryUnavailableException(DynamoDBError):
+    """Point-in-time recovery is not enabled for the source table."""
+
+
+class InvalidRestoreTimeException(DynamoDBError):
+    """RestoreDateTime is outside EarliestRestorableDateTime .. LatestRestorableDateTime."""
+
+
+class ExportNotFoundException(DynamoDBError):
+    """The specified export was not found."""
+
+
+class InvalidExportTimeException(DynamoDBError):
+    """ExportTime is outside the point-in-time recovery window."""

@@ -199,17 +199,16 @@ def test_alone_members_count_global_table_members_as_operations(server, ddb, mem
 
 
 def test_point_in_time_recovery_is_described_off(ddb):
-    """DescribeContinuousBackups: point-in-time recovery off (it is not implemented), so no RecoveryPeriodInDays or
-    restorable times, which DynamoDB gives only while it is enabled; continuous backups DISABLED too (DynamoDB says
-    ENABLED for every table, but this server takes no backups yet and does not claim it does)."""
+    """DescribeContinuousBackups of a new table: continuous backups ENABLED (as for every DynamoDB table), point-in-time
+    recovery off, so no RecoveryPeriodInDays or restorable times, which DynamoDB gives only while it is enabled."""
     name = unique_name()
     ddb.create_table(**_table(TableName=name))
     description = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
-    assert description == {"ContinuousBackupsStatus": "DISABLED",
+    assert description == {"ContinuousBackupsStatus": "ENABLED",
                            "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
 
 
-# --- UpdateContinuousBackups: checked in full; point-in-time recovery turns off, not on -------------------------
+# --- UpdateContinuousBackups: checked in full; point-in-time recovery turns on and off ------------------------
 
 
 def _pitr(name: str, **specification: Any) -> dict[str, Any]:
@@ -248,22 +247,28 @@ def test_update_continuous_backups_needs_its_specification(server):
         "failed to satisfy constraint: Member must not be null")
 
 
-def test_point_in_time_recovery_turns_off_but_not_on(server, ddb):
-    """Turning it off answers the description DynamoDB gives (it is off); turning it on is refused by name, since
-    it would promise restores; a missing table is the backup operations' TableNotFoundException."""
+def test_point_in_time_recovery_turns_on_and_off(server, ddb):
+    """Turning it on answers the window (RecoveryPeriodInDays, 35 by default, and the restorable times); turning it
+    off answers it off; a missing table is the backup operations' TableNotFoundException."""
     name = unique_name()
     ddb.create_table(**_table(TableName=name))
+    on = ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
+        "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 7})["ContinuousBackupsDescription"]
+    recovery = on["PointInTimeRecoveryDescription"]
+    assert (on["ContinuousBackupsStatus"], recovery["PointInTimeRecoveryStatus"], recovery["RecoveryPeriodInDays"]) \
+        == ("ENABLED", "ENABLED", 7)
+    assert recovery["EarliestRestorableDateTime"] <= recovery["LatestRestorableDateTime"]
+    again = ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
+        "PointInTimeRecoveryEnabled": True})["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+    # (the period back to its default; the window still starts when recovery was turned on)
+    assert (again["RecoveryPeriodInDays"], again["EarliestRestorableDateTime"]) == (
+        35, recovery["EarliestRestorableDateTime"])
     off = {"PointInTimeRecoveryEnabled": False}
     assert ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=off)[
-        "ContinuousBackupsDescription"] == {"ContinuousBackupsStatus": "DISABLED",
+        "ContinuousBackupsDescription"] == {"ContinuousBackupsStatus": "ENABLED",
                                            "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
     code, message = refusal(ddb.update_continuous_backups, TableName="no-such-table",
                             PointInTimeRecoverySpecification=off)
     assert (code, message) == ("TableNotFoundException", "Table not found: no-such-table")
-    status, kind, message = raw(server, "UpdateContinuousBackups", _pitr(name, PointInTimeRecoveryEnabled=True,
-                                                                         RecoveryPeriodInDays=7))
-    assert (status, kind) == (501, "UnsupportedOperationException")
-    assert message.startswith("UpdateContinuousBackups with PointInTimeRecoveryEnabled true is not supported by "
-                              "OpenDDB: ")
     assert ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"][
         "PointInTimeRecoveryDescription"] == {"PointInTimeRecoveryStatus": "DISABLED"}

@@ -114,21 +114,21 @@ def test_every_unimplemented_operation_answers_501_naming_it(server):
 
 def test_unsupported_operation_over_raw_http(server):
     """The raw answer: 501 Not Implemented, DynamoDB's JSON error shape, a request id and a CRC32 like any answer."""
-    response, data = call(server, json.dumps({"TableName": "some-table", "BackupName": "nightly"}),
-                          target="DynamoDB_20120810.CreateBackup")
+    response, data = call(server, json.dumps({"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/t/import/1"}),
+                          target="DynamoDB_20120810.DescribeImport")
     assert response.status == 501
     assert response.getheader("Content-Type") == "application/x-amz-json-1.0"
     assert int(response.getheader("x-amz-crc32")) == zlib.crc32(data)
     assert response.getheader("x-amzn-RequestId")
-    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "CreateBackup is not supported by OpenDDB yet "
+    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "DescribeImport is not supported by OpenDDB yet "
                                                                   "(docs/OPERATIONS.md lists the operations it "
                                                                   "implements)"}
 
 
 @pytest.mark.parametrize(("operation", "arguments"), [
-    ("create_backup", {"TableName": "some-table", "BackupName": "nightly"}),
-    ("list_exports", {}),
-    ("list_backups", {"TableName": "some-table"}),
+    ("list_imports", {}),
+    ("list_imports", {"TableArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table"}),
+    ("describe_import", {"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table/import/0123"}),
 ])
 def test_unsupported_operation_through_boto3(ddb, operation, arguments):
     """boto3 shows the operation's name, "not supported by OpenDDB" and HTTP 501, not a misleading unknown
@@ -150,17 +150,17 @@ def test_clients_do_not_retry_it(server, mode):
         "dynamodb", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="test",
         aws_secret_access_key="test", config=Config(retries={"mode": mode, "max_attempts": 4}))
     with pytest.raises(ClientError) as caught:
-        ddb.list_backups()
+        ddb.list_imports()
     assert caught.value.response["ResponseMetadata"]["RetryAttempts"] == 0
 
 
 def test_checks_before_it_are_dynamodbs(server):
     """DynamoDB knows the operation, so a request to it is authenticated and its body read first, as any other:
     no Authorization is MissingAuthenticationTokenException, a body that is not JSON a SerializationException."""
-    response, data = call(server, "{}", target="DynamoDB_20120810.ListBackups", auth=None)
+    response, data = call(server, "{}", target="DynamoDB_20120810.ListImports", auth=None)
     assert response.status == 400
     assert json.loads(data)["__type"] == "com.amazon.coral.service#MissingAuthenticationTokenException"
-    response, data = call(server, "{not json", target="DynamoDB_20120810.ListBackups")
+    response, data = call(server, "{not json", target="DynamoDB_20120810.ListImports")
     assert response.status == 400
     assert json.loads(data)["__type"] == "com.amazon.coral.service#SerializationException"
 

@@ -992,13 +992,12 @@ def test_timestamps_to_the_millisecond(server, ddb):
 
 
 def test_describe_continuous_backups(ddb):
-    """Continuous backups and point-in-time recovery are off (no backups here yet: DynamoDB says ENABLED for the
-    first, this server does not claim it); a missing table is the backup operations' TableNotFoundException (not
-    ResourceNotFoundException)."""
+    """Continuous backups are ENABLED (as for every DynamoDB table), point-in-time recovery off until turned on; a
+    missing table is the backup operations' TableNotFoundException (not ResourceNotFoundException)."""
     name = unique_name()
     ddb.create_table(TableName=name, AttributeDefinitions=DEFS, KeySchema=SCHEMA, BillingMode="PAY_PER_REQUEST")
     described = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"]
-    assert described == {"ContinuousBackupsStatus": "DISABLED",
+    assert described == {"ContinuousBackupsStatus": "ENABLED",
                          "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"}}
     missing = unique_name()
     with pytest.raises(ClientError) as excinfo:

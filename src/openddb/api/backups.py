@@ -1,73 +1,156 @@
-"""Continuous backups: DescribeContinuousBackups, and UpdateContinuousBackups as far as it can be honoured without
-restores (point-in-time recovery can be turned off, not on)."""
+"""On-demand backups: CreateBackup, DescribeBackup, ListBackups, DeleteBackup. Restores are in
+backups_restore.py, continuous backups (point-in-time recovery) in backups_continuous.py; this module's
+HANDLERS holds all four's (exports: backups_export.py).
+
+A backup is taken whole before CreateBackup answers (the engine copies the table's description and items from
+one snapshot while writes go on, see storage/sqlite_backups.py), so it is AVAILABLE at once; a backup cut short
+by a crash is absent, never listed half made."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from openddb import clock
+from openddb.api import backups_continuous, backups_export, backups_restore, transient
 from openddb.api import validation as v
-from openddb.api.context import RequestContext
-from openddb.errors import TableNotFoundException, UnsupportedOperationException, ValidationException
+from openddb.api.backups_continuous import backed_up_table
+from openddb.api.backups_shapes import BACKUP_ARN, BACKUP_NAME, Timestamp, backup_not_found, timestamp
+from openddb.api.context import RequestContext, table_name_from
+from openddb.api.figures import epoch_millis
+from openddb.api.table_encryption import sse_description
+from openddb.api.throughput import throughput_description
+from openddb.errors import TableInUseException
 from openddb.model.schema import TableMeta
+from openddb.storage.base import BackupRecord
 
-DESCRIBE_CONTINUOUS_BACKUPS = v.Struct({"TableName": v.table_name_or_arn()})
-# RecoveryPeriodInDays is 1-35 days (the API Reference's PointInTimeRecoverySpecification; botocore's model gives
-# the shape an Integer: min 1, max 35), checked in the envelope like any constrained member.
-_PITR_SPECIFICATION = v.Struct({
-    "PointInTimeRecoveryEnabled": v.Bool(required=True),
-    "RecoveryPeriodInDays": v.Int(minimum=1, maximum=35, java="Integer"),
-}, required=True)
-UPDATE_CONTINUOUS_BACKUPS = v.Struct({
-    "TableName": v.table_name_or_arn(),
-    "PointInTimeRecoverySpecification": _PITR_SPECIFICATION,
+CREATE_BACKUP = v.Struct({"TableName": v.table_name_or_arn(), "BackupName": BACKUP_NAME})
+DESCRIBE_BACKUP = v.Struct({"BackupArn": BACKUP_ARN})
+LIST_BACKUPS = v.Struct({
+    "TableName": v.table_name_or_arn(required=False),
+    "Limit": v.Int(minimum=1, maximum=100, java="Integer"),
+    "TimeRangeLowerBound": Timestamp(),
+    "TimeRangeUpperBound": Timestamp(),
+    "ExclusiveStartBackupArn": v.Str(min_len=37, max_len=1024),
+    "BackupType": v.Str(enum=("USER", "SYSTEM", "AWS_BACKUP", "ALL")),
 })
-# Point-in-time recovery as a table without it describes it: no RecoveryPeriodInDays and no restorable times,
-# which DynamoDB gives only while it is enabled (API Reference, PointInTimeRecoveryDescription). DynamoDB reports
-# every table's continuous backups ENABLED; this server takes no backups yet, so it says DISABLED rather than
-# claim a capability it does not have.
-def _disabled() -> dict[str, Any]:
-    recovery = {"PointInTimeRecoveryStatus": "DISABLED"}
-    return {"ContinuousBackupsDescription": {"ContinuousBackupsStatus": "DISABLED",
-                                             "PointInTimeRecoveryDescription": recovery}}
 
 
-def _backed_up_table(context: RequestContext, name_or_arn: str) -> TableMeta:
-    """The table a continuous-backups request names; the backup operations call a missing one
-    TableNotFoundException (their documented error), worded as DescribeContinuousBackups words it."""
-    name, meta = context.find_table(name_or_arn)
-    if meta is None:
-        raise TableNotFoundException(f"Table not found: {name}")
-    return meta
+def backup_arn(meta: TableMeta, now: float) -> str:
+    """A backup's ARN in DynamoDB's form: the table's ARN, "/backup/", 14 digits of creation time in milliseconds,
+    "-" and 8 hex digits."""
+    return f"{meta.arn}/backup/{int(now * 1000):014d}-{os.urandom(4).hex()}"
 
 
-def describe_continuous_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """Continuous backups are on for every DynamoDB table; point-in-time recovery is off, since it cannot be
-    turned on here (restores are not built yet)."""
-    v.validate_named(DESCRIBE_CONTINUOUS_BACKUPS, request)
-    _backed_up_table(context, request["TableName"])
-    return _disabled()
+def create_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate_named(CREATE_BACKUP, request)
+    meta = backed_up_table(context, request["TableName"])
+    now = clock.now()
+    if transient.table_status(meta, now) != "ACTIVE":
+        # best guess: DynamoDB's wording of a backup of a table not ACTIVE is not recorded in public
+        raise TableInUseException(f"Table is in use: {meta.name}")
+    # (kept to the millisecond it is described with, so a TimeRange bound taken from a description matches it)
+    record = BackupRecord(backup_arn(meta, now), request["BackupName"], meta.name, meta.uuid, epoch_millis(now))
+    done = context.engine.create_backup(record, meta)
+    if done is None:  # deleted or replaced meanwhile
+        backed_up_table(context, meta.name)
+        raise TableInUseException(f"Table is in use: {meta.name}")  # best guess (as above)
+    return {"BackupDetails": _details(done)}
 
 
-def update_continuous_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """The request is checked in full (RecoveryPeriodInDays included) and its table looked up, as on DynamoDB.
-    Turning point-in-time recovery off is what it is here already, and answers so; turning it on would promise
-    restores this server cannot make, so it is refused by name rather than pretended."""
-    v.validate_named(UPDATE_CONTINUOUS_BACKUPS, request)
-    specification = request["PointInTimeRecoverySpecification"]
-    if not specification["PointInTimeRecoveryEnabled"] and specification.get("RecoveryPeriodInDays") is not None:
-        # (ack-api-quirks' DynamoDB catalogue, DDB-TABLE-442, 2026-10; checked here before the table is looked up,
-        # as UpdateTable checks its request-only rules: the order is not recorded)
-        raise ValidationException("Invalid Request: Cannot specify RecoveryPeriodInDays when disabling point-in-time "
-                                  "recovery.")
-    _backed_up_table(context, request["TableName"])
-    if specification["PointInTimeRecoveryEnabled"]:
-        raise UnsupportedOperationException(
-            "UpdateContinuousBackups with PointInTimeRecoveryEnabled true",
-            "point-in-time recovery needs restores (RestoreTableToPointInTime), which it does not have yet")
-    return _disabled()
+def _details(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
+    return {"BackupArn": record.arn, "BackupName": record.name, "BackupSizeBytes": record.size,
+            "BackupStatus": status or record.status, "BackupType": record.backup_type,
+            "BackupCreationDateTime": epoch_millis(record.created_at)}
+
+
+def _description(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
+    """A BackupDescription: the backup, and its table as it was when the backup was taken."""
+    meta = TableMeta.from_json(record.meta)
+    source: dict[str, Any] = {
+        "TableName": meta.name, "TableId": meta.uuid, "TableArn": meta.arn, "TableSizeBytes": record.size,
+        "KeySchema": meta.key_schema_wire(), "TableCreationDateTime": epoch_millis(meta.created_at),
+        "ProvisionedThroughput": {"ReadCapacityUnits": meta.read_capacity, "WriteCapacityUnits": meta.write_capacity},
+        "ItemCount": record.item_count, "BillingMode": meta.billing_mode}
+    if meta.on_demand:
+        source["OnDemandThroughput"] = dict(meta.on_demand)
+    features: dict[str, Any] = {}
+    for index in meta.indexes:
+        described: dict[str, Any] = {"IndexName": index.name, "KeySchema": index.key_schema_wire(),
+                                     "Projection": index.projection_wire()}
+        if index.is_global:
+            throughput = throughput_description(index)
+            described["ProvisionedThroughput"] = {name: throughput[name]
+                                                  for name in ("ReadCapacityUnits", "WriteCapacityUnits")}
+        features.setdefault("GlobalSecondaryIndexes" if index.is_global else "LocalSecondaryIndexes",
+                            []).append(described)
+    if meta.streaming:
+        features["StreamDescription"] = {"StreamEnabled": True, "StreamViewType": meta.streaming}
+    if meta.ttl_attribute is not None:
+        features["TimeToLiveDescription"] = {"TimeToLiveStatus": "ENABLED", "AttributeName": meta.ttl_attribute}
+    if meta.sse is not None:
+        features["SSEDescription"] = sse_description(meta)
+    description: dict[str, Any] = {"BackupDetails": _details(record, status), "SourceTableDetails": source}
+    if features:
+        description["SourceTableFeatureDetails"] = features
+    return description
+
+
+def describe_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate_named(DESCRIBE_BACKUP, request, "BackupArn")
+    record = context.engine.get_backup(request["BackupArn"])
+    if record is None:
+        raise backup_not_found(request["BackupArn"])
+    return {"BackupDescription": _description(record)}
+
+
+def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    v.validate_named(DESCRIBE_BACKUP, request, "BackupArn")
+    record = context.engine.get_backup(request["BackupArn"])
+    if record is None or not context.engine.delete_backup(record.arn):
+        raise backup_not_found(request["BackupArn"])
+    return {"BackupDescription": _description(record, "DELETED")}
+
+
+def list_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Backups oldest first, filtered by table, creation time (the lower bound inclusive, the upper exclusive:
+    API Reference, ListBackups) and type (USER by default; this server takes no SYSTEM or AWS_BACKUP backups)."""
+    v.validate(LIST_BACKUPS, request)
+    low = timestamp(request, "TimeRangeLowerBound")
+    high = timestamp(request, "TimeRangeUpperBound")
+    name = request.get("TableName")
+    if name is not None and name != table_name_from(name):
+        context.check_table_arn(name)
+    wanted = request.get("BackupType") or "USER"
+    chosen = [record for record in context.engine.list_backups()
+              if (name is None or record.table_name == table_name_from(name))
+              and (low is None or record.created_at >= low) and (high is None or record.created_at < high)
+              and wanted in ("ALL", record.backup_type)]
+    start = request.get("ExclusiveStartBackupArn")
+    if start is not None:
+        after = next((i for i, record in enumerate(chosen) if record.arn == start), None)
+        chosen = chosen[after + 1:] if after is not None else []
+    limit = request.get("Limit")
+    answer: dict[str, Any] = {}
+    if limit is not None and len(chosen) > limit:
+        chosen = chosen[:limit]
+        answer["LastEvaluatedBackupArn"] = chosen[-1].arn
+    answer["BackupSummaries"] = [_summary(record) for record in chosen]
+    return answer
+
+
+def _summary(record: BackupRecord) -> dict[str, Any]:
+    table_arn = record.arn.split("/backup/", 1)[0]
+    return {"TableName": record.table_name, "TableId": record.table_uuid, "TableArn": table_arn,
+            **_details(record)}
 
 
 HANDLERS = {
-    "DescribeContinuousBackups": describe_continuous_backups,
-    "UpdateContinuousBackups": update_continuous_backups,
+    "CreateBackup": create_backup,
+    "DescribeBackup": describe_backup,
+    "DeleteBackup": delete_backup,
+    "ListBackups": list_backups,
+    **backups_restore.HANDLERS,
+    **backups_continuous.HANDLERS,
+    **backups_export.HANDLERS,
 }

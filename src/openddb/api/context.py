@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from openddb.identity.access import Access
 
 DEFAULT_ACCOUNT = "000000000000"
+INTERNAL_PREFIX = IDENTITY_TABLE.split("/")[0] + "/"  # "/" is outside every table name a client can give
 _TABLE_RESOURCE = re.compile(r"table/[^/]+")
 
 
@@ -98,9 +99,9 @@ class RequestContext:
 
 
 def visible_table(engine: Engine, name: str) -> TableMeta | None:
-    """A table a client may see by name: any but the server's own identity store (no client sees it, ListTables
-    included)."""
-    return None if name == IDENTITY_TABLE else engine.get_table(name)
+    """A table a client may see by name: any but the server's own internal tables, named "openddb/..." (the identity
+    store, the export records and snapshots: no client sees them, ListTables included)."""
+    return None if name.startswith(INTERNAL_PREFIX) else engine.get_table(name)
 
 
 def tables_named(request: dict[str, Any]) -> list[str]:

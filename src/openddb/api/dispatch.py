@@ -363,7 +363,7 @@ class Dispatcher:
         """The store's background duties (TTL expiry; index backfills a restart cut short and tables whose delayed
         deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
         between event-loop passes that left no group of writes open."""
-        from openddb.api import indexes, transient, ttl
+        from openddb.api import backups_continuous, backups_export, backups_restore, indexes, transient, ttl
         from openddb.vectors import updates
 
         now = clock.now()
@@ -373,6 +373,11 @@ class Dispatcher:
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
                 self._duty("resuming vector index backfills", updates.resume_vector_backfills, self.engine)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
+                self._duty("finishing restores", backups_restore.finish_restores, self.engine, True)
+                self._duty("dropping abandoned export snapshots", backups_export.drop_abandoned_snapshots,
+                           self.engine)
+            self._duty("finishing restores", backups_restore.finish_restores, self.engine)
+            self._duty("recovery log upkeep", backups_continuous.trim_recovery_logs, self.engine, now)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)
             self._duty("disk reserve", self.engine.keep_reserve)

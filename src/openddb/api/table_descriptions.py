@@ -81,6 +81,8 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
     if meta.table_class is not None:
         description["TableClassSummary"] = class_summary(meta)
     description["DeletionProtectionEnabled"] = meta.deletion_protection
+    if meta.restore is not None:
+        description["RestoreSummary"] = {**meta.restore, "RestoreInProgress": status == "CREATING"}
     if meta.on_demand:
         description["OnDemandThroughput"] = dict(meta.on_demand)
     if warm:

@@ -186,6 +186,8 @@ class TableMeta:
     sse_until: float = 0.0  # (an SSESpecification change: SSEDescription UPDATING until then)
     dropping: list[IndexMeta] = field(default_factory=list)
     vector_indexes: list[VectorIndexMeta] = field(default_factory=list)
+    # A restored table's RestoreSummary (SourceBackupArn, SourceTableArn, RestoreDateTime; see api/backups_restore)
+    restore: dict[str, Any] | None = None
 
     @property
     def arn(self) -> str:

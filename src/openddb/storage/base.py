@@ -341,6 +341,47 @@ class WriteSession:
             self.wait = saved
 
 
+# --- backups and point-in-time recovery (see storage/sqlite_backups.py, storage/postgres_backups.py) -----------
+BackupStatus = Literal["CREATING", "AVAILABLE", "DELETED"]
+
+
+@dataclass(slots=True)
+class BackupRecord:
+    """An on-demand backup as the store keeps it: a copy of one table's items and its description (`meta`, the
+    TableMeta JSON) taken in one snapshot. Only complete backups are stored (the copy and the record commit
+    together), so a backup cut short by a crash is absent, never half there."""
+
+    arn: str
+    name: str
+    table_name: str
+    table_uuid: str
+    created_at: float
+    status: BackupStatus = "AVAILABLE"
+    backup_type: str = "USER"
+    size: int = 0
+    item_count: int = 0
+    meta: bytes = b""
+
+
+@dataclass(slots=True, frozen=True)
+class RecoveryWindow:
+    """Point-in-time recovery of one table, while it is on: every item change since `enabled_at` has its old
+    image in the table's recovery log, kept for `days` days."""
+
+    enabled_at: float
+    days: int
+
+
+@dataclass(slots=True, frozen=True)
+class RestoreSource:
+    """Where a restored table's items come from: a backup (`backup_arn`), or a table as it stood at `at` (epoch
+    seconds), rebuilt from its current items and the recovery log of the changes after `at`."""
+
+    backup_arn: str | None = None
+    table: TableMeta | None = None
+    at: float = 0.0
+
+
 class Engine(ABC):
     """A durable store of tables and items. One instance per process; not shared across threads."""
 
@@ -595,6 +636,43 @@ class Engine(ABC):
         full) rather than a fault: nothing of the failed request (or group) was kept, and the same request may
         succeed later. The engine may act on it (free space it kept in reserve)."""
         return False
+
+    # --- backups and point-in-time recovery (sqlite_backups.py, postgres_backups.py) -------------------------
+    def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+        """Copy `table`'s stored description and items, as of one instant, into a stored backup described by
+        `record` (its size, count and meta filled in); writes may go on meanwhile. None if the table is gone."""
+        raise NotImplementedError
+
+    def list_backups(self) -> list[BackupRecord]:
+        """Every stored backup (without its `meta`), oldest first."""
+        raise NotImplementedError
+
+    def get_backup(self, arn: str) -> BackupRecord | None:
+        """A stored backup with its `meta`, or None."""
+        raise NotImplementedError
+
+    def delete_backup(self, arn: str) -> bool:
+        """Remove a backup and its items; False if there was none."""
+        raise NotImplementedError
+
+    def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
+        """Create the table `meta` (as `create_table` does, ResourceInUseException if the name is taken) filled
+        with the items of `source`, in one transaction: a restore cut short leaves no table. Index entries are
+        not written: the caller stores the indexes CREATING, and their backfill makes them."""
+        raise NotImplementedError
+
+    def recovery_window(self, meta: TableMeta) -> RecoveryWindow | None:
+        """The table's point-in-time recovery, or None while it is off."""
+        raise NotImplementedError
+
+    def set_recovery(self, meta: TableMeta, days: int | None, now: float) -> RecoveryWindow | None:
+        """Turn point-in-time recovery on (keeping `days` days; a table already on keeps its start and takes the
+        new period) or off (`days` None: its log is dropped); the new state."""
+        raise NotImplementedError
+
+    def trim_recovery(self, now: float) -> None:
+        """Drop recovery-log records older than each table's window."""
+        raise NotImplementedError
 
     @abstractmethod
     def close(self) -> None:

@@ -71,6 +71,7 @@ from openddb.storage.base import (
     charged_sizes,
     is_stored_version,
 )
+from openddb.storage.postgres_backups import PostgresBackups
 from openddb.storage.postgres_indexes import (
     ENTRY_KEY_LIMIT,
     INDEX_MIGRATION,
@@ -224,7 +225,7 @@ def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
 T = TypeVar("T")
 
 
-class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Engine):
+class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, PostgresBackups, Engine):
     def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False,
                  replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
@@ -491,18 +492,21 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Engine):
 
     def create_table(self, meta: TableMeta) -> TableMeta:
         with self._ddl_transaction() as cur:
-            # Locking the counter row serialises DDL across nodes.
-            tid = one_row(cur, "UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' "
-                               "RETURNING value - 1")[0]
-            if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
-                raise ResourceInUseException(f"Table already exists: {meta.name}")
-            meta.table_id = int(tid)
-            if meta.stream is not None:  # (assigns the stream's id, which the stored description then holds)
-                self._store_stream(cur, meta, clock.now())
-            cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
-                        (meta.name, tid, meta.to_json()))
-            self._ddl(cur)
+            self._insert_table(cur, meta)
         return meta
+
+    def _insert_table(self, cur: psycopg.Cursor[Any], meta: TableMeta) -> None:
+        """Inside a DDL transaction: store a new table (CreateTable, and a restore's target)."""
+        # Locking the counter row serialises DDL across nodes.
+        tid = one_row(cur, "UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' RETURNING value - 1")[0]
+        if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
+            raise ResourceInUseException(f"Table already exists: {meta.name}")
+        meta.table_id = int(tid)
+        if meta.stream is not None:  # (assigns the stream's id, which the stored description then holds)
+            self._store_stream(cur, meta, clock.now())
+        cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
+                    (meta.name, tid, meta.to_json()))
+        self._ddl(cur)
 
     def _load_table(self, name: str) -> bytes | None:
         if "\x00" in name:  # text cannot hold NUL, and no table name can (CreateTable checks its pattern)
@@ -556,6 +560,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Engine):
             # new ones before they lock any item, so deleting the items cannot deadlock with them.
             row = cur.execute("DELETE FROM openddb_tables WHERE name=%s RETURNING tid", (name,)).fetchone()
             if row is not None:
+                self._drop_recovery(cur, row[0])  # (first: the rows' deletion is not a change to log)
                 cur.execute("DELETE FROM openddb_items WHERE tid=%s", (row[0],))
                 cur.execute("DELETE FROM openddb_index_entries WHERE tid=%s", (row[0],))
                 self.drop_vector_entries(cur, row[0], None)

@@ -51,6 +51,7 @@ from openddb.storage.base import (
     add_sort_clauses,
     is_stored_version,
 )
+from openddb.storage.sqlite_backups import RECOVERY_SCHEMA, SQLiteBackups
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
@@ -252,7 +253,7 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
-class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, Engine):
+class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQLiteBackups, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
@@ -319,7 +320,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, En
         db = self._db
         self._begin()
         try:
-            for statement in statements(";".join((_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA, VECTOR_SCHEMA))):
+            schema = (_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA, VECTOR_SCHEMA, RECOVERY_SCHEMA)
+            for statement in statements(";".join(schema)):
                 db.execute(statement)
             self._add_size_columns()
             self._sync_triggers()
@@ -468,15 +470,19 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, En
 
     def create_table(self, meta: TableMeta) -> TableMeta:
         with self._transaction(ddl=True) as db:
-            if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
-                raise ResourceInUseException(f"Table already exists: {meta.name}")
-            tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
-            db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
-            meta.table_id = tid
-            self._sync_stream(meta, None, clock.now())
-            db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
-            self._bump_catalog()
+            self._insert_table(db, meta)
         return meta
+
+    def _insert_table(self, db: sqlite3.Connection, meta: TableMeta) -> None:
+        """Inside a DDL transaction: store a new table (CreateTable, and a restore's target)."""
+        if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
+            raise ResourceInUseException(f"Table already exists: {meta.name}")
+        tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
+        db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
+        meta.table_id = tid
+        self._sync_stream(meta, None, clock.now())
+        db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
+        self._bump_catalog()
 
     def _load_table(self, name: str) -> bytes | None:
         row = self._read().execute("SELECT meta FROM tables WHERE name=?", (name,)).fetchone()
@@ -510,6 +516,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, En
                 self._expect(None if row is None else row[1], expected)
             if row is not None:
                 self._sync_stream(None, TableMeta.from_json(row[1]), clock.now())
+                self._drop_recovery(row[0])  # (first: the rows' deletion is not a change to log)
                 db.execute("DELETE FROM items WHERE tid=?", (row[0],))
                 db.execute("DELETE FROM index_entries WHERE tid=?", (row[0],))
                 self.drop_vector_entries(db, row[0], None)
@@ -576,6 +583,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, En
             if self.location != ":memory:":
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
+            self._close_backups()
             self._db.close()
             self._lock.close()
             self._signal.close()

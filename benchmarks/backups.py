@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Backups benchmark (issue 27): what point-in-time recovery costs writes, and how long backups and restores of a
+large table take.
+
+    python benchmarks/backups.py                                  # 3 rounds x 5 s, a 100,000-item table
+    python benchmarks/backups.py --rounds 1 --duration 2 --large 20000   # a quick check
+
+One OpenDDB server (the current tree) on a fresh temporary data dir. Part 1: put and update (`SET #c = #c + :one`)
+on two tables of `--items` ~200-byte items, one with point-in-time recovery on and one without, interleaved in
+each round (the order rotating), so both see the same noise of a shared machine; medians over rounds of ops/s and
+server CPU µs per request (the robust figure on a shared machine). Part 2: a `--large`-item table with recovery on
+(the load itself logged), then the wall time of CreateBackup, RestoreTableFromBackup (until ACTIVE),
+RestoreTableToPointInTime to the latest time (copy only) and to a time before the load (copy and undo of every
+item), and `openddb backup` of the whole store. Runs from a clone alone, on the repository's client
+(ddbclient.py, via streams.py's workload driver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import streams
+from streams import DYNAMODB, ROOT, Sample, Server, connect, create_table, drive, load
+
+PITR = "bench-pitr"
+LARGE = "bench-large"
+streams.WORKLOADS.update({"put-pitr": ("PutItem", PITR), "update-pitr": ("UpdateItem", PITR)})
+PAIRS = (("put", "put-pitr"), ("update", "update-pitr"))
+
+
+async def enable_recovery(port: int, table: str) -> None:
+    connection = connect(port)
+    try:
+        await connection.json(DYNAMODB + "UpdateContinuousBackups", {
+            "TableName": table, "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}})
+    finally:
+        connection.close()
+
+
+async def prepare(server: Server, args: argparse.Namespace) -> None:
+    connection = connect(server.port)
+    try:
+        for table in (streams.PLAIN, PITR):
+            await create_table(connection, table, stream=False)
+    finally:
+        connection.close()
+    await enable_recovery(server.port, PITR)
+    for table in (streams.PLAIN, PITR):
+        await load(server.port, table, args.items, args.connections)
+
+
+async def timed(call: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    answer = await call
+    return time.perf_counter() - started, answer
+
+
+async def until_active(port: int, table: str) -> None:
+    connection = connect(port)
+    try:
+        while (await connection.json(DYNAMODB + "DescribeTable", {"TableName": table}))["Table"][
+                "TableStatus"] != "ACTIVE":
+            await asyncio.sleep(0.02)
+    finally:
+        connection.close()
+
+
+async def large_table(server: Server, args: argparse.Namespace) -> dict[str, float]:
+    """Part 2's timings, in seconds."""
+    connection = connect(server.port)
+    figures: dict[str, float] = {}
+    try:
+        await create_table(connection, LARGE, stream=False)
+        await enable_recovery(server.port, LARGE)
+        before_load = time.time()
+        await asyncio.sleep(0.01)
+        started = time.perf_counter()
+        await load(server.port, LARGE, args.large, args.connections)
+        figures["load (BatchWriteItem, recovery on)"] = time.perf_counter() - started
+        figures["CreateBackup"], answer = await timed(connection.json(
+            DYNAMODB + "CreateBackup", {"TableName": LARGE, "BackupName": "large"}))
+        arn = answer["BackupDetails"]["BackupArn"]
+        for label, target, request in (
+                ("RestoreTableFromBackup", "r-backup", ("RestoreTableFromBackup", {"BackupArn": arn})),
+                ("RestoreTableToPointInTime, latest (copy)", "r-latest",
+                 ("RestoreTableToPointInTime", {"SourceTableName": LARGE, "UseLatestRestorableTime": True})),
+                ("RestoreTableToPointInTime, before the load (copy + undo of every item)", "r-before",
+                 ("RestoreTableToPointInTime", {"SourceTableName": LARGE, "RestoreDateTime": before_load}))):
+            started = time.perf_counter()
+            await connection.json(DYNAMODB + request[0], {**request[1], "TargetTableName": target})
+            await until_active(server.port, target)
+            figures[label] = time.perf_counter() - started
+    finally:
+        connection.close()
+    copy = Path(tempfile.mkdtemp(prefix="openddb-copy-")) / "copy"
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "openddb", "backup", str(copy), "--data-dir", str(server.data_dir)],
+                   check=True, capture_output=True, env={"PYTHONPATH": str(server.src)})
+    figures["openddb backup (whole store)"] = time.perf_counter() - started
+    return figures
+
+
+async def rounds(server: Server, args: argparse.Namespace) -> list[Sample]:
+    samples: list[Sample] = []
+    group = server.process.pid if server.process else 0
+    for round_ in range(args.rounds):
+        for pair in PAIRS:
+            for label in pair if round_ % 2 == 0 else reversed(pair):
+                sample = await drive(server.port, label, round_, "new", args, group)
+                samples.append(sample)
+                print(f"  round {round_ + 1} {label:12} {sample.rate:9,.0f} ops/s  {sample.server_us:6.0f} µs/op",
+                      flush=True)
+    return samples
+
+
+def report(samples: list[Sample], figures: dict[str, float], args: argparse.Namespace) -> None:
+    print(f"\nput/update, recovery off vs on ({args.rounds} rounds x {args.duration:g} s, {args.connections} "
+          "connections, medians):")
+    print(f"  {'workload':10} {'off ops/s':>10} {'on ops/s':>10} {'on/off':>7} {'off µs/op':>10} {'on µs/op':>9} "
+          f"{'on/off':>7}")
+    for plain, pitr in PAIRS:
+        rate = [statistics.median(s.rate for s in samples if s.workload == w) for w in (plain, pitr)]
+        cpu = [statistics.median(s.server_us for s in samples if s.workload == w) for w in (plain, pitr)]
+        # (each ratio the median of the rounds' ratios: a round's two runs are back to back, which cancels most of
+        # a shared machine's drift between rounds)
+        pairs = [(next(s for s in samples if s.workload == plain and s.round == r),
+                  next(s for s in samples if s.workload == pitr and s.round == r)) for r in range(args.rounds)]
+        rate_ratio = statistics.median(on.rate / off.rate for off, on in pairs)
+        cpu_ratio = statistics.median(on.server_us / off.server_us for off, on in pairs)
+        print(f"  {plain:10} {rate[0]:10,.0f} {rate[1]:10,.0f} {rate_ratio:7.1%} {cpu[0]:10.0f} {cpu[1]:9.0f} "
+              f"{cpu_ratio:7.1%}")
+    print(f"\na table of {args.large:,} items (~200 bytes each):")
+    for label, seconds in figures.items():
+        print(f"  {label:72} {seconds:7.2f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--items", type=int, default=10000)
+    parser.add_argument("--large", type=int, default=100000)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="openddb-bench-") as scratch:
+        server = Server("new", ROOT / "src", Path(scratch) / "new")
+        server.start(args.workers)
+        try:
+            server.wait_ready()
+            asyncio.run(prepare(server, args))
+            samples = asyncio.run(rounds(server, args))
+            figures = asyncio.run(large_table(server, args))
+        finally:
+            server.stop()
+    report(samples, figures, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

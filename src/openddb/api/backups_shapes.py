@@ -1,0 +1,37 @@
+"""What the backup operations share: request shapes of their members, timestamps as the JSON protocol sends them,
+and their not-found error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from openddb.api import validation as v
+from openddb.errors import BackupNotFoundException, SerializationException
+
+# botocore's model: BackupName 3-255 of [a-zA-Z0-9_.-]+, BackupArn 37-1024 characters.
+BACKUP_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN)
+BACKUP_ARN = v.Str(required=True, min_len=37, max_len=1024)
+
+
+def backup_not_found(arn: str) -> BackupNotFoundException:
+    # best guess: the message DynamoDB gives with the API Reference's "Backup not found for the given BackupARN"
+    return BackupNotFoundException(f"Backup not found: {arn}")
+
+
+@dataclass
+class Timestamp(v.Shape):
+    """A timestamp member: epoch seconds, as the SDKs send them over the JSON protocol."""
+
+    required: bool = False
+
+    def check(self, value: Any, path: str, errors: list[str]) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            # best guess: the deserializer's refusal of a timestamp that is no number (the SDKs never send one)
+            raise SerializationException("Unexpected field type")
+
+
+def timestamp(request: dict[str, Any], member: str) -> float | None:
+    """A timestamp member checked by `Timestamp`, or None if absent."""
+    value = request.get(member)
+    return None if value is None else float(value)
