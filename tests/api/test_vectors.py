@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import struct
+import time
 from typing import Any
 
 import boto3
@@ -340,3 +341,28 @@ def test_filtered_results_equal_the_reference_over_the_matching_items(ddb) -> No
     expected = reference_scores("EUCLIDEAN", matching, query)[:4]
     assert keys_of(answer) == [key for key, _ in expected]
     assert [r["Score"] for r in answer["SearchResults"]] == pytest.approx([score for _, score in expected])
+
+
+def test_a_restored_table_searches_as_its_source(ddb) -> None:  # type: ignore[no-untyped-def]
+    """A table restored from a backup (or to a point in time) has its vector indexes refilled from the restored
+    items: CREATING while they fill, then the same answers as the source."""
+    source = make_table(ddb, [vector_index()])
+    for n in range(12):
+        ddb.put_item(TableName=source, Item={"pk": {"S": f"k{n}"}, "emb": vec([1.0, float(n), 0.5, -0.25 * n])})
+    expected = search(ddb, source, [1.0, 2.0, 0.0, 0.0], k=5)["SearchResults"]
+    backup = ddb.create_backup(TableName=source, BackupName="vectors-backup")["BackupDetails"]["BackupArn"]
+    restored = [unique_name("vec-restored"), unique_name("vec-pitr")]
+    ddb.restore_table_from_backup(TargetTableName=restored[0], BackupArn=backup)
+    ddb.update_continuous_backups(TableName=source,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    ddb.restore_table_to_point_in_time(SourceTableName=source, TargetTableName=restored[1],
+                                       UseLatestRestorableTime=True)
+    for name in restored:
+        deadline = time.monotonic() + 30
+        while True:
+            table = ddb.describe_table(TableName=name)["Table"]
+            if table["TableStatus"] == "ACTIVE" and table["VectorIndexes"][0]["IndexStatus"] == "ACTIVE":
+                break
+            assert time.monotonic() < deadline, table
+            time.sleep(0.05)
+        assert search(ddb, name, [1.0, 2.0, 0.0, 0.0], k=5)["SearchResults"] == expected

@@ -34,6 +34,7 @@ from openddb.errors import (
 )
 from openddb.model.schema import BillingMode, TableMeta
 from openddb.storage.base import CatalogChanged, Engine, RestoreSource
+from openddb.vectors.updates import schedule_vector_backfill
 
 _OVERRIDES: dict[str, v.Shape] = {
     "BillingModeOverride": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
@@ -111,9 +112,11 @@ def _check_target(context: RequestContext, name: str) -> None:
 def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) -> dict[str, Any]:
     """Create and fill the table, then start its indexes' backfill; the answer describes it CREATING."""
     now = clock.now()
-    building = bool(meta.indexes)
+    building = bool(meta.indexes or meta.vector_indexes)
     for index in meta.indexes:
         index.status = "CREATING"
+    for vector_index in meta.vector_indexes:  # (refilled from the restored items as UpdateTable's creation is)
+        vector_index.status, vector_index.backfilling = "CREATING", True
     if building:
         meta.pending, meta.pending_until = "CREATING", _UNTIL_RESTORED
     elif transient.delayed():
@@ -127,6 +130,8 @@ def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) ->
         _BUILDING.add(meta.name)
     for index in meta.indexes:
         ix.schedule_backfill(context.engine, meta, index)
+    for vector_index in meta.vector_indexes:
+        schedule_vector_backfill(context.engine, meta, vector_index)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     return {"TableDescription": description}
 
@@ -220,7 +225,8 @@ def finish_restores(engine: Engine, everywhere: bool = False) -> None:
         if meta is None or meta.restore is None or meta.pending_until != _UNTIL_RESTORED:
             _BUILDING.discard(name)
             continue
-        if any(index.status == "CREATING" for index in meta.indexes):
+        if any(index.status == "CREATING" for index in meta.indexes) or \
+                any(index.status == "CREATING" for index in meta.vector_indexes):
             continue
         finished = copy.deepcopy(meta)
         finished.pending, finished.pending_until = (
