@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                             "can checkpoint and recover once there is room (default 32; 0: none)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="info (the default) logs a line per request; warning: start-up problems and errors")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"),
+                       help="the request log's lines: text (the default) or one JSON object a line")
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
@@ -318,7 +320,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.faults = _fault_injector(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
-                                     tls=_tls(args)))
+                                     tls=_tls(args), log_format=args.log_format))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:

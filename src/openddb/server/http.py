@@ -27,6 +27,7 @@ from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compr
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
 from openddb.server.cors import Cors
 from openddb.server.passes import BACKGROUND_SECONDS, MAX_ATTEMPTS, ServerState
+from openddb.server.requests_log import LogFormat
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -619,13 +620,13 @@ class HttpProtocol(asyncio.Protocol):
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
-                tls: ssl.SSLContext | None = None) -> None:
+                tls: ssl.SSLContext | None = None, log_format: LogFormat = "text") -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
-    serve HTTPS with it (server/tls.py)."""
+    serve HTTPS with it (server/tls.py); `log_format`: the request log's (server/requests_log.py)."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher, Cors(cors), limits)
+    state = ServerState(dispatcher, Cors(cors), limits, log_format)
     state.control = control
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024, ssl=tls)

@@ -19,7 +19,7 @@ import orjson
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
-from openddb.server.requests_log import RequestLog
+from openddb.server.requests_log import LogFormat, RequestLog
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -54,12 +54,17 @@ class ServerState:
     again, in order, under the writer lock, and their new answers are sent instead."""
 
     def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
-                 limits: ConnectionLimits | None = None) -> None:
+                 limits: ConnectionLimits | None = None, log_format: LogFormat = "text") -> None:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
-        self.auditing = dispatcher.audit is not None  # (then requests carry the client's address)
+        # (decided once: a disabled log costs a request nothing; an enabled one is told of every request)
+        self.request_log = RequestLog.open(log_format)
+        if self.request_log is not None:
+            dispatcher.listeners.append(self.request_log)
+        # (then requests carry the client's address: the audit log and the request log record it)
+        self.auditing = dispatcher.audit is not None or self.request_log is not None
         limits = limits or ConnectionLimits()
         self.watch = Watch(limits)
         self.budget = Budget(limits.buffered_bytes)
@@ -72,13 +77,11 @@ class ServerState:
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
-        self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
         self.control: Control | None = None  # the test-control endpoints, with `--dev` only
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
-            return self.request_log.handle(self.dispatcher, request)
         return self.dispatcher.handle(request)
 
     def run_background(self) -> None:
@@ -152,10 +155,14 @@ class ServerState:
         log.debug("write conflict with another worker: running %d requests again", sum(h[3] == failed for h in held))
         with session.serialized():
             answers = []
-            for connection, request, response, group in held:
-                if group == failed:
-                    response = request.render(*self.handle(request))
-                answers.append((connection, request, response, group))
+            self.dispatcher.replaying = True  # (each was observed at its first run: see Dispatcher.handle)
+            try:
+                for connection, request, response, group in held:
+                    if group == failed:
+                        response = request.render(*self.handle(request))
+                    answers.append((connection, request, response, group))
+            finally:
+                self.dispatcher.replaying = False
             if engine.commit() != "committed":  # (under the lock, waiting for it: it cannot conflict)
                 raise RuntimeError("a serialized group failed to commit")
             return answers
