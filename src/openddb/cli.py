@@ -7,10 +7,12 @@ import asyncio
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -21,6 +23,7 @@ from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
+from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
@@ -296,9 +299,9 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
-               opened: tuple[Engine, str] | None = None) -> None:
+               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
-    the engine already opened for this process."""
+    the engine already opened for this process; `metrics`: this worker's counts, shared with the others."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -320,7 +323,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.faults = _fault_injector(args)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
-                                     tls=_tls(args), log_format=args.log_format))
+                                     tls=_tls(args), log_format=args.log_format, metrics=metrics))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -571,15 +574,21 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
     if args.port == 0:
         args.port = sock.getsockname()[1]
 
+    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads.
+    share = tempfile.mkdtemp(prefix="openddb-metrics-")
+
     def run_worker(index: int) -> int:
         # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
         own = sock if index == 0 else join(args.host, args.port)
         if index != 0:
             sock.close()
-        runner(_run(args, own, quiet=index != 0, shared=True))
+        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index)))
         return 0
 
-    return supervise(workers, run_worker)
+    try:
+        return supervise(workers, run_worker)
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
 
 
 if __name__ == "__main__":

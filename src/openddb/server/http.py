@@ -23,6 +23,8 @@ import httptools
 
 from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
+from openddb.observe import prometheus
+from openddb.observe.metrics import Metrics
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
 from openddb.server.cors import Cors
@@ -487,7 +489,13 @@ class HttpProtocol(asyncio.Protocol):
         if self.server.control is not None and self._url.startswith(b"/openddb/"):
             self._control(method, extra, request_id, keep_alive)
             return
-        at_root = self._url.split(b"?", 1)[0] == b"/"
+        path = self._url.split(b"?", 1)[0]
+        at_root = path == b"/"
+        if method == b"GET" and path == b"/metrics":  # Prometheus' scrape (observe/prometheus.py; no signature)
+            body = self.server.metrics_page()
+            self._answer(render_extended(200, body, prometheus.CONTENT_TYPE, request_id, keep_alive, extra, None),
+                         keep_alive)
+            return
         if method in (b"GET", b"HEAD") and at_root:
             # DynamoDB's health check names the endpoint, a space after it: "healthy: dynamodb.us-east-1.amazonaws.com "
             # (issue 30; public captures of the endpoint's answer). Here, the address the client used.
@@ -620,13 +628,15 @@ class HttpProtocol(asyncio.Protocol):
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
-                tls: ssl.SSLContext | None = None, log_format: LogFormat = "text") -> None:
+                tls: ssl.SSLContext | None = None, log_format: LogFormat = "text",
+                metrics: Metrics | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
-    serve HTTPS with it (server/tls.py); `log_format`: the request log's (server/requests_log.py)."""
+    serve HTTPS with it (server/tls.py); `log_format`: the request log's (server/requests_log.py); `metrics`:
+    this worker's counts (observe/metrics.py; None: counted for this process alone)."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher, Cors(cors), limits, log_format)
+    state = ServerState(dispatcher, Cors(cors), limits, log_format, metrics)
     state.control = control
     if sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024, ssl=tls)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.observe import prometheus
+from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
 from openddb.server.requests_log import LogFormat, RequestLog
@@ -54,11 +56,15 @@ class ServerState:
     again, in order, under the writer lock, and their new answers are sent instead."""
 
     def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
-                 limits: ConnectionLimits | None = None, log_format: LogFormat = "text") -> None:
+                 limits: ConnectionLimits | None = None, log_format: LogFormat = "text",
+                 metrics: Metrics | None = None) -> None:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
+        self.metrics = metrics or Metrics()  # (GET /metrics; told of every request)
+        self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
+        dispatcher.listeners.append(self.metrics)
         # (decided once: a disabled log costs a request nothing; an enabled one is told of every request)
         self.request_log = RequestLog.open(log_format)
         if self.request_log is not None:
@@ -83,6 +89,20 @@ class ServerState:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
         return self.dispatcher.handle(request)
+
+    def _share_metrics(self, timed: bool = False) -> None:
+        """Write this worker's metrics for the others (with --workers), now or, once, shortly."""
+        if timed:
+            self._sharing = None
+        elif self._sharing is not None:
+            return  # (a write is due shortly)
+        delay = self.metrics.share()
+        if delay and not self.closing:
+            self._sharing = asyncio.get_running_loop().call_later(delay, self._share_metrics, True)
+
+    def metrics_page(self) -> bytes:
+        """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
+        return prometheus.render(self.metrics.collected(), self.engine)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes
@@ -133,6 +153,7 @@ class ServerState:
         self.engine.end_reads()
         if self.request_log is not None:
             self.request_log.flush()
+        self._share_metrics()
 
     def hold(self, connection: HttpProtocol, request: _Request, response: bytes, group: int | None) -> None:
         if not self._held:

@@ -1,0 +1,169 @@
+"""CloudWatch's DynamoDB metrics, counted from the request records and served as Prometheus text (`GET /metrics`).
+
+Names and dimensions are CloudWatch's (AWS/DynamoDB namespace), as labels: ConsumedRead/WriteCapacityUnits and
+Read/WriteThrottleEvents by TableName (and GlobalSecondaryIndexName for an index's), ThrottledRequests,
+SystemErrors, ReturnedItemCount and SuccessfulRequestLatency (a histogram, in milliseconds) by TableName and
+Operation, ConditionalCheckFailedRequests and TransactionConflict by TableName, UserErrors with none (CloudWatch
+counts them per account and region), ProvisionedRead/WriteCapacityUnits (gauges, from the tables' descriptions).
+Beside them, the process figures of every worker, summed (process_cpu_seconds_total, process_resident_memory_bytes,
+process_open_fds) and openddb_workers.
+
+Each worker counts its own requests in memory (a few dict updates per request, no lock: one thread). With
+`--workers N` every worker writes a snapshot of its counts to a file of its own in a directory the supervisor made
+(`share`), at most every SNAPSHOT_SECONDS and only when something changed; the worker answering /metrics sums the
+others' snapshots with its own live counts. So a scrape sees another worker's requests at most about
+SNAPSHOT_SECONDS late, and a worker that restarts begins again from zero (a counter reset, which Prometheus'
+rate() takes in its stride). Figures are per server (per host with workers), not across PostgreSQL nodes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from openddb.observe.record import RequestRecord
+
+SNAPSHOT_SECONDS = 0.2
+# SuccessfulRequestLatency buckets, milliseconds (CloudWatch reports it in milliseconds).
+BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
+COUNTERS = {
+    # name -> (labels, help)
+    "ConsumedReadCapacityUnits": (("TableName", "GlobalSecondaryIndexName"), "read capacity units consumed"),
+    "ConsumedWriteCapacityUnits": (("TableName", "GlobalSecondaryIndexName"), "write capacity units consumed"),
+    "ReadThrottleEvents": (("TableName", "GlobalSecondaryIndexName"), "requests throttled for read capacity"),
+    "WriteThrottleEvents": (("TableName", "GlobalSecondaryIndexName"), "requests throttled for write capacity"),
+    "ThrottledRequests": (("TableName", "Operation"), "requests throttled"),
+    "SystemErrors": (("TableName", "Operation"), "requests answered with a 500 status"),
+    "ReturnedItemCount": (("TableName", "Operation"), "items returned by Query, Scan and ExecuteStatement"),
+    "ConditionalCheckFailedRequests": (("TableName",), "conditional writes whose condition failed"),
+    "TransactionConflict": (("TableName",), "item requests refused for a conflict with a transaction"),
+    "UserErrors": ((), "requests answered with a 400 status other than throttling and condition failures"),
+}
+HISTOGRAM = "SuccessfulRequestLatency"
+_CONDITION = "ConditionalCheckFailedException"
+_CONFLICTS = frozenset({"TransactionConflictException", "TransactionCanceledException"})
+_THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+Labels = tuple[str, ...]
+
+
+class Metrics:
+    """One worker's counts (a Listener of the request record), and the Prometheus text of all workers'."""
+
+    def __init__(self, share: str | None = None, worker: int = 0) -> None:
+        self.counters: dict[str, dict[Labels, float]] = {name: {} for name in COUNTERS}
+        # (TableName, Operation) -> [count per bucket (one more for +Inf), sum in ms]
+        self.latency: dict[Labels, list[float]] = {}
+        self._share = Path(share) if share else None
+        self._own = self._share / f"worker-{worker}.json" if self._share else None
+        self._dirty = False
+        self._written = 0.0
+
+    def observe(self, record: RequestRecord) -> None:
+        """Count one answered request (a Listener: see observe/record.py)."""
+        self._dirty = True
+        consumed = self.counters["ConsumedWriteCapacityUnits"], self.counters["ConsumedReadCapacityUnits"]
+        table = ""
+        for charge in record.charges:
+            table = charge.table
+            key = (table, charge.index_name or "") if charge.is_global else (table, "")
+            series = consumed[0] if charge.write else consumed[1]
+            series[key] = series.get(key, 0.0) + charge.units
+        if not table and record.tables:
+            table = record.tables[0]
+        operation = record.operation
+        if record.status == 200:
+            latency = self.latency.get((table, operation))
+            if latency is None:
+                latency = self.latency[(table, operation)] = [0.0] * (len(BUCKETS) + 2)
+            ms = record.latency * 1000
+            latency[bisect.bisect_left(BUCKETS, ms)] += 1
+            latency[-1] += ms
+            if record.returned >= 0:
+                returned = self.counters["ReturnedItemCount"]
+                returned[(table, operation)] = returned.get((table, operation), 0.0) + record.returned
+        else:
+            self._refused(record, table)
+
+    def _refused(self, record: RequestRecord, table: str) -> None:
+        error = record.error
+        counters = self.counters
+        if record.status >= 500:
+            _add(counters["SystemErrors"], (table, record.operation))
+        elif error in _THROTTLES:
+            _add(counters["ThrottledRequests"], (table, record.operation))
+            for reason, throttled_table, index in record.throttled:
+                name = "WriteThrottleEvents" if "Write" in reason else "ReadThrottleEvents"
+                _add(counters[name], (throttled_table, index or ""))
+        elif error == _CONDITION:
+            _add(counters["ConditionalCheckFailedRequests"], (table,))
+        elif error in _CONFLICTS:
+            _add(counters["TransactionConflict"], (table,))
+        else:
+            _add(counters["UserErrors"], ())
+
+    def snapshot(self) -> dict[str, Any]:
+        """This worker's figures, as the other workers read them."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"counters": {name: [[list(labels), value] for labels, value in series.items()]
+                             for name, series in self.counters.items()},
+                "latency": [[list(labels), values] for labels, values in self.latency.items()],
+                "cpu": usage.ru_utime + usage.ru_stime, "rss": _resident_bytes(), "fds": _open_fds()}
+
+    def share(self) -> float:
+        """Write this worker's snapshot for the others if it changed and the last is SNAPSHOT_SECONDS old; the
+        seconds after which to call again when a change is still unwritten, else 0 (the server calls it at the end
+        of every event-loop pass, and again after that delay)."""
+        if self._own is None or not self._dirty:
+            return 0.0
+        now = time.monotonic()
+        if now - self._written < SNAPSHOT_SECONDS:
+            return self._written + SNAPSHOT_SECONDS - now
+        self._written = now
+        self._dirty = False
+        temporary = self._own.with_suffix(".tmp")
+        try:
+            temporary.write_bytes(orjson.dumps(self.snapshot()))
+            os.replace(temporary, self._own)
+        except OSError:  # (the directory went away: the server is stopping)
+            pass
+        return 0.0
+
+    def collected(self) -> list[dict[str, Any]]:
+        """Every worker's snapshot: this one's live, the others' from their files."""
+        snapshots = [self.snapshot()]
+        if self._share is None:
+            return snapshots
+        for path in sorted(self._share.glob("worker-*.json")):
+            if path == self._own:
+                continue
+            try:
+                snapshots.append(orjson.loads(path.read_bytes()))
+            except (OSError, orjson.JSONDecodeError):
+                continue
+        return snapshots
+
+
+def _add(series: dict[Labels, float], key: Labels) -> None:
+    series[key] = series.get(key, 0.0) + 1
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _open_fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
