@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from openddb import __version__
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.throttle import Throttle
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.observe.metrics import Metrics
@@ -97,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="refuse a fraction of calls to test retries: RATE[:KIND,...][@TARGET,...], KIND throttle "
                             "(default), internal or unavailable, TARGET an operation or a table (repeatable; see "
                             "docs/TESTING.md)")
+    serve.add_argument("--throttling", choices=("on", "off"), default="off",
+                       help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
+                            "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
+                            "off (the default): nothing is throttled, as local test suites expect")
     _tail_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
@@ -321,6 +326,9 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.verifier = verifier
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
+    if args.throttling == "on":
+        dispatcher.throttle = Throttle()
+        dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args), log_format=args.log_format, metrics=metrics))

@@ -24,7 +24,7 @@ def write_units(size: int) -> float:
     return float(max(1, -(-size // 1024)))  # whole 1 KB blocks, rounded up
 
 
-def charge(meta: TableMeta, units: float, *, write: bool, size: int = 0, key: StorageKey | None = None,
+def charge(meta: TableMeta, units: float, write: bool, size: int = 0, key: StorageKey | None = None,
            label: str | None = None) -> None:
     """Charge the request being executed `units` read or written in table `meta` (see observe/record.py), on the
     partition of `key` (None: several, as a Scan reads). `label`: the ConsumedCapacity entry it is reported in

@@ -22,6 +22,7 @@ from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.fault_injection import FaultInjector
 from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
+from openddb.api.throttle import Throttle
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
@@ -228,6 +229,7 @@ class Dispatcher:
         self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
         self.audit: AuditLog | None = None  # records control-plane changes and refused callers (`--audit-log`)
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
+        self.throttle: Throttle | None = None  # refuses calls past their tables' throughput (`--throttling on`)
         self.listeners: list[Listener] = []  # told of every request once answered (observe/record.py)
         # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
         # at their first run (once per request, not per attempt).
@@ -242,7 +244,8 @@ class Dispatcher:
         """One API call through its stages: route, authenticate, parse, (authorize), execute, render, then
         observe: its record (observe/record.py) handed to every listener, once per request. The HTTP layer framed
         it before; the server sends the answer after."""
-        record = RequestRecord(_operation_of(incoming.target))
+        target = incoming.target
+        record = RequestRecord(_OPERATIONS.get(target) or _operation_of(target))
         token = CURRENT.set(record)
         started = time.perf_counter()
         try:
@@ -273,6 +276,8 @@ class Dispatcher:
             request = self._parse(incoming)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
+            if self.throttle is not None:
+                self.throttle.admit(record.operation, request, self.engine)
             response = self._execute(handler, caller, incoming, request, record)
             if not record.charges and self.listeners:  # (the control plane: the tables named, for the listeners)
                 record.tables = [table_name_from(name) for name in tables_named(request)]

@@ -99,7 +99,7 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
     response: dict[str, Any] = {}
     if attributes:
         response["Attributes"] = attributes
-    charge(meta, units, write=True, size=max(result.old_size, result.new_size), key=key)
+    charge(meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
     if meta.indexes:
         charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
     mode = request.get("ReturnConsumedCapacity")
@@ -151,7 +151,7 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     response: dict[str, Any] = {}
     if item is not None:
         response["Item"] = item
-    charge(meta, get.units(size), write=False, size=size, key=key)
+    charge(meta, get.units(size), False, size, key)
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None and mode != "NONE":
         response["ConsumedCapacity"] = consumed(mode)

@@ -312,7 +312,7 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None
     response["ScannedCount"] = scanned
     if last is not None and (last_sk is None or last.key.sk != last_sk):
         response["LastEvaluatedKey"] = key_of_row(plan.meta, last.key)
-    charge(plan.meta, read_units(size, plan.consistent), write=False, size=size, key=partition)
+    charge(plan.meta, read_units(size, plan.consistent), False, size, partition)
     returned(count)
     mode = plan.capacity_mode
     if mode is not None and mode != "NONE":

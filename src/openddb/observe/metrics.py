@@ -46,6 +46,8 @@ COUNTERS = {
     "UserErrors": ((), "requests answered with a 400 status other than throttling and condition failures"),
 }
 HISTOGRAM = "SuccessfulRequestLatency"
+# The operations whose items CloudWatch counts in ReturnedItemCount.
+_RETURNING = frozenset({"Query", "Scan", "ExecuteStatement"})
 _CONDITION = "ConditionalCheckFailedException"
 _CONFLICTS = frozenset({"TransactionConflictException", "TransactionCanceledException"})
 _THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
@@ -53,13 +55,21 @@ _THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingExc
 Labels = tuple[str, ...]
 
 
+# Members of a (TableName, Operation) series after its latency bucket counts: the latency sum (ms), items returned,
+# read and write units consumed by the table itself (a GSI's, and another table's in a batch, go to `units`).
+_SUM, _RETURNED, _READ, _WRITE = len(BUCKETS) + 1, len(BUCKETS) + 2, len(BUCKETS) + 3, len(BUCKETS) + 4
+
+
 class Metrics:
     """One worker's counts (a Listener of the request record), and the Prometheus text of all workers'."""
 
     def __init__(self, share: str | None = None, worker: int = 0) -> None:
         self.counters: dict[str, dict[Labels, float]] = {name: {} for name in COUNTERS}
-        # (TableName, Operation) -> [count per bucket (one more for +Inf), sum in ms]
-        self.latency: dict[Labels, list[float]] = {}
+        # (TableName, Operation) -> [count per latency bucket (one more for +Inf), then _SUM, _RETURNED, _READ,
+        # _WRITE]: one list a request updates (a dict update per figure would cost the request path more)
+        self.series: dict[Labels, list[float]] = {}
+        # (TableName, GlobalSecondaryIndexName, "r" or "w") -> units, for charges outside the request's own series
+        self.units: dict[tuple[str, str, str], float] = {}
         self._share = Path(share) if share else None
         self._own = self._share / f"worker-{worker}.json" if self._share else None
         self._dirty = False
@@ -68,26 +78,25 @@ class Metrics:
     def observe(self, record: RequestRecord) -> None:
         """Count one answered request (a Listener: see observe/record.py)."""
         self._dirty = True
-        consumed = self.counters["ConsumedWriteCapacityUnits"], self.counters["ConsumedReadCapacityUnits"]
-        table = ""
-        for charge in record.charges:
-            table = charge.table
-            key = (table, charge.index_name or "") if charge.is_global else (table, "")
-            series = consumed[0] if charge.write else consumed[1]
-            series[key] = series.get(key, 0.0) + charge.units
-        if not table and record.tables:
-            table = record.tables[0]
-        operation = record.operation
+        charges = record.charges
+        table = charges[0].table if charges else record.tables[0] if record.tables else ""
+        key = (table, record.operation)
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = [0.0] * (_WRITE + 1)
+        for charge in charges:
+            if charge.table == table and (charge.index_name is None or not charge.is_global):
+                series[_WRITE if charge.write else _READ] += charge.units
+            else:
+                index = (charge.index_name or "") if charge.is_global else ""
+                other = (charge.table, index, "w" if charge.write else "r")
+                self.units[other] = self.units.get(other, 0.0) + charge.units
         if record.status == 200:
-            latency = self.latency.get((table, operation))
-            if latency is None:
-                latency = self.latency[(table, operation)] = [0.0] * (len(BUCKETS) + 2)
             ms = record.latency * 1000
-            latency[bisect.bisect_left(BUCKETS, ms)] += 1
-            latency[-1] += ms
+            series[bisect.bisect_left(BUCKETS, ms)] += 1
+            series[_SUM] += ms
             if record.returned >= 0:
-                returned = self.counters["ReturnedItemCount"]
-                returned[(table, operation)] = returned.get((table, operation), 0.0) + record.returned
+                series[_RETURNED] += record.returned
         else:
             self._refused(record, table)
 
@@ -109,12 +118,28 @@ class Metrics:
             _add(counters["UserErrors"], ())
 
     def snapshot(self) -> dict[str, Any]:
-        """This worker's figures, as the other workers read them."""
+        """This worker's figures, as the other workers read them: {"counters": {name: [[labels, value]...]},
+        "latency": [[[TableName, Operation], bucket counts and sum]...], "cpu", "rss", "fds"}."""
+        counters = {name: dict(series) for name, series in self.counters.items()}
+        read, write = counters["ConsumedReadCapacityUnits"], counters["ConsumedWriteCapacityUnits"]
+        returned = counters["ReturnedItemCount"]
+        latency = []
+        for (table, operation), series in self.series.items():
+            for target, member in ((read, _READ), (write, _WRITE)):
+                if series[member]:
+                    target[(table, "")] = target.get((table, ""), 0.0) + series[member]
+            if operation in _RETURNING:
+                returned[(table, operation)] = series[_RETURNED]
+            if any(series[:_SUM]):
+                latency.append([[table, operation], series[:_RETURNED]])
+        for (table, index, kind), units in self.units.items():
+            target = write if kind == "w" else read
+            target[(table, index)] = target.get((table, index), 0.0) + units
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return {"counters": {name: [[list(labels), value] for labels, value in series.items()]
-                             for name, series in self.counters.items()},
-                "latency": [[list(labels), values] for labels, values in self.latency.items()],
-                "cpu": usage.ru_utime + usage.ru_stime, "rss": _resident_bytes(), "fds": _open_fds()}
+                             for name, series in counters.items()},
+                "latency": latency, "cpu": usage.ru_utime + usage.ru_stime, "rss": _resident_bytes(),
+                "fds": _open_fds()}
 
     def share(self) -> float:
         """Write this worker's snapshot for the others if it changed and the last is SNAPSHOT_SECONDS old; the

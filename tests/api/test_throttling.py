@@ -1,0 +1,153 @@
+"""`--throttling on`: provisioned throughput with burst capacity, partition limits (a hot key throttled where the
+same rate spread over the partitions is not), a GSI short of write capacity throttling its table's writes, and
+on-demand maximums, each refused with DynamoDB's error and ThrottlingReasons; off by default."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from openddb.model.keys import encode_key, partition_hash
+from tests.api.test_metrics import scrape, value
+from tests.conftest import ServerProcess, unique_name
+
+_ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/"
+
+
+@pytest.fixture(scope="module")
+def throttled() -> Iterator[ServerProcess]:
+    process = ServerProcess(None, "--throttling", "on")
+    try:
+        yield process
+    finally:
+        process.finish()
+
+
+def _client(server: ServerProcess) -> Any:
+    """A client that tries each call once (an SDK retries throttled calls: here the refusal is what is looked at)."""
+    return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test",
+                        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
+
+
+def _table(ddb: Any, name: str, read: int, write: int, **more: Any) -> None:
+    capacity = {"ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write}} if read else {
+        "BillingMode": "PAY_PER_REQUEST"}
+    ddb.create_table(TableName=name, AttributeDefinitions=more.pop("definitions", [
+        {"AttributeName": "pk", "AttributeType": "S"}]), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        **capacity, **more)
+
+
+def _puts(ddb: Any, table: str, keys: list[str], size: int = 900) -> tuple[int, list[ClientError]]:
+    """Put an item under each key, as fast as one client goes: (how many succeeded, the refusals)."""
+    done, refused = 0, []
+    for key in keys:
+        try:
+            ddb.put_item(TableName=table, Item={"pk": {"S": key}, "data": {"S": "x" * size}})
+            done += 1
+        except ClientError as error:
+            refused.append(error)
+    return done, refused
+
+
+def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(throttled: ServerProcess) -> None:
+    ddb = _client(throttled)
+    table = unique_name("burst")
+    _table(ddb, table, 5, 5)
+    first, refused = _puts(ddb, table, [f"k{n}" for n in range(8)])  # 1 WCU each; one second of 5 WCU in hand
+    assert 5 <= first < 8 and refused
+    error = refused[0].response
+    assert error["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert error["Error"]["Message"] == ("The level of configured provisioned throughput for the table was exceeded. "
+                                         "Consider increasing your provisioning level with the UpdateTable API.")
+    assert error["ThrottlingReasons"] == [{"reason": "TableWriteProvisionedThroughputExceeded",
+                                           "resource": _ARN + table}]
+    time.sleep(3)  # unused capacity is kept (up to 300 s of it): three seconds' worth is a spike of 15
+    done, refused = _puts(ddb, table, [f"s{n}" for n in range(14)])
+    assert done == 14, refused[:1]
+    # A throttled put changed nothing: the table holds the items of the puts that succeeded, no more.
+    assert ddb.scan(TableName=table, Select="COUNT", ConsistentRead=True)["Count"] == first + 14
+    samples = scrape(throttled.endpoint)  # (one process: every throttle is counted at once)
+    assert value(samples, "ThrottledRequests", TableName=table, Operation="PutItem") == 8 - first
+    assert value(samples, "WriteThrottleEvents", TableName=table) == 8 - first
+    assert value(samples, "ConsumedWriteCapacityUnits", TableName=table) == first + 14
+
+
+def test_a_hot_key_is_throttled_and_the_same_rate_spread_is_not(throttled: ServerProcess) -> None:
+    """A 3,000 WCU table has three partitions of 1,000 WCU a second: 2,340 WCU at once on one key is throttled
+    (TableWriteKeyRangeThroughputExceeded), the same spread two keys a partition is not."""
+    ddb = _client(throttled)
+    hot, even = unique_name("hot"), unique_name("even")
+    _table(ddb, hot, 10, 3000)
+    _table(ddb, even, 10, 3000)
+    big = 390 * 1024 - 100  # 390 WCU an item: six are 2,340 WCU
+    done, refused = _puts(ddb, hot, ["same"] * 6, big)
+    assert done < 6 and refused
+    assert refused[0].response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert refused[0].response["ThrottlingReasons"] == [{"reason": "TableWriteKeyRangeThroughputExceeded",
+                                                         "resource": _ARN + hot}]
+    by_partition: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    candidate = 0
+    while any(len(keys) < 2 for keys in by_partition.values()):
+        key = f"key{candidate}"
+        candidate += 1
+        slot = partition_hash(encode_key({"S": key})) * 3 >> 32  # (the partitions split the hash space evenly)
+        if len(by_partition[slot]) < 2:
+            by_partition[slot].append(key)
+    keys = [key for position in range(2) for keys in by_partition.values() for key in keys[position:position + 1]]
+    done, refused = _puts(ddb, even, keys, big)
+    assert (done, refused) == (6, [])
+
+
+def test_a_gsi_short_of_write_capacity_throttles_its_tables_writes(throttled: ServerProcess) -> None:
+    ddb = _client(throttled)
+    table = unique_name("gsi")
+    _table(ddb, table, 100, 100, definitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                              {"AttributeName": "g", "AttributeType": "S"}],
+           GlobalSecondaryIndexes=[{"IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                                    "Projection": {"ProjectionType": "ALL"},
+                                    "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}])
+    refused = []
+    for n in range(4):
+        try:
+            ddb.put_item(TableName=table, Item={"pk": {"S": f"k{n}"}, "g": {"S": "x"}})
+        except ClientError as error:
+            refused.append(error.response)
+    assert refused, "the GSI's one write unit a second never throttled the table's writes"
+    assert refused[0]["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert refused[0]["ThrottlingReasons"] == [{"reason": "IndexWriteProvisionedThroughputExceeded",
+                                                "resource": _ARN + table + "/index/byG"}]
+
+
+def test_on_demand_maximum_holds(throttled: ServerProcess) -> None:
+    ddb = _client(throttled)
+    table = unique_name("maxod")
+    _table(ddb, table, 0, 0, OnDemandThroughput={"MaxReadRequestUnits": 4, "MaxWriteRequestUnits": 3})
+    done, refused = _puts(ddb, table, [f"k{n}" for n in range(6)])
+    assert 3 <= done < 6 and refused
+    error = refused[0].response
+    assert error["Error"]["Code"] == "ThrottlingException"
+    assert error["throttlingReasons"] == [{"reason": "TableWriteMaxOnDemandThroughputExceeded",
+                                           "resource": _ARN + table}]
+    reads = refusals = 0
+    for _ in range(8):
+        try:
+            ddb.get_item(TableName=table, Key={"pk": {"S": "k0"}}, ConsistentRead=True)
+            reads += 1
+        except ClientError as refusal:
+            assert refusal.response["throttlingReasons"][0]["reason"] == "TableReadMaxOnDemandThroughputExceeded"
+            refusals += 1
+    assert 4 <= reads < 8 and refusals
+
+
+def test_nothing_is_throttled_by_default(server: ServerProcess) -> None:
+    ddb = _client(server)
+    table = unique_name("unthrottled")
+    _table(ddb, table, 1, 1)
+    assert _puts(ddb, table, [f"k{n}" for n in range(10)]) == (10, [])
