@@ -5,11 +5,9 @@ on-demand maximums, each refused with DynamoDB's error and ThrottlingReasons; of
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -20,16 +18,7 @@ from tests.conftest import ServerProcess, unique_name
 _ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/"
 
 
-@pytest.fixture(scope="module")
-def throttled() -> Iterator[ServerProcess]:
-    process = ServerProcess(None, "--throttling", "on")
-    try:
-        yield process
-    finally:
-        process.finish()
-
-
-def _client(server: ServerProcess) -> Any:
+def one_try_client(server: ServerProcess) -> Any:
     """A client that tries each call once (an SDK retries throttled calls: here the refusal is what is looked at)."""
     return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
                         aws_access_key_id="test", aws_secret_access_key="test",
@@ -57,7 +46,7 @@ def _puts(ddb: Any, table: str, keys: list[str], size: int = 900) -> tuple[int, 
 
 
 def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(throttled: ServerProcess) -> None:
-    ddb = _client(throttled)
+    ddb = one_try_client(throttled)
     table = unique_name("burst")
     _table(ddb, table, 5, 5)
     first, refused = _puts(ddb, table, [f"k{n}" for n in range(8)])  # 1 WCU each; one second of 5 WCU in hand
@@ -82,7 +71,7 @@ def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(thr
 def test_a_hot_key_is_throttled_and_the_same_rate_spread_is_not(throttled: ServerProcess) -> None:
     """A 3,000 WCU table has three partitions of 1,000 WCU a second: 2,340 WCU at once on one key is throttled
     (TableWriteKeyRangeThroughputExceeded), the same spread two keys a partition is not."""
-    ddb = _client(throttled)
+    ddb = one_try_client(throttled)
     hot, even = unique_name("hot"), unique_name("even")
     _table(ddb, hot, 10, 3000)
     _table(ddb, even, 10, 3000)
@@ -106,7 +95,7 @@ def test_a_hot_key_is_throttled_and_the_same_rate_spread_is_not(throttled: Serve
 
 
 def test_a_gsi_short_of_write_capacity_throttles_its_tables_writes(throttled: ServerProcess) -> None:
-    ddb = _client(throttled)
+    ddb = one_try_client(throttled)
     table = unique_name("gsi")
     _table(ddb, table, 100, 100, definitions=[{"AttributeName": "pk", "AttributeType": "S"},
                                               {"AttributeName": "g", "AttributeType": "S"}],
@@ -126,7 +115,7 @@ def test_a_gsi_short_of_write_capacity_throttles_its_tables_writes(throttled: Se
 
 
 def test_on_demand_maximum_holds(throttled: ServerProcess) -> None:
-    ddb = _client(throttled)
+    ddb = one_try_client(throttled)
     table = unique_name("maxod")
     _table(ddb, table, 0, 0, OnDemandThroughput={"MaxReadRequestUnits": 4, "MaxWriteRequestUnits": 3})
     done, refused = _puts(ddb, table, [f"k{n}" for n in range(6)])
@@ -147,7 +136,7 @@ def test_on_demand_maximum_holds(throttled: ServerProcess) -> None:
 
 
 def test_nothing_is_throttled_by_default(server: ServerProcess) -> None:
-    ddb = _client(server)
+    ddb = one_try_client(server)
     table = unique_name("unthrottled")
     _table(ddb, table, 1, 1)
     assert _puts(ddb, table, [f"k{n}" for n in range(10)]) == (10, [])

@@ -32,8 +32,7 @@ def charge(meta: TableMeta, units: float, write: bool, size: int = 0, key: Stora
     record = CURRENT.get()
     if record is not None:  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
         name = meta.name
-        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size,
-                                              None if key is None else key.h, None if key is None else key.pk)))
+        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key)))
 
 
 def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: bool,
@@ -45,7 +44,7 @@ def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: boo
     for name, units in index_units.items():
         index = meta.index(name)
         record.charges.append(Charge(label or meta.name, meta.name, name, index is None or index.is_global, units,
-                                     write, 0, None if key is None else key.h, None if key is None else key.pk))
+                                     write, 0, key))
 
 
 def consumed(mode: str | None, *, split: bool = False) -> dict[str, Any] | None:

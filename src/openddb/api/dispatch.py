@@ -91,14 +91,14 @@ def _unsupported(operation: str) -> Handler:
 
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
-    from openddb.api import backups, batch, items, reads, tables, tags, transactions, ttl
+    from openddb.api import backups, batch, contributor_insights, items, reads, tables, tags, transactions, ttl
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions):
+                   partiql_transactions, contributor_insights):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 

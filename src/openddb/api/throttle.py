@@ -150,6 +150,11 @@ class Throttle:
                 refusals.append((refusal[0], refusal[1], name, refusal[2]))
         if not refusals or (operation in _BATCHES and len(refusals) < tables):
             return
+        record = CURRENT.get()
+        if record is not None:  # (Contributor Insights counts the throttled keys)
+            record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
+                                          for meta in (engine.get_table(name),) if meta is not None
+                                          for _, pk, sk in _keys_named(meta, operation, request))
         raise _throttled(refusals)
 
     def _check(self, meta: TableMeta, access: Access, request: dict[str, Any], operation: str,
@@ -190,14 +195,18 @@ class Throttle:
             bucket = resource.write if charge.write else resource.read
             if bucket is not None:
                 bucket.take(charge.units, now)
-            if charge.h is not None and table is not None and charge.index_name is None:
+            if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                table.partition(charge.h).take(share, now)
+                table.partition(charge.key.h).take(share, now)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:
-    """The partition hashes of the keys an item request names for this table (before it is validated: a key
-    that cannot be read is left to the handler to refuse)."""
+    return [h for h, _, _ in _keys_named(meta, operation, request)]
+
+
+def _keys_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[tuple[int, bytes, bytes]]:
+    """The keys an item request names for this table, (partition hash, encoded partition key, encoded sort key or
+    b""), before it is validated: a key that cannot be read is left to the handler to refuse."""
     raws: list[Any] = []
     if operation in ("GetItem", "UpdateItem", "DeleteItem"):
         raws.append(request.get("Key"))
@@ -212,14 +221,16 @@ def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) 
                 if isinstance(write, dict):
                     body = write.get("PutRequest") or write.get("DeleteRequest") or {}
                     raws.append(body.get("Item") or body.get("Key") if isinstance(body, dict) else None)
-    hashes = []
-    name = meta.hash_key.name
+    keys = []
+    range_key = meta.range_key
     for raw in raws:
         try:
-            hashes.append(partition_hash(encode_key(raw[name])))
+            pk = encode_key(raw[meta.hash_key.name])
+            sk = encode_key(raw[range_key.name]) if range_key is not None else b""
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
-    return hashes
+        keys.append((partition_hash(pk), pk, sk))
+    return keys
 
 
 def _throttled(refusals: list[tuple[Resource, str, str, str | None]]) -> DynamoDBError:

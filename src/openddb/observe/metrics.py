@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from openddb.observe.insights import Insights
 from openddb.observe.record import RequestRecord
 
 SNAPSHOT_SECONDS = 0.2
@@ -70,6 +71,7 @@ class Metrics:
         self.series: dict[Labels, list[float]] = {}
         # (TableName, GlobalSecondaryIndexName, "r" or "w") -> units, for charges outside the request's own series
         self.units: dict[tuple[str, str, str], float] = {}
+        self.insights: Insights | None = None  # Contributor Insights' counts, served with the metrics
         self._share = Path(share) if share else None
         self._own = self._share / f"worker-{worker}.json" if self._share else None
         self._dirty = False
@@ -77,7 +79,7 @@ class Metrics:
 
     def observe(self, record: RequestRecord) -> None:
         """Count one answered request (a Listener: see observe/record.py)."""
-        self._dirty = True
+        self._dirty = True  # (Contributor Insights' counts change only with a request too)
         charges = record.charges
         table = charges[0].table if charges else record.tables[0] if record.tables else ""
         key = (table, record.operation)
@@ -139,7 +141,7 @@ class Metrics:
         return {"counters": {name: [[list(labels), value] for labels, value in series.items()]
                              for name, series in counters.items()},
                 "latency": latency, "cpu": usage.ru_utime + usage.ru_stime, "rss": _resident_bytes(),
-                "fds": _open_fds()}
+                "fds": _open_fds(), "insights": self.insights.snapshot() if self.insights is not None else {}}
 
     def share(self) -> float:
         """Write this worker's snapshot for the others if it changed and the last is SNAPSHOT_SECONDS old; the

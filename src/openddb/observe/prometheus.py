@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openddb.observe.insights import TOP
 from openddb.observe.metrics import BUCKETS, COUNTERS, HISTOGRAM
 from openddb.storage.base import Engine
 
@@ -23,6 +24,7 @@ def render(snapshots: list[dict[str, Any]], engine: Engine) -> bytes:
         lines += [f"# HELP {name} {description}", f"# TYPE {name} counter"]
         lines += [f"{name}{_labels(labels, key)} {_number(value)}" for key, value in sorted(summed.items())]
     lines += _latency(snapshots)
+    lines += _contributors(snapshots)
     lines += _provisioned(engine)
     lines += _process(snapshots)
     return ("\n".join(lines) + "\n").encode()
@@ -45,6 +47,23 @@ def _latency(snapshots: list[dict[str, Any]]) -> list[str]:
             lines.append(f'{HISTOGRAM}_bucket{_labels((*names, "le"), (*key, le))} {_number(running)}')
         lines.append(f"{HISTOGRAM}_sum{_labels(names, key)} {_number(counts[-1])}")
         lines.append(f"{HISTOGRAM}_count{_labels(names, key)} {_number(running)}")
+    return lines
+
+
+def _contributors(snapshots: list[dict[str, Any]]) -> list[str]:
+    """Contributor Insights: the TOP keys of each rule (observe/insights.py), counted over every worker."""
+    summed: dict[str, dict[str, float]] = {}
+    for snapshot in snapshots:
+        for rule, keys in snapshot.get("insights", {}).items():
+            counts = summed.setdefault(rule, {})
+            for key, count in keys:
+                counts[key] = counts.get(key, 0.0) + count
+    name = "openddb_contributor_insights"
+    lines = [f"# HELP {name} Contributor Insights: the most accessed (PKC, SKC) and throttled (PKT, SKT) keys, "
+             "by rule, requests since enabled", f"# TYPE {name} gauge"]
+    for rule, counts in sorted(summed.items()):
+        top = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))[:TOP]
+        lines += [f"{name}{_labels(('rule', 'key'), (rule, key))} {_number(count)}" for key, count in top]
     return lines
 
 

@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import NamedTuple, Protocol
 
+from openddb.storage.base import StorageKey
+
 
 class Charge(NamedTuple):
-    """One charge of capacity: `units` read or written in `table` (or in its index `index`)."""
+    """One charge of capacity: `units` read or written in `table` (or in its index `index_name`)."""
 
     label: str  # the table as the request named it (a name or ARN): one ConsumedCapacity entry per label
     table: str  # the table's name
@@ -27,8 +29,9 @@ class Charge(NamedTuple):
     units: float
     write: bool
     size: int  # bytes the charge was computed from (the item, or a page's items; 0 if unknown)
-    h: int | None  # the partition hash of the key read or written (None: several partitions, a Scan)
-    key: bytes | None  # the encoded partition key (None where `h` is None)
+    # The key read or written: its partition hash `h`, encoded partition key `pk` and sort key `sk` (b"" for none,
+    # or for a Query's whole partition); None where several partitions were read (a Scan) or for an index.
+    key: StorageKey | None
 
 
 class RequestRecord:
@@ -40,7 +43,8 @@ class RequestRecord:
     (ReturnedItemCount), -1 where the operation returns none; `client`: the caller's address if the server knows
     it, else ""; `tables`: the tables a refused or control-plane request named (a data-plane one's are in its
     charges); `request_id`: its x-amzn-RequestId; `response_bytes`: the size of the answer's body; `throttled`:
-    why the call was throttled, (reason, table, index or None) per ThrottlingReason."""
+    why the call was throttled, (reason, table, index or None) per ThrottlingReason, and `throttled_keys` the keys
+    it named in the tables throttled, where it names keys (item requests)."""
 
     # The members a request does not set keep these class-level values: a record is made on every request, and
     # setting only what differs keeps that cheap.
@@ -54,6 +58,7 @@ class RequestRecord:
     request_id = b""
     response_bytes = 0
     throttled: tuple[tuple[str, str, str | None], ...] = ()
+    throttled_keys: tuple[tuple[str, bytes, bytes], ...] = ()  # (table, encoded partition key, sort key or b"")
 
     def __init__(self, operation: str) -> None:
         self.operation = operation

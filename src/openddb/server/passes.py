@@ -18,6 +18,7 @@ import orjson
 
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.observe import prometheus
+from openddb.observe.insights import Insights
 from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
@@ -63,6 +64,8 @@ class ServerState:
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
         self.metrics = metrics or Metrics()  # (GET /metrics; told of every request)
+        self.metrics.insights = Insights(lambda: self.dispatcher.engine)  # (Contributor Insights' key counts)
+        dispatcher.listeners.append(self.metrics.insights)
         self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
         dispatcher.listeners.append(self.metrics)
         # (decided once: a disabled log costs a request nothing; an enabled one is told of every request)
