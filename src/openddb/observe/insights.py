@@ -1,17 +1,16 @@
 """Contributor Insights' counts: the most accessed and most throttled keys of each table whose insights are
 enabled (api/contributor_insights.py), per worker, served in `GET /metrics` by rule name.
 
-A listener of the request record. Which tables are enabled is read from their descriptions at most once a second
-(`REFRESH_SECONDS`), so a request on a table without insights costs one set look-up. Counted: every item read or
-written in the table itself (its charges' keys) under the PKC rule (the partition key) and SKC (partition and sort
-key; a Query counts its partition under PKC only), and every key of a throttled request under PKT/SKT. Counts are
-totals since the insights were enabled on this worker (CloudWatch reports them per period); a GSI's keys are not
-counted (its charges carry no key), only its rules named.
+A listener of the request record. Which tables are enabled is read from their descriptions about once a second
+(`refresh`, called by the server's background round): while no table has insights a request costs a test.
+Counted: every item read or written in the table itself (its charges' keys) under the PKC rule (the partition key)
+and SKC (partition and sort key; a Query counts its partition under PKC only), and every key of a throttled request
+under PKT/SKT. Counts are totals since the insights were enabled on this worker (CloudWatch reports them per
+period); a GSI's keys are not counted (its charges carry no key), only its rules named.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,6 @@ from openddb.observe.record import RequestRecord
 from openddb.storage.base import Engine
 
 MODES = ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS")
-REFRESH_SECONDS = 1.0
 TOP = 10  # contributors served per rule
 _KEPT = 5000  # keys counted per rule before the least counted are dropped
 
@@ -45,18 +43,13 @@ class Insights:
 
     def __init__(self, engine: Callable[[], Engine]) -> None:
         self._engine = engine
-        self._next = 0.0
         # table name -> (its description when last read, rule name by kind "PKC", "SKC", "PKT", "SKT")
         self.enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
         self.counts: dict[str, dict[str, float]] = {}  # rule name -> key text -> count
 
     def observe(self, record: RequestRecord) -> None:
         """Count the keys of one answered request (a Listener: see observe/record.py)."""
-        now = time.monotonic()
-        if now >= self._next:
-            self._next = now + REFRESH_SECONDS
-            self._refresh()
-        if not self.enabled:
+        if not self.enabled:  # (refreshed once a second by the server: `refresh`)
             return
         for charge in record.charges:
             found = self.enabled.get(charge.table)
@@ -79,7 +72,8 @@ class Insights:
         if rule is not None and sk and meta.range_key is not None:
             _add(self.counts.setdefault(rule, {}), f"{key}|{_text(meta.range_key.type, sk)}")
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
+        """Read which tables have insights enabled (the server calls it about once a second)."""
         engine = self._engine()
         enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
         for name in engine.list_tables():

@@ -195,7 +195,7 @@ class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
     __slots__ = ("_attempts", "_body", "_body_size", "_budget_paused", "_counted", "_deferred", "_failed",
-                 "_head_bytes", "_head_size", "_headers", "_last", "_retry_due", "_since", "_too_large",
+                 "_head_bytes", "_head_size", "_headers", "_last", "_peer_host", "_retry_due", "_since", "_too_large",
                  "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held", "mark", "parser", "server",
                  "transport")
 
@@ -235,6 +235,7 @@ class HttpProtocol(asyncio.Protocol):
         self.mark = server.watch.count
         self._counted = 0
         self._budget_paused = False
+        self._peer_host: str | None = None  # the client's address, once asked for (`_peer`)
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -519,9 +520,13 @@ class HttpProtocol(asyncio.Protocol):
                      keep_alive)
 
     def _peer(self) -> str:
-        """The client's address (its host), "" where the transport has none."""
-        name = self.transport.get_extra_info("peername") if self.transport is not None else None
-        return str(name[0]) if isinstance(name, tuple) else ""
+        """The client's address (its host), "" where the transport has none; asked of the transport once per
+        connection (uvloop makes a socket object for each ask)."""
+        peer = self._peer_host
+        if peer is None:
+            name = self.transport.get_extra_info("peername") if self.transport is not None else None
+            peer = self._peer_host = str(name[0]) if isinstance(name, tuple) else ""
+        return peer
 
     def _local_address(self) -> bytes:
         """host:port of this end of the connection (for a request without a Host header, as HTTP/1.0 allows)."""

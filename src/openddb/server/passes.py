@@ -117,6 +117,8 @@ class ServerState:
             self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
             return
         self.dispatcher.run_background()
+        if self.metrics.insights is not None:
+            self.metrics.insights.refresh()  # (which tables Contributor Insights counts: see observe/insights.py)
         self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
 
     def sweep(self) -> None:

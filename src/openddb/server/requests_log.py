@@ -114,10 +114,16 @@ def _table(record: RequestRecord) -> str | None:
 
 
 def _text(record: RequestRecord) -> str:
+    read = write = 0.0
+    for charge in record.charges:  # (one pass for both sums: this runs on every request)
+        if charge.write:
+            write += charge.units
+        else:
+            read += charge.units
     error = f" {record.error}" if record.error else ""
     return (f"POST {record.operation} {_table(record) or '-'} {record.status}{error} {record.latency * 1000:.2f}ms "
-            f"rcu={record.units(write=False):g} wcu={record.units(write=True):g} {record.response_bytes}B "
-            f"client={record.client or '-'} id={record.request_id.decode()}")
+            f"rcu={read:g} wcu={write:g} {record.response_bytes}B client={record.client or '-'} "
+            f"id={record.request_id.decode()}")
 
 
 def _handlers() -> list[logging.Handler]:
