@@ -30,6 +30,7 @@ the requests it serves (use one worker to see a table's limits exactly).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from openddb.api.context import table_name_from, tables_named
@@ -112,7 +113,7 @@ def _resource(shape: tuple[Any, ...], arn: str, now: float) -> Resource:
 class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._resources: dict[tuple[str, str | None], Resource] = {}
 
