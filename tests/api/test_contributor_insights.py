@@ -10,8 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.api.test_metrics import scrape
-from tests.api.test_throttling import one_try_client
-from tests.conftest import ServerProcess, unique_name
+from tests.conftest import ServerProcess, one_try_client, unique_name
 
 
 def _table(ddb: Any, name: str, write: int = 1000, sort: bool = False) -> None:

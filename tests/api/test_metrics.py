@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import ServerProcess, make_client, unique_name
+from tests.conftest import ServerProcess, make_client, one_try_client, unique_name
 
 _SAMPLE = re.compile(r'^(\w+)(?:\{(.*)\})? (\S+)$')
 
@@ -109,5 +109,26 @@ def test_two_workers_requests_are_summed(tmp_path) -> None:  # type: ignore[no-u
         time.sleep(0.5)
         for _ in range(6):  # (fresh connections: both workers answer some scrapes, each with the whole sum)
             assert value(scrape(server.endpoint), "ConsumedWriteCapacityUnits", TableName=table) == 40
+    finally:
+        server.finish()
+
+
+def test_injected_throttles_are_counted() -> None:
+    """A throttle injected by --inject-errors counts as DynamoDB's would: ThrottledRequests by operation and
+    Read/WriteThrottleEvents by table, from its ThrottlingReasons."""
+    table = unique_name("injected")
+    server = ServerProcess(None, "--inject-errors", f"1:throttle@{table}")
+    try:
+        ddb = one_try_client(server)  # (an SDK retries a throttle: one try each here)
+        _provisioned_table(ddb, table)
+        for operation in (lambda: ddb.put_item(TableName=table, Item={"pk": {"S": "a"}}),
+                          lambda: ddb.get_item(TableName=table, Key={"pk": {"S": "a"}})):
+            with pytest.raises(ClientError):
+                operation()
+        samples = scrape(server.endpoint)
+        assert value(samples, "ThrottledRequests", TableName=table, Operation="PutItem") == 1
+        assert value(samples, "ThrottledRequests", TableName=table, Operation="GetItem") == 1
+        assert value(samples, "WriteThrottleEvents", TableName=table) == 1
+        assert value(samples, "ReadThrottleEvents", TableName=table) == 1
     finally:
         server.finish()

@@ -7,22 +7,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from openddb.model.keys import encode_key, partition_hash
 from tests.api.test_metrics import scrape, value
-from tests.conftest import ServerProcess, unique_name
+from tests.conftest import ServerProcess, one_try_client, unique_name
 
 _ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/"
-
-
-def one_try_client(server: ServerProcess) -> Any:
-    """A client that tries each call once (an SDK retries throttled calls: here the refusal is what is looked at)."""
-    return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
-                        aws_access_key_id="test", aws_secret_access_key="test",
-                        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
 
 
 def _table(ddb: Any, name: str, read: int, write: int, **more: Any) -> None:

@@ -22,7 +22,7 @@ from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.fault_injection import FaultInjector
 from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
-from openddb.api.throttle import Throttle
+from openddb.api.throttle import Throttle, throttled_by
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     DynamoDBError,
@@ -204,6 +204,8 @@ def _parse_scope(authorization: bytes) -> tuple[str, str]:
 def _refused(record: RequestRecord, error: DynamoDBError, request: dict[str, Any] | None) -> None:
     """Note on the record how the call was refused: the error's type and the tables the request named."""
     record.error = type(error).__name__
+    if error.extra and not record.throttled:  # (a throttle injected by --inject-errors: its reasons, for the metrics)
+        record.throttled = throttled_by(error)
     if request is not None:
         record.tables = [table_name_from(name) for name in tables_named(request)]
 

@@ -251,3 +251,15 @@ def _throttled(refusals: list[tuple[Resource, str, str, str | None]]) -> DynamoD
         error = ThrottlingException(ON_DEMAND_THROTTLE)
         error.extra = {"throttlingReasons": reasons}  # (botocore's model names the member so for this exception)
     return error
+
+
+def throttled_by(error: DynamoDBError) -> tuple[tuple[str, str, str | None], ...]:
+    """(reason, table, index or None) of each ThrottlingReason an error carries (a throttle's, or one injected by
+    `--inject-errors`), for the request record."""
+    extra = error.extra or {}
+    found = []
+    for reason in extra.get("ThrottlingReasons") or extra.get("throttlingReasons") or ():
+        resource = str(reason.get("resource", ""))
+        table, _, index = resource.partition(":table/")[2].partition("/index/")
+        found.append((str(reason.get("reason", "")), table, index or None))
+    return tuple(found)
