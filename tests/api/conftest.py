@@ -30,7 +30,7 @@ def iam(identity_server: ServerProcess) -> Any:
 @pytest.fixture(scope="module")
 def throttled() -> Iterator[ServerProcess]:
     """A server applying DynamoDB's throughput limits (`--throttling on`), in one process (one test module)."""
-    process = ServerProcess(None, "--throttling", "on")
+    process = ServerProcess(None, "--throttling", "on", "--workers", "1")
     try:
         yield process
     finally:

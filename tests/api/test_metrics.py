@@ -44,7 +44,7 @@ def _provisioned_table(ddb, name: str, read: int = 7, write: int = 3) -> None:  
 def test_metrics_count_one_process_requests() -> None:
     """Units, returned items, condition failures, user errors and latency follow what was sent (one process: a
     scrape right after the requests counts them all)."""
-    server = ServerProcess(None)
+    server = ServerProcess(None, "--workers", "1")  # (one also on --engine, where --workers defaults to the cores)
     try:
         _count_one_process_requests(server)
     finally:
@@ -117,7 +117,7 @@ def test_injected_throttles_are_counted() -> None:
     """A throttle injected by --inject-errors counts as DynamoDB's would: ThrottledRequests by operation and
     Read/WriteThrottleEvents by table, from its ThrottlingReasons."""
     table = unique_name("injected")
-    server = ServerProcess(None, "--inject-errors", f"1:throttle@{table}")
+    server = ServerProcess(None, "--inject-errors", f"1:throttle@{table}", "--workers", "1")
     try:
         ddb = one_try_client(server)  # (an SDK retries a throttle: one try each here)
         _provisioned_table(ddb, table)

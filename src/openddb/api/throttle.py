@@ -3,8 +3,9 @@
 Each table and each GSI is a set of token buckets, kept per worker process:
 
 - provisioned capacity: a read and a write bucket filled at the provisioned rate, holding up to BURST_SECONDS
-  (300 s) of unused capacity, DynamoDB's burst capacity. A bucket starts with one second of capacity (best guess:
-  DynamoDB does not say how much burst a new table has). Past it, ProvisionedThroughputExceededException with
+  (300 s) of unused capacity, DynamoDB's burst capacity. A bucket starts with one second of capacity and what the
+  table left unused since it was made (best guess: DynamoDB does not say how much burst a new table has); a change
+  of capacity starts it afresh. Past it, ProvisionedThroughputExceededException with
   Table/Index Read/Write ProvisionedThroughputExceeded.
 - on-demand maximums (OnDemandThroughput MaxReadRequestUnits / MaxWriteRequestUnits, of the table or a GSI): a
   bucket at that rate holding one second of it; past it, ThrottlingException with ...MaxOnDemandThroughputExceeded.
@@ -33,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
 from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
@@ -58,10 +60,11 @@ class Bucket:
 
     __slots__ = ("capacity", "rate", "stamp", "tokens")
 
-    def __init__(self, rate: float, capacity: float, now: float) -> None:
+    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0) -> None:
         self.rate = rate
         self.capacity = capacity
-        self.tokens = min(rate, capacity)  # one second's worth (best guess, see the module's doc)
+        # one second's worth, and what `unused` seconds left unused (best guess, see the module's doc)
+        self.tokens = min(rate * (1.0 + unused), capacity)
         self.stamp = now
 
     def level(self, now: float) -> float:
@@ -98,13 +101,14 @@ def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, 
             peaks, uuid)
 
 
-def _resource(shape: tuple[Any, ...], arn: str, now: float) -> Resource:
+def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float) -> Resource:
+    """A resource's buckets; `unused`: seconds since the table was made, whose capacity its burst has kept."""
     billing, read, write, max_read, max_write, (peak_read, peak_write), _ = shape
     units = max(peak_read, read) / PARTITION_READ_UNITS + max(peak_write, write) / PARTITION_WRITE_UNITS
     if billing == "PROVISIONED":
         partitions = max(1, -int(-units // 1))
-        return Resource(shape, arn, True, Bucket(read, read * BURST_SECONDS, now),
-                        Bucket(write, write * BURST_SECONDS, now), partitions, now)
+        return Resource(shape, arn, True, Bucket(read, read * BURST_SECONDS, now, unused),
+                        Bucket(write, write * BURST_SECONDS, now, unused), partitions, now)
     partitions = max(ON_DEMAND_PARTITIONS, -int(-units // 1))
     return Resource(shape, arn, False, Bucket(max_read, max_read, now) if max_read > 0 else None,
                     Bucket(max_write, max_write, now) if max_write > 0 else None, partitions, now)
@@ -113,24 +117,26 @@ def _resource(shape: tuple[Any, ...], arn: str, now: float) -> Resource:
 class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._clock = monotonic
         self._resources: dict[tuple[str, str | None], Resource] = {}
 
     def table(self, meta: TableMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, meta.read_capacity, meta.write_capacity, meta.on_demand,
                        (meta.peak_read, meta.peak_write))
-        return self._get((meta.name, None), shape, meta.arn)
+        return self._get((meta.name, None), shape, meta.arn, meta.created_at)
 
     def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
                        (index.peak_read, index.peak_write))
-        return self._get((meta.name, index.name), shape, f"{meta.arn}/index/{index.name}")
+        return self._get((meta.name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
 
-    def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str) -> Resource:
+    def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
-        if found is None or found.shape != shape:  # (new, or its capacity changed: buckets as it now is)
-            found = self._resources[key] = _resource(shape, arn, self._clock())
+        if found is None:  # first seen by this process: what it left unused since it was made is kept as burst
+            found = self._resources[key] = _resource(shape, arn, self._clock(), max(0.0, clock.now() - created))
+        elif found.shape != shape:  # its capacity changed: buckets as it now is
+            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
         return found
 
     def admit(self, operation: str, request: dict[str, Any], engine: Engine) -> None:
