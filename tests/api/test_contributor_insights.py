@@ -13,18 +13,18 @@ from tests.api.test_metrics import scrape
 from tests.conftest import ServerProcess, one_try_client, unique_name
 
 
-def _table(ddb: Any, name: str, write: int = 1000, sort: bool = False) -> None:
+def _table(ddb: Any, name: str, write: int = 100, sort: bool = False) -> None:
     definitions = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}]
     schema = [{"AttributeName": "pk", "KeyType": "HASH"}]
     if sort:
         definitions.append({"AttributeName": "sk", "AttributeType": "S"})
         schema.append({"AttributeName": "sk", "KeyType": "RANGE"})
     ddb.create_table(TableName=name, AttributeDefinitions=definitions, KeySchema=schema,
-                     ProvisionedThroughput={"ReadCapacityUnits": 1000, "WriteCapacityUnits": write},
+                     ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": write},
                      GlobalSecondaryIndexes=[{
                          "IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
                          "Projection": {"ProjectionType": "KEYS_ONLY"},
-                         "ProvisionedThroughput": {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000}}])
+                         "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 100}}])
 
 
 def _contributors(server: ServerProcess, rule: str) -> dict[str, float]:
