@@ -66,11 +66,11 @@ class Server:
     streams: bool = False  # whether it accepted a table with a stream
     log: Path | None = None
 
-    def start(self, workers: int) -> None:
+    def start(self, workers: int, log_level: str = "warning") -> None:
         self.data_dir.mkdir(parents=True)
         self.log = self.data_dir.with_suffix(".log")
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
-                   str(self.data_dir), "--workers", str(workers), "--log-level", "warning"]
+                   str(self.data_dir), "--workers", str(workers), "--log-level", log_level]
         env = {**os.environ, "PYTHONPATH": str(self.src)}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -482,6 +482,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--baseline", default="HEAD~1", help="git revision to compare with (default HEAD~1)")
     parser.add_argument("--workers", type=int, default=1, help="server processes per server (default 1)")
+    parser.add_argument("--log-level", default="warning", choices=("info", "warning"),
+                        help="both servers' --log-level (default warning: no request log; info: one line a request)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per run (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each (default 1)")
@@ -559,7 +561,7 @@ def run(args: argparse.Namespace, samples: list[Sample], tmp: str, loop_name: st
                    Server("baseline", worktree / "src", Path(tmp) / "data-baseline")]
         for server in servers:
             check_source(server.src)
-            server.start(args.workers)
+            server.start(args.workers, args.log_level)
         for server in servers:
             server.wait_ready()
         asyncio.run(run_rounds(servers, args, samples, save))

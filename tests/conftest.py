@@ -10,6 +10,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -87,6 +88,13 @@ def make_client(endpoint: str, service: str = "dynamodb") -> object:
         aws_secret_access_key="test",
         config=Config(retries={"max_attempts": 1}, connect_timeout=5, read_timeout=30),
     )
+
+
+def one_try_client(server: ServerProcess) -> Any:
+    """A client that tries each call once (an SDK retries throttled calls: here the refusal is what is looked at)."""
+    return boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test",
+                        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
 
 
 @pytest.fixture(scope="session")

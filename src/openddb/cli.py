@@ -7,11 +7,13 @@ import asyncio
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
 import ssl
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -20,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 from openddb import __version__
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.throttle import Throttle
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
+from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
@@ -76,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                             "can checkpoint and recover once there is room (default 32; 0: none)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="info (the default) logs a line per request; warning: start-up problems and errors")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"),
+                       help="the request log's lines: text (the default) or one JSON object a line")
     serve.add_argument("--cors", "-cors", default="*", metavar="ORIGINS",
                        help="origins allowed to call from a browser page, comma-separated, as DynamoDB Local's -cors "
                             "(default *: any origin)")
@@ -103,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="refuse a fraction of calls to test retries: RATE[:KIND,...][@TARGET,...], KIND throttle "
                             "(default), internal or unavailable, TARGET an operation or a table (repeatable; see "
                             "docs/TESTING.md)")
+    serve.add_argument("--throttling", choices=("on", "off"), default="off",
+                       help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
+                            "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
+                            "off (the default): nothing is throttled, as local test suites expect")
     _tail_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
@@ -335,9 +345,9 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
-               opened: tuple[Engine, str] | None = None) -> None:
+               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
-    the engine already opened for this process."""
+    the engine already opened for this process; `metrics`: this worker's counts, shared with the others."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -357,9 +367,13 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.verifier = verifier
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
+    if args.throttling == "on":
+        dispatcher.throttle = Throttle()
+        dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
-                                     tls=_tls(args), console=Console() if args.console == "on" else None))
+                                     tls=_tls(args), console=Console() if args.console == "on" else None,
+                                     log_format=args.log_format, metrics=metrics))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -614,15 +628,21 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
     if args.port == 0:
         args.port = sock.getsockname()[1]
 
+    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads.
+    share = tempfile.mkdtemp(prefix="openddb-metrics-")
+
     def run_worker(index: int) -> int:
         # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
         own = sock if index == 0 else join(args.host, args.port)
         if index != 0:
             sock.close()
-        runner(_run(args, own, quiet=index != 0, shared=True))
+        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index)))
         return 0
 
-    return supervise(workers, run_worker)
+    try:
+        return supervise(workers, run_worker)
+    finally:
+        shutil.rmtree(share, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,3 +25,13 @@ def identity_server() -> Iterator[ServerProcess]:
 def iam(identity_server: ServerProcess) -> Any:
     """The root's IAM client."""
     return client(identity_server, "iam")
+
+
+@pytest.fixture(scope="module")
+def throttled() -> Iterator[ServerProcess]:
+    """A server applying DynamoDB's throughput limits (`--throttling on`), in one process (one test module)."""
+    process = ServerProcess(None, "--throttling", "on", "--workers", "1")
+    try:
+        yield process
+    finally:
+        process.finish()

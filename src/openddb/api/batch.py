@@ -15,13 +15,7 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.capacity import (
-    capacity_with_indexes,
-    consumed_capacity,
-    item_collection_metrics,
-    read_units,
-    write_units,
-)
+from openddb.api.capacity import charge, charge_indexes, consumed_list, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.item_access import check_gets, check_writes
@@ -195,13 +189,12 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
 
     responses: dict[str, list[Item]] = {part.name: [] for part in parts}
     unprocessed: dict[str, dict[str, Any]] = {}
-    units: list[float] = []
     budget = MAX_GET_RESPONSE_BYTES
     full = False
     position = 0
     for part in parts:
-        table_units = 0.0
-        for key_item, _ in part.keys:
+        charged = False
+        for key_item, key in part.keys:
             row = rows[position]
             position += 1
             if not full and row is not None:
@@ -219,14 +212,16 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
             if full:
                 unprocessed.setdefault(part.name, _unprocessed_entry(part))["Keys"].append(key_item)
                 continue
-            table_units += read_units(row.size if row is not None else 0, part.consistent)
-        units.append(table_units)
+            size = row.size if row is not None else 0
+            charge(part.meta, read_units(size, part.consistent), write=False, size=size, key=key, label=part.name)
+            charged = True
+        if not charged:  # (a table whose keys all went back unprocessed is reported too, at 0 units)
+            charge(part.meta, 0.0, write=False, label=part.name)
 
     response: dict[str, Any] = {"Responses": responses, "UnprocessedKeys": unprocessed}
     mode = request.get("ReturnConsumedCapacity")
-    consumed = [consumed_capacity(part.meta, mode, table_units, read=True) for part, table_units in zip(parts, units)]
-    if consumed and consumed[0] is not None:
-        response["ConsumedCapacity"] = consumed
+    if mode in ("TOTAL", "INDEXES"):
+        response["ConsumedCapacity"] = consumed_list(mode)
     return response
 
 
@@ -296,20 +291,17 @@ def _write_response(context: RequestContext, request: dict[str, Any], tables: li
                     ops: list[WriteOp], results: list[WriteResult]) -> dict[str, Any]:
     """BatchWriteItem's answer: nothing unprocessed, and the capacity and item collection metrics asked for."""
     response: dict[str, Any] = {"UnprocessedItems": {}}
+    position = 0
+    for meta, count in tables:
+        for op, r in zip(ops[position:position + count], results[position:position + count], strict=True):
+            size = max(r.old_size, r.new_size)
+            charge(meta, write_units(size), write=True, size=size, key=op.key)
+            if meta.indexes:
+                charge_indexes(meta, index_write_units(meta, r.old, r.new), write=True)
+        position += count
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        consumed: list[dict[str, Any] | None] = []
-        position = 0
-        for meta, count in tables:
-            units = 0.0
-            index_units: dict[str, float] = {}
-            for r in results[position:position + count]:
-                units += write_units(max(r.old_size, r.new_size))
-                for name, cost in index_write_units(meta, r.old, r.new).items():
-                    index_units[name] = index_units.get(name, 0.0) + cost
-            position += count
-            consumed.append(capacity_with_indexes(meta, mode, units, index_units, read=False))
-        response["ConsumedCapacity"] = consumed
+        response["ConsumedCapacity"] = consumed_list(mode)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         # Item collection metrics describe the written collections of tables with local secondary indexes.
         collections: dict[str, list[dict[str, Any]]] = {}

@@ -1,5 +1,6 @@
-"""Capacity arithmetic of the item operations and how it is reported: ConsumedCapacity (with what indexes
-consumed) and ItemCollectionMetrics (a table's provisioned capacity and its quotas are in `throughput`)."""
+"""Capacity arithmetic of the item operations, the charges handlers make to the request's record
+(observe/record.py) whether or not the client asked, the ConsumedCapacity rendered from them (with what indexes
+consumed), and ItemCollectionMetrics (a table's provisioned capacity and its quotas are in `throughput`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 
 from openddb.model import Item
 from openddb.model.schema import TableMeta
+from openddb.observe.record import CURRENT, Charge
 from openddb.storage.base import StorageKey
+
+_tuple = tuple.__new__
 
 
 def read_units(size: int, consistent: bool) -> float:
@@ -20,50 +24,81 @@ def write_units(size: int) -> float:
     return float(max(1, -(-size // 1024)))  # whole 1 KB blocks, rounded up
 
 
-def consumed_capacity(meta: TableMeta, mode: str | None, units: float, *, read: bool,
-                      split: bool = False) -> dict[str, Any] | None:
-    """The ConsumedCapacity member for ReturnConsumedCapacity TOTAL or INDEXES, else None.
+def charge(meta: TableMeta, units: float, write: bool, size: int = 0, key: StorageKey | None = None,
+           label: str | None = None) -> None:
+    """Charge the request being executed `units` read or written in table `meta` (see observe/record.py), on the
+    partition of `key` (None: several, as a Scan reads). `label`: the ConsumedCapacity entry it is reported in
+    (the table's name unless a request names one table twice)."""
+    record = CURRENT.get()
+    if record is not None:  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
+        name = meta.name
+        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key)))
 
-    `split` adds ReadCapacityUnits/WriteCapacityUnits, which DynamoDB reports for transactions."""
+
+def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: bool,
+                   key: StorageKey | None = None, label: str | None = None) -> None:
+    """Charge what secondary indexes of `meta` consumed (index name -> units; for a vector index, the bytes of
+    its VectorWriteRequestBytes, which are reported apart from capacity units)."""
+    record = CURRENT.get()
+    if record is None or not index_units:
+        return
+    for name, units in index_units.items():
+        if meta.vector_indexes and meta.vector_index(name) is not None:
+            record.charges.append(Charge(label or meta.name, meta.name, name, True, 0.0, write, int(units), key,
+                                         vector=True))
+            continue
+        index = meta.index(name)
+        record.charges.append(Charge(label or meta.name, meta.name, name, index is None or index.is_global, units,
+                                     write, 0, key))
+
+
+def consumed(mode: str | None, *, split: bool = False) -> dict[str, Any] | None:
+    """The ConsumedCapacity member of a one-table call, rendered from the request's charges, for
+    ReturnConsumedCapacity TOTAL or INDEXES; else None. `split` adds ReadCapacityUnits/WriteCapacityUnits, which
+    DynamoDB reports for transactions."""
     if mode not in ("TOTAL", "INDEXES"):
         return None
-    consumed: dict[str, Any] = {"TableName": meta.name, "CapacityUnits": units}
-    table: dict[str, Any] = {"CapacityUnits": units}
-    if split:
-        kind = "ReadCapacityUnits" if read else "WriteCapacityUnits"
-        consumed[kind] = units
-        table[kind] = units
-    if mode == "INDEXES":
-        consumed["Table"] = table
-    return consumed
+    entries = consumed_list(mode, split=split)
+    return entries[0] if entries else None
 
 
-def capacity_with_indexes(meta: TableMeta, mode: str | None, table_units: float, index_units: dict[str, float],
-                          *, read: bool, split: bool = False) -> dict[str, Any] | None:
-    """ConsumedCapacity including what secondary indexes consumed: the total under TOTAL; with INDEXES also the
-    table's share and one entry per index touched, under GlobalSecondaryIndexes / LocalSecondaryIndexes."""
-    vectors = {name: size for name, size in index_units.items() if meta.vector_index(name) is not None} \
-        if meta.vector_indexes else {}
-    if vectors:  # VectorWriteRequestBytes, reported apart from capacity units (under INDEXES only)
-        index_units = {name: units for name, units in index_units.items() if name not in vectors}
-    consumed = consumed_capacity(meta, mode, table_units + sum(index_units.values()), read=read, split=split)
-    if consumed is None or mode != "INDEXES":
-        return consumed
-    if vectors:
-        consumed["VectorIndexes"] = {name: {"VectorWriteRequestBytes": size} for name, size in vectors.items()}
-    kind = "ReadCapacityUnits" if read else "WriteCapacityUnits"
-    table: dict[str, Any] = {"CapacityUnits": table_units}
+def consumed_list(mode: str | None, *, split: bool = False) -> list[dict[str, Any]]:
+    """ConsumedCapacity as a list, one entry per table charged in order of first charge (batches,
+    transactions); empty unless ReturnConsumedCapacity is TOTAL or INDEXES."""
+    record = CURRENT.get()
+    if mode not in ("TOTAL", "INDEXES") or record is None:
+        return []
+    groups: dict[str, list[Charge]] = {}
+    for entry in record.charges:
+        groups.setdefault(entry.label, []).append(entry)
+    return [_entry(charges, mode, split) for charges in groups.values()]
+
+
+def _entry(charges: list[Charge], mode: str, split: bool) -> dict[str, Any]:
+    """One table's ConsumedCapacity: the total; with INDEXES also the table's share and one entry per index
+    charged, under GlobalSecondaryIndexes / LocalSecondaryIndexes."""
+    kind = "WriteCapacityUnits" if charges[0].write else "ReadCapacityUnits"
+    total = sum((entry.units for entry in charges), 0.0)
+    rendered: dict[str, Any] = {"TableName": charges[0].table, "CapacityUnits": total}
     if split:
-        table[kind] = table_units
-    consumed["Table"] = table
-    for name, units in index_units.items():
-        index = meta.index(name)
-        member = "GlobalSecondaryIndexes" if index is None or index.is_global else "LocalSecondaryIndexes"
-        entry: dict[str, Any] = {"CapacityUnits": units}
-        if split:
-            entry[kind] = units
-        consumed.setdefault(member, {})[name] = entry
-    return consumed
+        rendered[kind] = total
+    if mode != "INDEXES":
+        return rendered
+    table_units = sum((entry.units for entry in charges if entry.index_name is None), 0.0)
+    rendered["Table"] = {"CapacityUnits": table_units, kind: table_units} if split else {"CapacityUnits": table_units}
+    for entry in charges:
+        if entry.index_name is None:
+            continue
+        if entry.vector:  # (VectorWriteRequestBytes, apart from capacity units)
+            vectors = rendered.setdefault("VectorIndexes", {})
+            earlier = vectors.get(entry.index_name, {}).get("VectorWriteRequestBytes", 0)
+            vectors[entry.index_name] = {"VectorWriteRequestBytes": earlier + entry.size}
+            continue
+        member = rendered.setdefault("GlobalSecondaryIndexes" if entry.is_global else "LocalSecondaryIndexes", {})
+        previous = member.get(entry.index_name)
+        units = entry.units + (previous["CapacityUnits"] if previous else 0.0)
+        member[entry.index_name] = {"CapacityUnits": units, kind: units} if split else {"CapacityUnits": units}
+    return rendered
 
 
 _GIGABYTE = float(1 << 30)

@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 
 from openddb import clock
-from openddb.api.context import RequestContext, as_requested
+from openddb.api.context import RequestContext, as_requested, table_name_from, tables_named
 from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.fault_injection import FaultInjector
 from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
+from openddb.api.throttle import Throttle, throttled_by
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
     AccessDeniedException,
@@ -43,6 +44,7 @@ from openddb.identity.audit import AUDITED, AuditLog
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
+from openddb.observe.record import CURRENT, Listener, RequestRecord
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
@@ -106,7 +108,18 @@ def _unsupported(operation: str) -> Handler:
 
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
-    from openddb.api import backups, batch, items, reads, resource_policies, tables, tags, transactions, ttl
+    from openddb.api import (
+        backups,
+        batch,
+        contributor_insights,
+        items,
+        reads,
+        resource_policies,
+        tables,
+        tags,
+        transactions,
+        ttl,
+    )
     from openddb.partiql import batches, statements
     from openddb.partiql import transactions as partiql_transactions
     from openddb.streams import api as streams
@@ -114,7 +127,7 @@ def _implemented() -> dict[bytes, dict[str, Handler]]:
 
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
-                   partiql_transactions, resource_policies, search):
+                   partiql_transactions, resource_policies, search, contributor_insights):
         table.update(module.HANDLERS)
     return {TARGET_PREFIX: table, STREAMS_TARGET_PREFIX: dict(streams.HANDLERS)}
 
@@ -217,6 +230,27 @@ def _parse_scope(authorization: bytes) -> tuple[str, str]:
     return match.group(3).decode("latin-1") or "us-east-1", match.group(1).decode("latin-1")
 
 
+def _refused(record: RequestRecord, error: DynamoDBError, request: dict[str, Any] | None) -> None:
+    """Note on the record how the call was refused: the error's type and the tables the request named."""
+    record.error = type(error).__name__
+    if error.extra and not record.throttled:  # (a throttle injected by --inject-errors: its reasons, for the metrics)
+        record.throttled = throttled_by(error)
+    if request is not None:
+        record.tables = [table_name_from(name) for name in tables_named(request)]
+
+
+_OPERATIONS: dict[bytes, str] = {}  # X-Amz-Target -> the operation's name, as records carry it
+
+
+def _operation_of(target: bytes) -> str:
+    name = _OPERATIONS.get(target)
+    if name is None:
+        name = target.rpartition(b".")[2].decode("latin-1") or "-"
+        if len(_OPERATIONS) < 4096:
+            _OPERATIONS[target] = name
+    return name
+
+
 class Dispatcher:
     """Turns (target, authorization, body) into (HTTP status, response body)."""
 
@@ -226,6 +260,11 @@ class Dispatcher:
         self.verifier: Verifier | None = None  # checks signatures (`--auth verify`); None: any signature goes
         self.audit: AuditLog | None = None  # records control-plane changes and refused callers (`--audit-log`)
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
+        self.throttle: Throttle | None = None  # refuses calls past their tables' throughput (`--throttling on`)
+        self.listeners: list[Listener] = []  # told of every request once answered (observe/record.py)
+        # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
+        # at their first run (once per request, not per attempt).
+        self.replaying = False
         self._callers: dict[tuple[str, str], Caller] = {}  # (region, access key) -> its unverified Caller
         self.handlers = _handlers()
         self.rewriters = _rewriters()
@@ -233,14 +272,35 @@ class Dispatcher:
         self._next_resume = 0.0  # when `run_background` next looks for index backfills to take up
 
     def handle(self, incoming: Incoming) -> tuple[int, bytes]:
-        """One API call through its stages: route, authenticate, parse, authorize, execute, render. The HTTP
-        layer framed it before; the server meters and sends the answer after."""
+        """One API call through its stages: route, authenticate, parse, authorize, execute, render, then
+        observe: its record (observe/record.py) handed to every listener, once per request. The HTTP layer framed
+        it before; the server sends the answer after."""
+        target = incoming.target
+        record = RequestRecord(_OPERATIONS.get(target) or _operation_of(target))
+        token = CURRENT.set(record)
+        started = time.perf_counter()
+        try:
+            status, payload = self._stages(incoming, record)
+        finally:
+            CURRENT.reset(token)
+        if status and self.listeners and not self.replaying and record.operation:
+            record.status = status
+            record.latency = time.perf_counter() - started
+            record.request_id = incoming.request_id
+            record.client = incoming.peer
+            record.response_bytes = len(payload)
+            for listener in self.listeners:
+                listener.observe(record)
+        return status, payload
+
+    def _stages(self, incoming: Incoming, record: RequestRecord) -> tuple[int, bytes]:
         request: dict[str, Any] | None = None
         caller: Caller | None = None
         try:
             handler = self.handlers.get(incoming.target)
             if handler is None:  # (an operation DynamoDB has but OpenDDB lacks has a handler: see _handlers)
                 if incoming.target in QUERY_TARGETS:  # IAM or STS (routed by the HTTP layer: server/http.py)
+                    record.operation = ""  # (not a DynamoDB call: not observed)
                     return self.identity.handle(incoming, self.verifier, self.audit)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
@@ -248,10 +308,14 @@ class Dispatcher:
             access = None if caller.identity is None else self._authorize(caller, incoming, request)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
+            if self.throttle is not None:
+                self.throttle.admit(record.operation, request, self.engine)
             if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
-                response = self._execute_eventually(handler, caller, incoming, request, access)
+                response = self._execute_eventually(handler, caller, incoming, request, record, access)
             else:
-                response = self._execute(handler, caller, incoming, request, access)
+                response = self._execute(handler, caller, incoming, request, record, access)
+            if not record.charges and self.listeners:  # (the control plane: the tables named, for the listeners)
+                record.tables = [table_name_from(name) for name in tables_named(request)]
             if self.audit is not None and incoming.target in AUDITED:
                 self.audit.record(incoming, caller, request)
             return 200, b"" if response is None else orjson.dumps(response)
@@ -259,6 +323,7 @@ class Dispatcher:
             # Refused before all its values were checked? A mis-shaped one anywhere wins, as in DynamoDB.
             if request is not None and isinstance(error, ValidationException | ResourceNotFoundException):
                 error = attribute_value_error(request) or error
+            _refused(record, error, request)
             if self.audit is not None and (caller is None or incoming.target in AUDITED
                                            or isinstance(error, AccessDeniedException)):
                 # (refused by authentication or authorization, or a change)
@@ -272,6 +337,7 @@ class Dispatcher:
                 return unavailable.status, orjson.dumps(unavailable.to_wire())
             log.exception("internal error handling %s", incoming.target.decode("latin-1"))
             failure = InternalServerError("Internal server error")
+            _refused(record, failure, request)
             return failure.status, orjson.dumps(failure.to_wire())
 
     def _authenticate(self, incoming: Incoming) -> Caller:
@@ -328,7 +394,7 @@ class Dispatcher:
         return request
 
     def _execute(self, handler: Handler, caller: Caller, incoming: Incoming, request: dict[str, Any],
-                 access: Access | None = None) -> dict[str, Any] | None:
+                 record: RequestRecord, access: Access | None = None) -> dict[str, Any] | None:
         """The handler's answer (legacy parameters rewritten first); a call that met a catalog change before it
         wrote anything runs again, as attempts of one request."""
         rewrite = self.rewriters.get(incoming.target)
@@ -338,10 +404,12 @@ class Dispatcher:
         for attempt in range(_CATALOG_ATTEMPTS):
             context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host,
                                      legacy=legacy, access=access)
+            record.attempts = attempt + 1
             try:
                 response = handler(context, given)
                 break
             except CatalogChanged:  # nothing was written: run again on the fresh table description
+                record.charges.clear()
                 if attempt == _CATALOG_ATTEMPTS - 1:
                     raise
                 if attempt:  # changes racing on one table: a little jitter lets the queue drain
@@ -351,11 +419,11 @@ class Dispatcher:
         return response
 
     def _execute_eventually(self, handler: Handler, caller: Caller, incoming: Incoming, request: dict[str, Any],
-                            access: Access | None) -> dict[str, Any] | None:
+                            record: RequestRecord, access: Access | None) -> dict[str, Any] | None:
         """`_execute` for a read that may be eventually consistent: the engine may answer it from a replica."""
         self.engine.eventual_reads = True
         try:
-            return self._execute(handler, caller, incoming, request, access)
+            return self._execute(handler, caller, incoming, request, record, access)
         finally:
             self.engine.eventual_reads = False
 

@@ -18,7 +18,7 @@ import orjson
 
 from openddb import clock
 from openddb.api import transient
-from openddb.api.capacity import capacity_with_indexes, read_units
+from openddb.api.capacity import charge, charge_indexes, consumed, read_units
 from openddb.api.context import RequestContext
 from openddb.api.indexes import schedule_backfill
 from openddb.api.keys import empty_index_key, key_value_bytes, storage_key
@@ -32,6 +32,7 @@ from openddb.model.indexes import component, encode_parts, projected_names
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import validate_item
+from openddb.observe.record import returned
 from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
 
 MAX_PAGE_BYTES = 1024 * 1024
@@ -377,8 +378,11 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
     response["ScannedCount"] = len(page)
     if full and last_item is not None:
         response["LastEvaluatedKey"] = {n: last_item[n] for n in _key_names(meta, index) if n in last_item}
-    index_units = {index.name: read_units(size, plan.consistent)}
-    consumed = capacity_with_indexes(meta, plan.capacity_mode, table_units, index_units, read=True)
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    if table_units:
+        charge(meta, table_units, write=False)
+    charge_indexes(meta, {index.name: read_units(size, plan.consistent)}, write=False)
+    returned(count)
+    mode = plan.capacity_mode
+    if mode is not None and mode != "NONE":
+        response["ConsumedCapacity"] = consumed(mode)
     return response

@@ -10,12 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import (
-    capacity_with_indexes,
-    consumed_capacity,
-    item_collection_metrics,
-    write_units,
-)
+from openddb.api.capacity import charge, charge_indexes, consumed, item_collection_metrics, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.item_access import check_gets, check_writes
@@ -105,10 +100,12 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
     response: dict[str, Any] = {}
     if attributes:
         response["Attributes"] = attributes
+    charge(meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
+    if meta.indexes:
+        charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
     mode = request.get("ReturnConsumedCapacity")
-    if mode in ("TOTAL", "INDEXES"):
-        index_units = index_write_units(meta, result.old, result.new)
-        response["ConsumedCapacity"] = capacity_with_indexes(meta, mode, units, index_units, read=False)
+    if mode is not None and mode != "NONE":
+        response["ConsumedCapacity"] = consumed(mode)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         metrics = item_collection_metrics(context.engine, meta, key_item, key)
         if metrics is not None:
@@ -159,11 +156,10 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     response: dict[str, Any] = {}
     if item is not None:
         response["Item"] = item
+    charge(meta, get.units(size), False, size, key)
     mode = request.get("ReturnConsumedCapacity")
-    if mode is not None:
-        consumed = consumed_capacity(meta, mode, get.units(size), read=True)
-        if consumed is not None:
-            response["ConsumedCapacity"] = consumed
+    if mode is not None and mode != "NONE":
+        response["ConsumedCapacity"] = consumed(mode)
     return response
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.capacity import consumed_capacity, read_units
+from openddb.api.capacity import charge, consumed, read_units
 from openddb.api.context import LegacyOrigin, RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.index_reads import (
@@ -48,6 +48,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import validate_item
+from openddb.observe.record import returned
 from openddb.operations.reads import ReadPlan
 from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
 
@@ -292,10 +293,12 @@ def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
 # --- one page --------------------------------------------------------------------------------------------
 
 
-def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None) -> dict[str, Any]:
+def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None,
+               partition: StorageKey | None = None) -> dict[str, Any]:
     """Evaluate rows until Limit or 1 MB (both before the filter) and build the response. A page that stops
     on `last_sk`, the closed end of a Query's sort range, has nothing after it: no LastEvaluatedKey (which
-    DynamoDB would refuse as a start key, see `_start_inside`)."""
+    DynamoDB would refuse as a start key, see `_start_inside`). `partition`: the one partition read (a Query's;
+    None for a Scan), charged with the page's units."""
     items: list[Any] = []
     count = scanned = size = 0
     last: Row | None = None
@@ -332,9 +335,11 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None
     response["ScannedCount"] = scanned
     if last is not None and (last_sk is None or last.key.sk != last_sk):
         response["LastEvaluatedKey"] = key_of_row(plan.meta, last.key)
-    consumed = consumed_capacity(plan.meta, plan.capacity_mode, read_units(size, plan.consistent), read=True)
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    charge(plan.meta, read_units(size, plan.consistent), False, size, partition)
+    returned(count)
+    mode = plan.capacity_mode
+    if mode is not None and mode != "NONE":
+        response["ConsumedCapacity"] = consumed(mode)
     return response
 
 
@@ -432,7 +437,8 @@ def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any
         if meta.range_key is not None and not _start_inside(sort, start.sk, forward):
             raise ValidationException(_START_RANGE)
         after = start.sk
-    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after), _closed_end(sort, forward))
+    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after), _closed_end(sort, forward),
+                      StorageKey(h, pk, b""))
 
 
 # --- Scan ------------------------------------------------------------------------------------------------

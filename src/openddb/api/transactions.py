@@ -23,7 +23,7 @@ import orjson
 
 from openddb import clock
 from openddb.api import validation as v
-from openddb.api.capacity import capacity_with_indexes, item_collection_metrics, read_units, write_units
+from openddb.api.capacity import charge, charge_indexes, consumed_list, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text, invalid_value
 from openddb.api.item_access import check_gets, check_writes
@@ -299,21 +299,13 @@ def _collection_reasons(actions: list[WriteOperation], outcome: _Outcome,
     return reasons
 
 
-def _capacity(mode: str | None, charges: list[tuple[TableMeta, float]], *, read: bool,
-              index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> list[dict[str, Any]]:
-    """One ConsumedCapacity entry per table, in order of first appearance (index units per table, if any)."""
-    totals: dict[int, tuple[TableMeta, float]] = {}
-    for meta, units in charges:
-        previous = totals.get(meta.table_id)
-        totals[meta.table_id] = (meta, units + (previous[1] if previous else 0.0))
-    by_index: dict[int, dict[str, float]] = {}
+def _charge_all(charges: list[tuple[TableMeta, StorageKey, float, int]], *, write: bool,
+                index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> None:
+    """Charge each action's units (table, key, units, size) and its indexes' (table, index name -> units)."""
+    for meta, key, units, size in charges:
+        charge(meta, units, write=write, size=size, key=key)
     for meta, costs in index_charges or []:
-        table_costs = by_index.setdefault(meta.table_id, {})
-        for name, cost in costs.items():
-            table_costs[name] = table_costs.get(name, 0.0) + cost
-    entries = [capacity_with_indexes(meta, mode, units, by_index.get(meta.table_id, {}), read=read, split=True)
-               for meta, units in totals.values()]
-    return [entry for entry in entries if entry is not None]
+        charge_indexes(meta, costs, write=write)
 
 
 def _write_charge(action: WriteOperation, result: WriteResult) -> float:
@@ -349,14 +341,13 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[Wr
     sizes the first request was charged on (a repeated Delete of a 9 KB item reports 6 units, as reported of
     DynamoDB in dynoxide PR 188), or of the items as they are for a token stored without them."""
     mode = request.get("ReturnConsumedCapacity")
-    if mode not in ("TOTAL", "INDEXES"):
-        return {}
     sizes = existing.charged
     if sizes is None or len(sizes) != len(actions):
         rows = context.engine.get_many([(action.table, action.key) for action in actions])
         sizes = [row.size if row else 0 for row in rows]
-    charges = [(action.table, 2 * read_units(size, True)) for action, size in zip(actions, sizes, strict=True)]
-    return {"ConsumedCapacity": _capacity(mode, charges, read=True)}
+    _charge_all([(action.table, action.key, 2 * read_units(size, True), size)
+                 for action, size in zip(actions, sizes, strict=True)], write=False)
+    return {"ConsumedCapacity": consumed_list(mode, split=True)} if mode in ("TOTAL", "INDEXES") else {}
 
 
 def transact_write_items(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -420,14 +411,15 @@ def run_transaction(context: RequestContext, actions: list[WriteOperation], requ
         _same_request(error.existing, record)
         return _replayed(context, request, actions, error.existing)
     response: dict[str, Any] = {}
+    # Only the table's part costs twice: an index write costs what it costs outside a transaction (checked
+    # against DynamoDB, as reported in dynoxide PR 188).
+    _charge_all([(action.table, action.key, _write_charge(action, r), max(r.old_size, r.new_size))
+                 for action, r in zip(actions, results)], write=True,
+                index_charges=[(action.table, index_write_units(action.table, r.old, r.new))
+                               for action, r in zip(actions, results) if action.table.indexes])
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        charges = [(action.table, _write_charge(action, result)) for action, result in zip(actions, results)]
-        # Only the table's part costs twice: an index write costs what it costs outside a transaction (checked
-        # against DynamoDB, as reported in dynoxide PR 188).
-        index_charges = [(action.table, index_write_units(action.table, r.old, r.new))
-                         for action, r in zip(actions, results)]
-        response["ConsumedCapacity"] = _capacity(mode, charges, read=False, index_charges=index_charges)
+        response["ConsumedCapacity"] = consumed_list(mode, split=True)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         metrics = _collection_metrics(context, actions)
         if metrics:
@@ -482,9 +474,10 @@ def read_transaction(context: RequestContext, gets: list[tuple[TableMeta, Storag
         # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
         responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
+    _charge_all([(meta, key, 2 * read_units(row.size if row else 0, True), row.size if row else 0)
+                 for (meta, key), row in zip(gets, rows)], write=False)
     if mode in ("TOTAL", "INDEXES"):
-        charges = [(meta, 2 * read_units(row.size if row else 0, True)) for (meta, _), row in zip(gets, rows)]
-        response["ConsumedCapacity"] = _capacity(mode, charges, read=True)
+        response["ConsumedCapacity"] = consumed_list(mode, split=True)
     return response
 
 

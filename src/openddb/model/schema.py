@@ -167,6 +167,9 @@ class TableMeta:
     deletion_protection: bool = False
     # OnDemandThroughput: the maximum read and write request units set (members not set, or cleared, are absent).
     on_demand: dict[str, int] = field(default_factory=dict)
+    # Contributor Insights, by "" (the table) or a GSI's name: {"status": "ENABLED"|"DISABLED", "mode": ...,
+    # "updated": epoch seconds of the last change, "created": of the enabling its rules are named after}.
+    contributor_insights: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Time to Live: the attribute whose epoch seconds expire an item (None: disabled), and when it last changed.
     ttl_attribute: str | None = None
     ttl_updated_at: float | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import consumed_capacity, write_units
+from openddb.api.capacity import charge, consumed_list, write_units
 from openddb.api.context import RequestContext
 from openddb.api.item_access import check_statement_gets
 from openddb.errors import (
@@ -17,7 +17,6 @@ from openddb.errors import (
     ResourceNotFoundException,
     ValidationException,
 )
-from openddb.model.schema import TableMeta
 from openddb.operations import Get
 from openddb.partiql import ast
 from openddb.partiql.planner import plan_select, plan_write
@@ -46,21 +45,6 @@ _CODES: dict[type[DynamoDBError], str] = {
 }
 
 
-class _Charges:
-    """Capacity by table, in order of first appearance."""
-
-    def __init__(self) -> None:
-        self.tables: dict[int, tuple[TableMeta, float, bool]] = {}
-
-    def add(self, meta: TableMeta, units: float, read: bool) -> None:
-        previous = self.tables.get(meta.table_id)
-        self.tables[meta.table_id] = (meta, units + (previous[1] if previous else 0.0), read)
-
-    def render(self, mode: Any) -> list[dict[str, Any]]:
-        entries = [consumed_capacity(meta, mode, units, read=read) for meta, units, read in self.tables.values()]
-        return [entry for entry in entries if entry is not None]
-
-
 def _error(error: DynamoDBError) -> dict[str, Any]:
     code = next((name for kind, name in _CODES.items() if isinstance(error, kind)), "ValidationError")
     body: dict[str, Any] = {"Code": code, "Message": error.message or ""}
@@ -69,8 +53,7 @@ def _error(error: DynamoDBError) -> dict[str, Any]:
     return body
 
 
-def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, charges: _Charges,
-         capacity: bool) -> dict[str, Any]:
+def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, capacity: bool) -> dict[str, Any]:
     bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
     if isinstance(statement, ast.Select):
         plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
@@ -79,7 +62,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         if context.access is not None:
             check_statement_gets(context.access, (plan,))
         item, size = plan.run(context.engine)
-        charges.add(plan.table, plan.units(size), True)
+        charge(plan.table, plan.units(size), write=False, size=size, key=plan.key)
         answer: dict[str, Any] = {"TableName": plan.table.name}
         if item is not None:
             answer["Item"] = item
@@ -88,7 +71,8 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         raise ValidationException(EXISTS_OUTSIDE)
     write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     result = run_write(context, write)
-    charges.add(write.operation.table, write_units(max(result.old_size, result.new_size)), False)
+    size = max(result.old_size, result.new_size)
+    charge(write.operation.table, write_units(size), write=True, size=size, key=write.operation.key)
     return {"TableName": write.operation.table.name}
 
 
@@ -106,20 +90,19 @@ def batch_execute_statement(context: RequestContext, request: dict[str, Any]) ->
     if len(reads) > 1:
         raise ValidationException(MIXED)
     mode = request.get("ReturnConsumedCapacity")
-    charges = _Charges()
     responses: list[dict[str, Any]] = []
     for entry, statement in zip(entries, statements, strict=True):
         if isinstance(statement, DynamoDBError):
             responses.append({"Error": _error(statement)})
             continue
         try:
-            responses.append(_one(context, entry, statement, charges, mode in ("TOTAL", "INDEXES")))
+            responses.append(_one(context, entry, statement, mode in ("TOTAL", "INDEXES")))
         except (ConditionalCheckFailedException, DuplicateItemException, ValidationException,
                 ResourceNotFoundException) as error:
             responses.append({"Error": _error(error)})
     response: dict[str, Any] = {"Responses": responses}
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = charges.render(mode)
+        response["ConsumedCapacity"] = consumed_list(mode)
     return response
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from openddb.api import reads
+from openddb.api.capacity import consumed
 from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
 from openddb.partiql.planner import NativeRead
@@ -46,19 +47,6 @@ def _resume(token: str, text: str) -> tuple[int, Any]:
     return partition, key
 
 
-def _add_capacity(total: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
-    """Two ConsumedCapacity entries of one table added up (every unit count, nested ones too)."""
-    if total is None:
-        return more
-    added = dict(total)
-    for name, value in more.items():
-        if isinstance(value, int | float) and isinstance(total.get(name), int | float):
-            added[name] = total[name] + value
-        elif isinstance(value, dict) and isinstance(total.get(name), dict):
-            added[name] = _add_capacity(total[name], value)
-    return added
-
-
 def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any], text: str) -> dict[str, Any]:
     limit: int | None = request.get("Limit")
     partition, start = 0, None
@@ -70,7 +58,6 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
     context.keys_in_filter = True  # (see RequestContext.keys_in_filter)
     run = reads.run_query if plan.operation == "Query" else reads.run_scan
     items: list[Any] = []
-    consumed: dict[str, Any] | None = None
     evaluated = 0
     response: dict[str, Any] = {"Items": items}
     while partition < len(partitions):
@@ -90,8 +77,6 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
         page = run(context, native)
         items.extend(page.get("Items", []))
         evaluated += page["ScannedCount"]
-        if "ConsumedCapacity" in page:
-            consumed = _add_capacity(consumed, page["ConsumedCapacity"])
         start = page.get("LastEvaluatedKey")
         if start is not None:
             response["NextToken"] = _token(text, partition, start)
@@ -102,6 +87,7 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
         if full and partition < len(partitions):
             response["NextToken"] = _token(text, partition, None)
             break
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    mode = request.get("ReturnConsumedCapacity")
+    if mode in ("TOTAL", "INDEXES"):  # (every page's charges, rendered as one: see observe/record.py)
+        response["ConsumedCapacity"] = consumed(mode)
     return response

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import capacity_with_indexes, consumed_capacity, write_units
+from openddb.api.capacity import charge, charge_indexes, consumed, write_units
 from openddb.api.context import RequestContext
 from openddb.api.item_access import check_statement_gets, check_statement_writes
 from openddb.errors import ConditionalCheckFailedException, DuplicateItemException, ValidationException
@@ -87,8 +87,9 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     attributes = returned(write, result)
     if attributes:
         response["Items"] = [attributes]
+    charge_write(write, result)
     if capacity:
-        response["ConsumedCapacity"] = write_capacity(write, result, mode)
+        response["ConsumedCapacity"] = consumed(mode)
     return response
 
 
@@ -117,20 +118,21 @@ def returned(write: WritePlan, result: WriteResult) -> Item | None:
     return updated_values(operation.update, source)
 
 
-def write_capacity(write: WritePlan, result: WriteResult, mode: Any) -> dict[str, Any] | None:
-    """As the native write of the statement's kind is charged (a DELETE by the item it removed)."""
+def charge_write(write: WritePlan, result: WriteResult) -> None:
+    """Charge the statement as the native write of its kind is charged (a DELETE by the item it removed)."""
     meta = write.operation.table
     size = max(result.old_size, result.new_size)
-    units = write_units(size)
-    return capacity_with_indexes(meta, mode, units, index_write_units(meta, result.old, result.new), read=False)
+    charge(meta, write_units(size), write=True, size=size, key=write.operation.key)
+    if meta.indexes:
+        charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
 
 
 def _get_response(context: RequestContext, get: Get, mode: Any) -> dict[str, Any]:
     item, size = get.run(context.engine)
     response: dict[str, Any] = {"Items": [] if item is None else [item]}
-    consumed = consumed_capacity(get.table, mode, get.units(size), read=True)
-    if consumed is not None:
-        response["ConsumedCapacity"] = consumed
+    charge(get.table, get.units(size), write=False, size=size, key=get.key)
+    if mode in ("TOTAL", "INDEXES"):
+        response["ConsumedCapacity"] = consumed(mode)
     return response
 
 

@@ -23,10 +23,13 @@ import httptools
 
 from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
+from openddb.observe import prometheus
+from openddb.observe.metrics import Metrics
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
 from openddb.server.cors import Cors
 from openddb.server.passes import BACKGROUND_SECONDS, MAX_ATTEMPTS, ServerState
+from openddb.server.requests_log import LogFormat
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -193,7 +196,7 @@ class HttpProtocol(asyncio.Protocol):
     """One client connection."""
 
     __slots__ = ("_attempts", "_body", "_body_size", "_budget_paused", "_counted", "_deferred", "_failed",
-                 "_head_bytes", "_head_size", "_headers", "_last", "_retry_due", "_since", "_too_large",
+                 "_head_bytes", "_head_size", "_headers", "_last", "_peer_host", "_retry_due", "_since", "_too_large",
                  "_upgrade_body", "_url", "_write_paused", "busy", "dispatcher", "held", "mark", "parser", "server",
                  "transport")
 
@@ -233,6 +236,7 @@ class HttpProtocol(asyncio.Protocol):
         self.mark = server.watch.count
         self._counted = 0
         self._budget_paused = False
+        self._peer_host: str | None = None  # the client's address, once asked for (`_peer`)
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -487,7 +491,13 @@ class HttpProtocol(asyncio.Protocol):
         if self.server.control is not None and self._url.startswith(b"/openddb/"):
             self._control(method, extra, request_id, keep_alive)
             return
-        at_root = self._url.split(b"?", 1)[0] == b"/"
+        path = self._url.split(b"?", 1)[0]
+        at_root = path == b"/"
+        if method == b"GET" and path == b"/metrics":  # Prometheus' scrape (observe/prometheus.py; no signature)
+            body = self.server.metrics_page()
+            self._answer(render_extended(200, body, prometheus.CONTENT_TYPE, request_id, keep_alive, extra, None),
+                         keep_alive)
+            return
         if method in (b"GET", b"HEAD") and at_root:
             # DynamoDB's health check names the endpoint, a space after it: "healthy: dynamodb.us-east-1.amazonaws.com "
             # (issue 30; public captures of the endpoint's answer). Here, the address the client used.
@@ -518,9 +528,13 @@ class HttpProtocol(asyncio.Protocol):
                      keep_alive)
 
     def _peer(self) -> str:
-        """The client's address (its host), "" where the transport has none."""
-        name = self.transport.get_extra_info("peername") if self.transport is not None else None
-        return str(name[0]) if isinstance(name, tuple) else ""
+        """The client's address (its host), "" where the transport has none; asked of the transport once per
+        connection (uvloop makes a socket object for each ask)."""
+        peer = self._peer_host
+        if peer is None:
+            name = self.transport.get_extra_info("peername") if self.transport is not None else None
+            peer = self._peer_host = str(name[0]) if isinstance(name, tuple) else ""
+        return peer
 
     def _local_address(self) -> bytes:
         """host:port of this end of the connection (for a request without a Host header, as HTTP/1.0 allows)."""
@@ -627,13 +641,16 @@ class HttpProtocol(asyncio.Protocol):
 async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.socket | None = None,
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
-                tls: ssl.SSLContext | None = None, console: Console | None = None) -> None:
+                tls: ssl.SSLContext | None = None, console: Console | None = None, log_format: LogFormat = "text",
+                metrics: Metrics | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
-    serve HTTPS with it (server/tls.py); `console`: the web console at /console (None: no such page)."""
+    serve HTTPS with it (server/tls.py); `console`: the web console at /console (None: no such page);
+    `log_format`: the request log's (server/requests_log.py); `metrics`: this worker's counts
+    (observe/metrics.py; None: counted for this process alone)."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher, Cors(cors), limits)
+    state = ServerState(dispatcher, Cors(cors), limits, log_format, metrics)
     state.control = control
     state.console = console
     if sock is not None:

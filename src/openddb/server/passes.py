@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING
 import orjson
 
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.observe import prometheus
+from openddb.observe.insights import Insights
+from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
-from openddb.server.requests_log import RequestLog
+from openddb.server.requests_log import LogFormat, RequestLog
 
 if TYPE_CHECKING:
     from openddb.api.dispatch import Dispatcher
@@ -58,13 +61,24 @@ class ServerState:
     again, in order, under the writer lock, and their new answers are sent instead."""
 
     def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
-                 limits: ConnectionLimits | None = None) -> None:
+                 limits: ConnectionLimits | None = None, log_format: LogFormat = "text",
+                 metrics: Metrics | None = None) -> None:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
-        # (then requests carry the client's address: for the audit log, and aws:SourceIp when calls are authorized)
-        self.auditing = dispatcher.audit is not None or self.verifying
+        self.metrics = metrics or Metrics()  # (GET /metrics; told of every request)
+        self.metrics.insights = Insights(lambda: self.dispatcher.engine)  # (Contributor Insights' key counts)
+        dispatcher.listeners.append(self.metrics.insights)
+        self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
+        dispatcher.listeners.append(self.metrics)
+        # (decided once: a disabled log costs a request nothing; an enabled one is told of every request)
+        self.request_log = RequestLog.open(log_format)
+        if self.request_log is not None:
+            dispatcher.listeners.append(self.request_log)
+        # (then requests carry the client's address: the audit log and the request log record it, and
+        # aws:SourceIp when calls are authorized)
+        self.auditing = dispatcher.audit is not None or self.request_log is not None or self.verifying
         limits = limits or ConnectionLimits()
         self.watch = Watch(limits)
         self.budget = Budget(limits.buffered_bytes)
@@ -81,15 +95,27 @@ class ServerState:
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         self.background: asyncio.TimerHandle | None = None
-        self.request_log = RequestLog.open()  # (decided once: a disabled log costs a request this test)
         self.control: Control | None = None  # the test-control endpoints, with `--dev` only
         self.console: Console | None = None  # the web console (`--console off`: none)
 
     def handle(self, request: _Request) -> tuple[int, bytes]:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
-            return self.request_log.handle(self.dispatcher, request)
         return self.dispatcher.handle(request)
+
+    def _share_metrics(self, timed: bool = False) -> None:
+        """Write this worker's metrics for the others (with --workers), now or, once, shortly."""
+        if timed:
+            self._sharing = None
+        elif self._sharing is not None:
+            return  # (a write is due shortly)
+        delay = self.metrics.share()
+        if delay and not self.closing:
+            self._sharing = asyncio.get_running_loop().call_later(delay, self._share_metrics, True)
+
+    def metrics_page(self) -> bytes:
+        """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
+        return prometheus.render(self.metrics.collected(), self.engine)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes
@@ -101,6 +127,8 @@ class ServerState:
             self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
             return
         self.dispatcher.run_background()
+        if self.metrics.insights is not None:
+            self.metrics.insights.refresh()  # (which tables Contributor Insights counts: see observe/insights.py)
         self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
 
     def sweep(self) -> None:
@@ -140,6 +168,7 @@ class ServerState:
         self.engine.end_reads()
         if self.request_log is not None:
             self.request_log.flush()
+        self._share_metrics()
 
     def hold(self, connection: HttpProtocol, request: _Request, response: bytes, group: int | None) -> None:
         if not self._held:
@@ -165,10 +194,14 @@ class ServerState:
         log.debug("write conflict with another worker: running %d requests again", sum(h[3] == failed for h in held))
         with session.serialized():
             answers = []
-            for connection, request, response, group in held:
-                if group == failed:
-                    response = request.render(*self.handle(request))
-                answers.append((connection, request, response, group))
+            self.dispatcher.replaying = True  # (each was observed at its first run: see Dispatcher.handle)
+            try:
+                for connection, request, response, group in held:
+                    if group == failed:
+                        response = request.render(*self.handle(request))
+                    answers.append((connection, request, response, group))
+            finally:
+                self.dispatcher.replaying = False
             if engine.commit() != "committed":  # (under the lock, waiting for it: it cannot conflict)
                 raise RuntimeError("a serialized group failed to commit")
             return answers

@@ -1,44 +1,53 @@
-"""The request log: one line per API request on the `openddb.requests` logger, at INFO.
+"""The request log: one line per API request on the `openddb.requests` logger, at INFO (`--log-level info` or
+`debug`; `warning` and `error` write none), as text or JSON (`--log-format`):
 
-    2026-11-29 10:46:17,123 INFO openddb.requests: PutItem 200 0.21ms 2B id=<x-amzn-RequestId>
-    2026-11-29 10:46:17,124 INFO openddb.requests: PutItem 400 ConditionalCheckFailedException 0.30ms 118B id=...
+    2026-11-29 10:46:17,123 INFO openddb.requests: POST PutItem Orders 200 0.21ms rcu=0 wcu=1 2B client=127.0.0.1 id=<x>
+    2026-11-29 10:46:17,124 INFO openddb.requests: POST PutItem Orders 400 ConditionalCheckFailedException 0.30ms ...
+    {"time":"2026-11-29T10:46:17.123Z","level":"INFO","method":"POST","operation":"PutItem","table":"Orders",
+     "status":200,"error":null,"latency_ms":0.21,"read_units":0.0,"write_units":1.0,"bytes":2,"client":"127.0.0.1",
+     "request_id":"<x>"}                                                                      (one line, in JSON)
 
-The server decides once, when it starts, whether the logger is enabled (`RequestLog.open`); when it is not, no
-request pays for more than that decision. When it is, the lines of one event-loop pass are written together at
-its end (`flush`), in the format of the stream handlers the logging set-up gave (`--log-level`'s): one write per
-pass instead of a formatted record, a write and a flush per request, which cost a third of a small read's
-throughput. Where logging goes anywhere else (a file handler a host application configured, say), each line is
-an ordinary log record.
+Fields: the HTTP method (every API call is a POST), the operation, the table (the first the request names; "-"
+for none), the status, the error type (none on success), the latency (from the dispatcher's start to its answer),
+the read and write capacity units consumed (indexes included, whether or not the client asked for them), the
+answer's size, the client's address and the request id (x-amzn-RequestId).
+
+A listener of the request record (observe/record.py). The server decides once, when it starts, whether the logger
+is enabled (`RequestLog.open`); when it is not, no request pays for more than that decision. When it is, the lines
+of one event-loop pass are written together at its end (`flush`), in the format of the stream handlers the logging
+set-up gave: one write per pass instead of a formatted record, a write and a flush per request, which cost a third
+of a small read's throughput. Where logging goes anywhere else (a file handler a host application configured, say),
+each line is an ordinary log record.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import Literal, TextIO
 
 import orjson
 
-if TYPE_CHECKING:
-    from openddb.api.dispatch import Dispatcher
-    from openddb.api.incoming import Incoming
+from openddb.observe.record import RequestRecord
 
 log = logging.getLogger("openddb.requests")
 # The format the command line's logging set-up uses (cli.py); lines written directly follow it.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LogFormat = Literal["text", "json"]
 
 
 class RequestLog:
     """The request log of one server: lines collected per event-loop pass, written at its end."""
 
-    def __init__(self, streams: list[TextIO] | None) -> None:
+    def __init__(self, streams: list[TextIO] | None, form: LogFormat = "text") -> None:
         self._streams = streams  # None: each line goes through logging as a record of its own
+        self._json = form == "json"
         self._lines: list[str] = []
         self._second = -1
         self._stamp = ""
 
     @classmethod
-    def open(cls) -> RequestLog | None:
+    def open(cls, form: LogFormat = "text") -> RequestLog | None:
         """The server's request log, or None if `openddb.requests` is not enabled at INFO."""
         if not log.isEnabledFor(logging.INFO):
             return None
@@ -46,22 +55,33 @@ class RequestLog:
         direct = handlers and all(type(handler) is logging.StreamHandler and handler.formatter is not None
                                   and handler.formatter._fmt == LOG_FORMAT
                                   and handler.level <= logging.INFO for handler in handlers)
-        return cls([handler.stream for handler in handlers] if direct else None)  # type: ignore[attr-defined]
+        return cls([handler.stream for handler in handlers] if direct else None, form)  # type: ignore[attr-defined]
 
-    def handle(self, dispatcher: Dispatcher, incoming: Incoming) -> tuple[int, bytes]:
-        """`dispatcher.handle(incoming)`, logging the answer (an answer of status 0, "try again", is not one)."""
-        started = time.perf_counter()
-        status, payload = dispatcher.handle(incoming)
-        if status:
-            elapsed = (time.perf_counter() - started) * 1000
-            operation = incoming.target.rpartition(b".")[2].decode(errors="replace") or "-"
-            message = (f"{operation} {status}{_error_type(status, payload)} {elapsed:.2f}ms {len(payload)}B "
-                       f"id={incoming.request_id.decode()}")
+    def observe(self, record: RequestRecord) -> None:
+        """Log one answered request (a Listener: see observe/record.py)."""
+        if self._json:
+            line = self._json_line(record)
             if self._streams is None:
-                log.info("%s", message)
+                log.info("%s", line)
             else:
-                self._lines.append(f"{self._timestamp()} INFO openddb.requests: {message}\n")
-        return status, payload
+                self._lines.append(line + "\n")
+            return
+        message = _text(record)
+        if self._streams is None:
+            log.info("%s", message)
+        else:
+            self._lines.append(f"{self._timestamp()} INFO openddb.requests: {message}\n")
+
+    def _json_line(self, record: RequestRecord) -> str:
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int((now % 1) * 1000):03d}Z"
+        return orjson.dumps({
+            "time": stamp, "level": "INFO", "method": "POST", "operation": record.operation,
+            "table": _table(record), "status": record.status, "error": record.error or None,
+            "latency_ms": round(record.latency * 1000, 3), "read_units": record.units(write=False),
+            "write_units": record.units(write=True), "bytes": record.response_bytes, "client": record.client or None,
+            "request_id": record.request_id.decode(), "throttled": [reason for reason, _, _ in record.throttled],
+        }).decode()
 
     def flush(self) -> None:
         """Write the lines collected since the last flush (at the end of every event-loop pass)."""
@@ -86,6 +106,26 @@ class RequestLog:
         return f"{self._stamp},{int((now - second) * 1000):03d}"
 
 
+def _table(record: RequestRecord) -> str | None:
+    """The first table the request charged or named."""
+    if record.charges:
+        return record.charges[0].table
+    return record.tables[0] if record.tables else None
+
+
+def _text(record: RequestRecord) -> str:
+    read = write = 0.0
+    for charge in record.charges:  # (one pass for both sums: this runs on every request)
+        if charge.write:
+            write += charge.units
+        else:
+            read += charge.units
+    error = f" {record.error}" if record.error else ""
+    return (f"POST {record.operation} {_table(record) or '-'} {record.status}{error} {record.latency * 1000:.2f}ms "
+            f"rcu={read:g} wcu={write:g} {record.response_bytes}B client={record.client or '-'} "
+            f"id={record.request_id.decode()}")
+
+
 def _handlers() -> list[logging.Handler]:
     """The handlers a record of `openddb.requests` reaches (through its ancestors, until one stops it)."""
     found: list[logging.Handler] = []
@@ -94,14 +134,3 @@ def _handlers() -> list[logging.Handler]:
         found += logger.handlers
         logger = logger.parent if logger.propagate else None
     return found
-
-
-def _error_type(status: int, payload: bytes) -> str:
-    """` ErrorName` for an error answer (its __type without the namespace), else nothing."""
-    if status < 400:
-        return ""
-    try:
-        kind = orjson.loads(payload).get("__type", "")
-    except (orjson.JSONDecodeError, AttributeError):
-        return ""
-    return " " + str(kind).rpartition("#")[2] if kind else ""

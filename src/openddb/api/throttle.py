@@ -1,0 +1,271 @@
+"""Throughput limits as DynamoDB applies them (`openddb serve --throttling on`; off by default).
+
+Each table and each GSI is a set of token buckets, kept per worker process:
+
+- provisioned capacity: a read and a write bucket filled at the provisioned rate, holding up to BURST_SECONDS
+  (300 s) of unused capacity, DynamoDB's burst capacity. A bucket starts with one second of capacity and what the
+  table left unused since it was made (best guess: DynamoDB does not say how much burst a new table has); a change
+  of capacity starts it afresh. Past it, ProvisionedThroughputExceededException with
+  Table/Index Read/Write ProvisionedThroughputExceeded.
+- on-demand maximums (OnDemandThroughput MaxReadRequestUnits / MaxWriteRequestUnits, of the table or a GSI): a
+  bucket at that rate holding one second of it; past it, ThrottlingException with ...MaxOnDemandThroughputExceeded.
+- partitions: the table's hash space split in equal ranges, as many as its throughput needs (one per 3,000 read or
+  1,000 write units provisioned, of the highest ever provisioned or asked for as warm throughput; at least four for
+  an on-demand table, which serves 12,000 reads or 4,000 writes a second from creation). Each partition serves at
+  most 3,000 read units or 1,000 write units a second, or a linear combination (a bucket of one second); past it,
+  TableRead/WriteKeyRangeThroughputExceeded: one hot key is throttled while the same rate spread over many keys is
+  not. Partitions are not split for size (10 GB) or heat here.
+- a GSI short of write capacity throttles writes to its table (IndexWriteProvisionedThroughputExceeded, the
+  index's ARN): a write to a table is refused while any of its provisioned GSIs' write bucket is empty.
+
+A request is admitted while the buckets it draws on are not empty, before it runs (a throttled request changes
+nothing); what it consumed is taken from them after it ran (`observe`, a listener of the request record), so a
+large item may leave a bucket in debt, which later requests wait out, as on DynamoDB. Only item operations are
+throttled; a batch (BatchGetItem, BatchWriteItem) only when every table it names is throttled (DynamoDB refuses a
+batch with the exception only when none of it could be served; here a batch is served whole or not at all).
+A Query's or Scan's partition is not known before it runs: they draw on the table's and index's buckets, and
+their partition after the fact. With `--workers N` each worker keeps its own buckets: each applies the limits to
+the requests it serves (use one worker to see a table's limits exactly).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from openddb import clock
+from openddb.api.context import table_name_from, tables_named
+from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
+from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
+from openddb.model.keys import encode_key, partition_hash
+from openddb.model.schema import IndexMeta, TableMeta
+from openddb.observe.record import CURRENT, RequestRecord
+from openddb.storage.base import Engine
+
+BURST_SECONDS = 300.0
+PARTITION_READ_UNITS = 3000.0
+PARTITION_WRITE_UNITS = 1000.0
+ON_DEMAND_PARTITIONS = 4  # 12,000 read or 4,000 write request units at creation (Developer Guide, on-demand mode)
+_HASH_SPACE = 1 << 32
+
+_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+_BATCHES = frozenset({"BatchGetItem", "BatchWriteItem"})
+Access = Literal["Read", "Write"]
+
+
+class Bucket:
+    """Tokens filled at `rate` a second up to `capacity`; admits while it holds any."""
+
+    __slots__ = ("capacity", "rate", "stamp", "tokens")
+
+    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        # one second's worth, and what `unused` seconds left unused (best guess, see the module's doc)
+        self.tokens = min(rate * (1.0 + unused), capacity)
+        self.stamp = now
+
+    def level(self, now: float) -> float:
+        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        return self.tokens
+
+    def take(self, amount: float, now: float) -> None:
+        self.level(now)
+        self.tokens -= amount
+
+
+class Resource:
+    """A table's or a GSI's buckets, as its description sets them (`shape`: what they were made from)."""
+
+    def __init__(self, shape: tuple[Any, ...], arn: str, provisioned: bool, read: Bucket | None,
+                 write: Bucket | None, partitions: int, now: float) -> None:
+        self.shape = shape
+        self.arn = arn
+        self.provisioned = provisioned
+        self.read = read
+        self.write = write
+        # one bucket of partition-seconds per partition: a read unit is 1/3000 of it, a write unit 1/1000
+        self.partitions = [Bucket(1.0, 1.0, now) for _ in range(partitions)]
+
+    def partition(self, h: int) -> Bucket:
+        return self.partitions[h * len(self.partitions) >> 32]
+
+
+def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, int],
+           peaks: tuple[int, int]) -> tuple[Any, ...]:
+    """What a resource's buckets are made from (a table dropped and made again under its name has a new uuid)."""
+    return (billing, read, write, on_demand.get("MaxReadRequestUnits", -1), on_demand.get("MaxWriteRequestUnits", -1),
+            peaks, uuid)
+
+
+def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float) -> Resource:
+    """A resource's buckets; `unused`: seconds since the table was made, whose capacity its burst has kept."""
+    billing, read, write, max_read, max_write, (peak_read, peak_write), _ = shape
+    units = max(peak_read, read) / PARTITION_READ_UNITS + max(peak_write, write) / PARTITION_WRITE_UNITS
+    if billing == "PROVISIONED":
+        partitions = max(1, -int(-units // 1))
+        return Resource(shape, arn, True, Bucket(read, read * BURST_SECONDS, now, unused),
+                        Bucket(write, write * BURST_SECONDS, now, unused), partitions, now)
+    partitions = max(ON_DEMAND_PARTITIONS, -int(-units // 1))
+    return Resource(shape, arn, False, Bucket(max_read, max_read, now) if max_read > 0 else None,
+                    Bucket(max_write, max_write, now) if max_write > 0 else None, partitions, now)
+
+
+class Throttle:
+    """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._clock = monotonic
+        self._resources: dict[tuple[str, str | None], Resource] = {}
+
+    def table(self, meta: TableMeta) -> Resource:
+        shape = _shape(meta.uuid, meta.billing_mode, meta.read_capacity, meta.write_capacity, meta.on_demand,
+                       (meta.peak_read, meta.peak_write))
+        return self._get((meta.name, None), shape, meta.arn, meta.created_at)
+
+    def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
+        shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
+                       (index.peak_read, index.peak_write))
+        return self._get((meta.name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+
+    def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
+        found = self._resources.get(key)
+        if found is None:  # first seen by this process: what it left unused since it was made is kept as burst
+            found = self._resources[key] = _resource(shape, arn, self._clock(), max(0.0, clock.now() - created))
+        elif found.shape != shape:  # its capacity changed: buckets as it now is
+            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
+        return found
+
+    def admit(self, operation: str, request: dict[str, Any], engine: Engine) -> None:
+        """Raise DynamoDB's throttling error if `operation` may not run now on what `request` names."""
+        access: Access = "Read" if operation in _READS else "Write"
+        if operation not in _READS and operation not in _WRITES:
+            return
+        now = self._clock()
+        refusals: list[tuple[Resource, str, str, str | None]] = []
+        tables = 0
+        for name in dict.fromkeys(table_name_from(named) for named in tables_named(request)):
+            meta = engine.get_table(name)
+            if meta is None:
+                continue
+            tables += 1
+            refusal = self._check(meta, access, request, operation, now)
+            if refusal is not None:
+                refusals.append((refusal[0], refusal[1], name, refusal[2]))
+        if not refusals or (operation in _BATCHES and len(refusals) < tables):
+            return
+        record = CURRENT.get()
+        if record is not None:  # (Contributor Insights counts the throttled keys)
+            record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
+                                          for meta in (engine.get_table(name),) if meta is not None
+                                          for _, pk, sk in _keys_named(meta, operation, request))
+        raise _throttled(refusals)
+
+    def _check(self, meta: TableMeta, access: Access, request: dict[str, Any], operation: str,
+               now: float) -> tuple[Resource, str, str | None] | None:
+        """The first limit the request would pass on this table: (resource, reason, index name), or None."""
+        table = self.table(meta)
+        bucket = table.read if access == "Read" else table.write
+        if bucket is not None and bucket.level(now) <= 0:
+            limit = "Provisioned" if table.provisioned else "MaxOnDemand"
+            return table, f"Table{access}{limit}ThroughputExceeded", None
+        index_name = request.get("IndexName") if operation in ("Query", "Scan") else None
+        for index in meta.indexes:
+            if not index.is_global or (access == "Read" and index.name != index_name):
+                continue
+            resource = self.index(meta, index)
+            bucket = resource.read if access == "Read" else resource.write
+            if bucket is not None and bucket.level(now) <= 0:
+                limit = "Provisioned" if resource.provisioned else "MaxOnDemand"
+                return resource, f"Index{access}{limit}ThroughputExceeded", index.name
+        for h in _partitions_named(meta, operation, request):
+            if table.partition(h).level(now) <= 0:
+                return table, f"Table{access}KeyRangeThroughputExceeded", None
+        return None
+
+    def observe(self, record: RequestRecord) -> None:
+        """Take what an answered request consumed from its buckets (a Listener: see observe/record.py)."""
+        if not record.charges:
+            return
+        now = self._clock()
+        resources = self._resources
+        for charge in record.charges:
+            if charge.units <= 0:
+                continue
+            table = resources.get((charge.table, None))
+            resource = resources.get((charge.table, charge.index_name)) if charge.is_global else table
+            if resource is None:
+                continue
+            bucket = resource.write if charge.write else resource.read
+            if bucket is not None:
+                bucket.take(charge.units, now)
+            if charge.key is not None and table is not None and charge.index_name is None:
+                share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
+                table.partition(charge.key.h).take(share, now)
+
+
+def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:
+    return [h for h, _, _ in _keys_named(meta, operation, request)]
+
+
+def _keys_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[tuple[int, bytes, bytes]]:
+    """The keys an item request names for this table, (partition hash, encoded partition key, encoded sort key or
+    b""), before it is validated: a key that cannot be read is left to the handler to refuse."""
+    raws: list[Any] = []
+    if operation in ("GetItem", "UpdateItem", "DeleteItem"):
+        raws.append(request.get("Key"))
+    elif operation == "PutItem":
+        raws.append(request.get("Item"))
+    elif operation in _BATCHES:
+        entry = request.get("RequestItems", {}).get(meta.name)
+        if isinstance(entry, dict):
+            raws += entry.get("Keys") or []
+        elif isinstance(entry, list):
+            for write in entry:
+                if isinstance(write, dict):
+                    body = write.get("PutRequest") or write.get("DeleteRequest") or {}
+                    raws.append(body.get("Item") or body.get("Key") if isinstance(body, dict) else None)
+    keys = []
+    range_key = meta.range_key
+    for raw in raws:
+        try:
+            pk = encode_key(raw[meta.hash_key.name])
+            sk = encode_key(raw[range_key.name]) if range_key is not None else b""
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        keys.append((partition_hash(pk), pk, sk))
+    return keys
+
+
+def _throttled(refusals: list[tuple[Resource, str, str, str | None]]) -> DynamoDBError:
+    """The error DynamoDB throttles with: ProvisionedThroughputExceededException for a provisioned table's limits,
+    ThrottlingException for an on-demand table's, each with its ThrottlingReasons (reason, resource ARN)."""
+    record = CURRENT.get()
+    if record is not None:
+        record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
+    reasons = [{"reason": reason, "resource": resource.arn} for resource, reason, _, _ in refusals]
+    error: DynamoDBError
+    if refusals[0][0].provisioned:
+        error = ProvisionedThroughputExceededException(PROVISIONED_THROTTLE)
+        error.extra = {"ThrottlingReasons": reasons}
+    else:
+        # (a hot partition of an on-demand table: the words DynamoDB answers an on-demand table's throttle with;
+        # best guess for an on-demand maximum, whose words were not found recorded)
+        error = ThrottlingException(ON_DEMAND_THROTTLE)
+        error.extra = {"throttlingReasons": reasons}  # (botocore's model names the member so for this exception)
+    return error
+
+
+def throttled_by(error: DynamoDBError) -> tuple[tuple[str, str, str | None], ...]:
+    """(reason, table, index or None) of each ThrottlingReason an error carries (a throttle's, or one injected by
+    `--inject-errors`), for the request record."""
+    extra = error.extra or {}
+    found = []
+    for reason in extra.get("ThrottlingReasons") or extra.get("throttlingReasons") or ():
+        resource = str(reason.get("resource", ""))
+        table, _, index = resource.partition(":table/")[2].partition("/index/")
+        found.append((str(reason.get("reason", "")), table, index or None))
+    return tuple(found)

@@ -1,0 +1,88 @@
+"""The request record: what one API call consumed and how it ended, made once per request at one point (the
+dispatcher, after the call was executed and rendered) and handed to every listener.
+
+A handler charges what it reads and writes as it goes (`charge`, through `CURRENT`), whether or not the client
+asked for ReturnConsumedCapacity; the ConsumedCapacity of the response is rendered from those charges
+(api/capacity.py). The dispatcher then fills in the outcome (status, error type, latency, attempts) and calls each
+`Listener.observe(record)`: the throttle, the metrics, the request log and, later, the standards advisor.
+
+Listeners run on the event-loop thread, synchronously, once per request: they must be cheap and must not raise.
+A record belongs to its listener only for the call: keep what you need, not the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import NamedTuple, Protocol
+
+from openddb.storage.base import StorageKey
+
+
+class Charge(NamedTuple):
+    """One charge of capacity: `units` read or written in `table` (or in its index `index_name`)."""
+
+    label: str  # the table as the request named it (a name or ARN): one ConsumedCapacity entry per label
+    table: str  # the table's name
+    index_name: str | None  # the secondary index charged (None: the table itself)
+    is_global: bool  # the index is a GSI (False for an LSI or the table)
+    units: float
+    write: bool
+    size: int  # bytes the charge was computed from (the item, or a page's items; 0 if unknown)
+    # The key read or written: its partition hash `h`, encoded partition key `pk` and sort key `sk` (b"" for none,
+    # or for a Query's whole partition); None where several partitions were read (a Scan) or for an index.
+    key: StorageKey | None
+    # A vector index's write: `size` is its VectorWriteRequestBytes, `units` 0 (reported apart from capacity)
+    vector: bool = False
+
+
+class RequestRecord:
+    """One API call: what it consumed (`charges`) and how it ended.
+
+    `operation`: the operation's name ("PutItem"); `status`: the HTTP status; `error`: the error's __type without
+    its namespace ("" on success); `latency`: seconds from the dispatcher's start to its answer; `attempts`: runs of
+    the handler (a call run again after a catalog change counts its runs); `returned`: items the answer returned
+    (ReturnedItemCount), -1 where the operation returns none; `client`: the caller's address if the server knows
+    it, else ""; `tables`: the tables a refused or control-plane request named (a data-plane one's are in its
+    charges); `request_id`: its x-amzn-RequestId; `response_bytes`: the size of the answer's body; `throttled`:
+    why the call was throttled, (reason, table, index or None) per ThrottlingReason, and `throttled_keys` the keys
+    it named in the tables throttled, where it names keys (item requests)."""
+
+    # The members a request does not set keep these class-level values: a record is made on every request, and
+    # setting only what differs keeps that cheap.
+    status = 0
+    error = ""
+    latency = 0.0
+    attempts = 0
+    returned = -1
+    client = ""
+    tables: Sequence[str] = ()
+    request_id = b""
+    response_bytes = 0
+    throttled: tuple[tuple[str, str, str | None], ...] = ()
+    throttled_keys: tuple[tuple[str, bytes, bytes], ...] = ()  # (table, encoded partition key, sort key or b"")
+
+    def __init__(self, operation: str) -> None:
+        self.operation = operation
+        self.charges: list[Charge] = []
+
+    def units(self, *, write: bool) -> float:
+        """All read (or write) units the call consumed, its indexes' included."""
+        return sum((charge.units for charge in self.charges if charge.write == write), 0.0)
+
+
+class Listener(Protocol):
+    """Something told of every request once it is answered (see the module's doc for the rules)."""
+
+    def observe(self, record: RequestRecord) -> None: ...
+
+
+# The record of the request being executed, for the handlers' charges (None outside a request: a background duty).
+CURRENT: ContextVar[RequestRecord | None] = ContextVar("openddb_request_record", default=None)
+
+
+def returned(count: int) -> None:
+    """Add `count` items to what the request being executed returned (ReturnedItemCount)."""
+    record = CURRENT.get()
+    if record is not None:
+        record.returned = count if record.returned < 0 else record.returned + count
