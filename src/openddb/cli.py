@@ -19,6 +19,8 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
+from openddb.advisor import command as advise_command
+from openddb.advisor.settings import SettingsError, load
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.throttle import Throttle
@@ -34,6 +36,8 @@ from openddb.startup import StartupError, bind, check_port, open_postgres, open_
 from openddb.storage.base import Engine, StreamSettings
 
 if TYPE_CHECKING:
+    from openddb.advisor.listener import Advisor
+    from openddb.api.dispatch import Dispatcher
     from openddb.server.control import Control
     from openddb.streams.triggers import TriggerConfig
 
@@ -102,7 +106,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
                             "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
                             "off (the default): nothing is throttled, as local test suites expect")
+    serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "on"),
+                       help="on (the default): the standards advisor observes every request and reports at GET "
+                            "/openddb/advisor (`openddb advise`); off: it costs nothing (docs/ADVISOR.md)")
+    serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
+                       help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
     _tail_parser(commands)
+    advise_command.add_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
     health_parser.add_argument("--endpoint", default=None, metavar="URL",
@@ -251,6 +261,19 @@ def _verifier(args: argparse.Namespace) -> Verifier | None:
     return Verifier({key: root})
 
 
+def _advisor(args: argparse.Namespace, dispatcher: Dispatcher) -> Advisor | None:
+    """The standards advisor `--advisor on` asks for (None: off); StartupError if its configuration is unusable."""
+    if args.advisor == "off":
+        return None
+    from openddb.advisor.listener import Advisor  # (imports the API layer, as a starting server does)
+
+    try:
+        settings = load(args.advisor_config)
+    except SettingsError as error:
+        raise StartupError(str(error)) from None
+    return Advisor(settings, lambda: dispatcher.engine)
+
+
 def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS context of --tls-cert/--tls-key (None: plain HTTP); StartupError if they cannot be used."""
     if args.tls_cert is None and args.tls_key is None:
@@ -331,7 +354,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
         dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
-                                     tls=_tls(args), log_format=args.log_format, metrics=metrics))
+                                     tls=_tls(args), log_format=args.log_format, metrics=metrics,
+                                     advisor=_advisor(args, dispatcher)))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -488,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
         return health(args.endpoint, args.ca)
     if args.command == "cert":
         return _cert(args)
+    if args.command == "advise":
+        return advise_command.main(args)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
                         stream=sys.stderr)
     try:

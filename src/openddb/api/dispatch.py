@@ -273,12 +273,13 @@ class Dispatcher:
                     return self.identity.handle(incoming, self.verifier, self.audit)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
-            request = self._parse(incoming)
+            request = record.request = self._parse(incoming)
+            record.access_key = caller.access_key
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
             if self.throttle is not None:
                 self.throttle.admit(record.operation, request, self.engine)
-            response = self._execute(handler, caller, incoming, request, record)
+            response = record.response = self._execute(handler, caller, incoming, request, record)
             if not record.charges and self.listeners:  # (the control plane: the tables named, for the listeners)
                 record.tables = [table_name_from(name) for name in tables_named(request)]
             if self.audit is not None and incoming.target in AUDITED:
