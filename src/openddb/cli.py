@@ -106,9 +106,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
                             "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
                             "off (the default): nothing is throttled, as local test suites expect")
-    serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "on"),
-                       help="on (the default): the standards advisor observes every request and reports at GET "
-                            "/openddb/advisor (`openddb advise`); off: it costs nothing (docs/ADVISOR.md)")
+    serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
+                       help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
+                            "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
     serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
                        help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
     _tail_parser(commands)

@@ -155,6 +155,9 @@ class Advisor:
         if operation == "PutItem" and not conditional:
             self.retries.request(client, operation, table.name, request, ok, now, self.limits)
         if not ok:
+            item = request.get("Item")
+            if table.schema.index_keys and isinstance(item, dict):
+                table.check_index_types(item, table.key_of(item))  # (DynamoDB refuses such a write)
             return
         self.bursts.call(client, table.name, "write", now, self.limits)
         item = request.get("Item") if operation == "PutItem" else request.get("Key")
@@ -185,8 +188,6 @@ class Advisor:
             table.last_key = partition
             if table.schema.range_key is None and table.schema.hash_type == "S":
                 table.key_sample.add(partition.decode("utf-8", "replace"))
-        if table.schema.index_keys:
-            table.check_index_types(item, key)
         self._maybe_inspect(table, item, key, size)
 
     def _maybe_inspect(self, table: TableObservations, item: dict[str, Any], key: Any, size: int) -> None:

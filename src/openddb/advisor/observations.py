@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from openddb.advisor import shapes
 from openddb.advisor.settings import Thresholds
 from openddb.advisor.sketches import Distinct, HeavyHitters, Sizes
@@ -202,11 +204,13 @@ class TableObservations:
         if size >= limits.collection_bytes and len(self.grown) < _EXAMPLES_MAX:
             self.grown.append({"key": key, "attribute": attribute, "item_bytes": size})
 
-    def expired(self, items: list[dict[str, Any]], now: float) -> None:
+    def expired(self, items: list[Any], now: float) -> None:
         """Count items a read returned past their TTL (not yet deleted by the sweep)."""
         ttl = self.schema.ttl
-        for item in items:
-            value = item.get(ttl) if ttl else None
+        for stored in items:
+            # (an item read from the store may be its stored JSON, passed through unparsed)
+            item = orjson.loads(orjson.dumps(stored)) if isinstance(stored, orjson.Fragment) else stored
+            value = item.get(ttl) if ttl and isinstance(item, dict) else None
             if value is not None and "N" in value:
                 try:
                     expiry = float(value["N"])

@@ -101,10 +101,10 @@ def index_key_type_drift(advisor: Advisor, seen: TableObservations | None, meta:
     if seen is None or not seen.drift:
         return []
     return [Finding("index-key-type-drift", seen.name,
-                    f"{count} writes gave {attribute} type {found}, not the type index {index} defines: left out "
-                    "of the index", {"index": index, "attribute": attribute, "type_written": found, "writes": count,
-                                     "examples": [example for example in seen.drift_examples
-                                                  if example["index"] == index]})
+                    f"{count} writes gave {attribute} type {found}, not the type index {index} defines (refused "
+                    "as DynamoDB refuses them)",
+                    {"index": index, "attribute": attribute, "type_written": found, "writes": count,
+                     "examples": [example for example in seen.drift_examples if example["index"] == index]})
             for (index, attribute, found), count in sorted(seen.drift.items())]
 
 

@@ -167,7 +167,8 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 def blob_size(value: dict[str, Any]) -> int:
     """The size of a Binary value, or of a String that looks base64-encoded (0: neither)."""
     if "B" in value:
-        return len(value["B"]) * 3 // 4
+        encoded = str(value["B"])
+        return len(encoded) * 3 // 4 - encoded[-2:].count("=")
     text = value.get("S")
     if isinstance(text, str) and len(text) >= 1024 and _BASE64.match(text[:512]) and " " not in text[-64:]:
         return len(text)

@@ -88,7 +88,8 @@ class Bursts:
             window[0], window[1] = now, 1.0
         else:
             window[1] += 1
-            if window[1] == limits.batch_burst:
+            if window[1] >= limits.batch_burst:  # a burst: counted, and the next one starts afresh
+                window[0], window[1] = now, 0.0
                 window[2] += 1
 
     def of(self, table: str, limits: Thresholds) -> list[dict[str, Any]]:
