@@ -232,8 +232,8 @@ def test_collections_capacity_and_destructive_changes(advised: ServerProcess) ->
     ddb = client(advised.endpoint)
     email = [{"AttributeName": "email", "AttributeType": "S"}]
     provisioned = {"ReadCapacityUnits": 100, "WriteCapacityUnits": 100}
-    grown = table(ddb, "feeds", definitions=email, GlobalSecondaryIndexes=[{**GSI, "ProvisionedThroughput": provisioned}],
-                  BillingMode="PROVISIONED",
+    grown = table(ddb, "feeds", definitions=email, BillingMode="PROVISIONED",
+                  GlobalSecondaryIndexes=[{**GSI, "ProvisionedThroughput": provisioned}],
                   ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 100})
     events = table(ddb, "feeds", sort=True)
     for i in range(25):

@@ -24,6 +24,7 @@ log = logging.getLogger("openddb.advisor")
 _SCHEMA_SECONDS = 1.0  # how stale a table's description may be in the advisor's view
 THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 _EXAMPLES_MAX = 5
+KEY_STRIDE = 4  # partition keys go into the heavy-hitters sketch for one charge in this many
 
 
 class Advisor:
@@ -81,31 +82,36 @@ class Advisor:
                  now: float) -> tuple[float, float]:
         """Add the record's charges to `table`: its pattern, partition keys, per-second units, indexes."""
         read = write = 0.0
-        for charge in record.charges:
-            if charge.table != table.name:
+        second = int(now)
+        name = table.name
+        # (unpacked: a NamedTuple's attributes cost more to read than its items)
+        for _, charged, index_name, _, units, writes, _, _, key in record.charges:
+            if charged != name:
                 continue
-            if charge.index_name is None:
-                if charge.write:
-                    write += charge.units
+            if index_name is None:
+                if writes:
+                    write += units
                 else:
-                    read += charge.units
-                if charge.key is not None:
-                    table.keys.add(charge.key, 0.0 if charge.write else charge.units,
-                                   charge.units if charge.write else 0.0, int(now))
+                    read += units
+                table.key_tick += 1
+                # (one charge in KEY_STRIDE goes into the sketch, its units scaled up: a key taking a large share
+                # of the traffic takes the same share of the sample)
+                if key is not None and not table.key_tick % KEY_STRIDE:
+                    scaled = units * KEY_STRIDE
+                    table.keys.add(key, 0.0 if writes else scaled, scaled if writes else 0.0, second)
             else:
-                index = table.index(charge.index_name)
-                if charge.write:
+                index = table.index(index_name)
+                if writes:
                     index.writes += 1
-                    index.write_units += charge.units
+                    index.write_units += units
                 else:
-                    index.units += charge.units
-        table.units(read, write, int(now))
+                    index.units += units
+        table.units(read, write, second)
         table.read_units += read
         table.write_units += write
-        ok = record.status == 200
         if record.error in THROTTLES:
             table.throttled += 1
-        table.pattern(pattern, record.latency, read, write, ok, clock.now())
+        table.pattern(pattern, record.latency, read, write, record.status == 200, table.last_seen)
         return read, write
 
     def _named(self, record: RequestRecord, request: dict[str, Any]) -> TableObservations | None:

@@ -66,7 +66,8 @@ class TableObservations:
         self.schema_at = now
         self.first_seen = self.last_seen = now
         self.patterns: dict[PatternKey, list[float]] = {}
-        self.keys: HeavyHitters[bytes] = HeavyHitters()
+        self.keys: HeavyHitters[bytes] = HeavyHitters()  # (sampled: see listener.KEY_STRIDE)
+        self.key_tick = 0
         self.sizes = Sizes()
         self.largest_key: Any = None
         self.indexes: dict[str, IndexReads] = {}

@@ -7,7 +7,7 @@ import time
 
 from openddb import clock
 from openddb.advisor.findings import Finding, Outcome
-from openddb.advisor.listener import Advisor
+from openddb.advisor.listener import KEY_STRIDE, Advisor
 from openddb.advisor.observations import TableObservations
 from openddb.advisor.sketches import COUNT, ERROR, PEAK_READ, PEAK_WRITE
 from openddb.model.keys import decode_key
@@ -73,15 +73,18 @@ def hot_partition(advisor: Advisor, seen: TableObservations | None, meta: TableM
     if seen is None or not seen.keys.total:
         return []
     found: list[Outcome] = []
-    total = seen.keys.total
+    sampled = seen.keys.total
+    total = sampled * KEY_STRIDE  # (the sketch sees one charge in KEY_STRIDE)
     for key, counter in seen.keys.top(3):
-        share = (counter[COUNT] - counter[ERROR]) / total
+        share = (counter[COUNT] - counter[ERROR]) / sampled
         shown = _shown(key, meta)
         if total >= limits.hot_key_min_requests and share >= limits.hot_key_share:
             found.append(Finding("hot-partition", seen.name,
-                                 f"partition key {shown} took at least {share:.0%} of {total} requests",
-                                 {"key": shown, "requests": int(counter[COUNT]), "overcount": int(counter[ERROR]),
-                                  "table_requests": total, "share_at_least": round(share, 3),
+                                 f"partition key {shown} took about {share:.0%} of {total} requests",
+                                 {"key": shown, "sampled_requests": int(counter[COUNT]),
+                                  "overcount": int(counter[ERROR]), "sampled_table_requests": sampled,
+                                  "sampling": f"1 in {KEY_STRIDE}", "table_requests": total,
+                                  "share_at_least": round(share, 3),
                                   "peak_read_units_per_second": counter[PEAK_READ],
                                   "peak_write_units_per_second": counter[PEAK_WRITE]}))
         elif (counter[PEAK_READ] >= limits.partition_read_units * limits.partition_near_share
