@@ -70,11 +70,11 @@ class Advisor:
         now = clock.now()
         table = self.tables.get(name)
         if table is None:
-            table = self.tables[name] = TableObservations(name, Schema(self.engine_of().get_table(name)), now)
+            table = self.tables[name] = TableObservations(name, self.engine_of().get_table(name), now)
         elif now - table.schema_at > _SCHEMA_SECONDS:
             meta = self.engine_of().get_table(name)
             if meta is not None:
-                table.schema, table.schema_at = Schema(meta), now
+                table.meta, table.schema, table.schema_at = meta, Schema(meta), now
         table.last_seen = now
         return table
 
@@ -348,9 +348,9 @@ class Advisor:
                 self._destructive({"table": name, "change": f"UpdateTable deleting index {deleted}",
                                    "reads_before": served.reads})
         if table is not None:
-            table.schema_at = 0.0  # (described afresh at the next request)
-            if record.operation in ("DeleteTable", "CreateTable"):
-                del self.tables[name]
+            # (described afresh at the next request; a table created again under its name keeps the name's
+            # observations: a test suite creates its tables anew for each test)
+            table.schema_at = 0.0
 
     def _destructive(self, change: dict[str, Any]) -> None:
         if len(self.changes) < 50:

@@ -60,9 +60,10 @@ class IndexReads:
 class TableObservations:
     """One table's observations (see the module's doc)."""
 
-    def __init__(self, name: str, schema: Schema, now: float) -> None:
+    def __init__(self, name: str, meta: TableMeta | None, now: float) -> None:
         self.name = name
-        self.schema = schema
+        self.meta = meta  # its last description seen (the report's, once the table is gone)
+        self.schema = Schema(meta)
         self.schema_at = now
         self.first_seen = self.last_seen = now
         self.patterns: dict[PatternKey, list[float]] = {}

@@ -31,8 +31,12 @@ def build(advisor: Advisor, state: ServerState, table: str | None = None, since:
     outcomes: list[Outcome] = []
     patterns: list[dict[str, Any]] = []
     names = [name for name in engine.list_tables() if "/" not in name and (table is None or name == table)]
-    for name in names:
-        meta = engine.get_table(name)
+    # Tables observed and since deleted (a test suite's, once its store is reset) are reported from their last
+    # description.
+    gone = [name for name, seen in advisor.tables.items()
+            if seen.meta is not None and name not in names and (table is None or name == table)]
+    for name in names + gone:
+        meta = engine.get_table(name) if name in names else advisor.tables[name].meta
         if meta is None:
             continue
         seen = advisor.tables.get(name)
@@ -40,7 +44,8 @@ def build(advisor: Advisor, state: ServerState, table: str | None = None, since:
             seen = None
         for rule in _TABLE_RULES.values():
             outcomes += rule(advisor, seen, meta)
-        outcomes += rules_schema.pitr_off(state, meta)
+        if name in names:
+            outcomes += rules_schema.pitr_off(state, meta)
         if seen is not None:
             patterns += _patterns(seen, since)
     outcomes += [change for change in rules_schema.destructive_changes(advisor)
@@ -55,7 +60,7 @@ def build(advisor: Advisor, state: ServerState, table: str | None = None, since:
             "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
             "access_patterns": patterns,
             "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
-                       "requests_observed": advisor.requests, "tables": names,
+                       "requests_observed": advisor.requests, "tables": names, "deleted_tables": gone,
                        "configuration": advisor.settings.source or "defaults"},
             "rules": sorted(RULES)}
 
