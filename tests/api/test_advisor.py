@@ -309,3 +309,45 @@ def test_advise_command_formats(advised: ServerProcess) -> None:
     assert text.returncode == 0 and "scan-hot-path" in text.stdout and "Observed access patterns" in text.stdout
     later = advise("--format", "json", "--since", str(time.time() + 60))
     assert json.loads(later.stdout)["findings"] == []
+
+
+def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
+    """A client sending the same throttled PutItem again at once breaks throttle-no-backoff and
+    missing-idempotency; one that backs off exponentially and writes conditionally breaks neither. (A retry
+    within 100 ms counts as immediate here: a loaded test machine's boto3 takes several ms a call.)"""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"backoff_seconds": 0.1}}))
+    process = ServerProcess(None, "--throttling", "on", "--advisor-config", str(config))
+    try:
+        ddb = boto3.client("dynamodb", endpoint_url=process.endpoint, region_name="us-east-1",
+                           aws_access_key_id="advisor", aws_secret_access_key="x",
+                           config=Config(retries={"total_max_attempts": 1}))  # (no retry of botocore's own)
+        units = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}
+        eager, patient = (table(ddb, "ledger", BillingMode="PROVISIONED", ProvisionedThroughput=units)
+                          for _ in range(2))
+        big = {"S": "x" * 9000}  # (9 write units a put: the burst capacity of 1 WCU is spent within 40 puts)
+        throttled = 0
+        for _ in range(60):
+            try:
+                ddb.put_item(TableName=eager, Item={"pk": {"S": "same"}, "body": big})
+            except ddb.exceptions.ProvisionedThroughputExceededException:
+                throttled += 1
+        assert throttled >= 3
+        delay = 0.2
+        for i in range(50):
+            try:
+                ddb.put_item(TableName=patient, Item={"pk": {"S": f"p{i}"}, "body": big},
+                             ConditionExpression="attribute_not_exists(pk)")
+            except ddb.exceptions.ProvisionedThroughputExceededException:
+                time.sleep(delay)
+                delay *= 2
+                if delay > 1:
+                    break
+        quick = findings(process.endpoint, eager, "throttle-no-backoff")[0]["evidence"]
+        assert quick["clients"][0]["quick_retries_in_a_row"] >= 3 and quick["throttled_requests"] == throttled
+        repeated = findings(process.endpoint, eager, "missing-idempotency")[0]["evidence"]["examples"]
+        assert repeated[0]["operation"] == "PutItem" and repeated[0]["client"] == "advisor"
+        assert findings(process.endpoint, patient, "throttle-no-backoff") == []
+        assert findings(process.endpoint, patient, "missing-idempotency") == []
+    finally:
+        process.finish()
