@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ElementTree
@@ -351,3 +352,17 @@ def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
         assert findings(process.endpoint, patient, "missing-idempotency") == []
     finally:
         process.finish()
+
+
+def test_off_and_misconfigured(tmp_path: Path, server: ServerProcess) -> None:
+    """Off (the default) there is no report (404); a configuration file with an unknown threshold stops the
+    server at start with the reason and exit status 2."""
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(server.endpoint + "/openddb/advisor")
+    refused.value.close()
+    assert refused.value.code == 404
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"scans_per_hour": 3}}))
+    done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--in-memory", "--port", "0", "--advisor", "on",
+                           "--advisor-config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown threshold 'scans_per_hour'" in done.stderr

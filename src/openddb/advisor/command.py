@@ -56,7 +56,8 @@ def fetch(endpoint: str, table: str | None, since: float | None) -> dict[str, An
         with urllib.request.urlopen(url, timeout=30) as answer:
             report: dict[str, Any] = orjson.loads(answer.read())
     except urllib.error.HTTPError as error:
-        detail = error.read().decode(errors="replace")
+        with error:
+            detail = error.read().decode(errors="replace")
         raise OSError(f"{url} answered {error.code}: {detail}") from None
     return report
 

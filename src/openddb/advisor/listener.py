@@ -339,12 +339,13 @@ class Advisor:
             return
         name = table_name_from(name)
         table = self.tables.get(name)
-        if table is not None and record.operation == "DeleteTable" and table.reads:
+        least = max(self.limits.destructive_min_reads, 1)
+        if table is not None and record.operation == "DeleteTable" and table.reads >= least:
             self._destructive({"table": name, "change": "DeleteTable", "reads_before": table.reads})
         for update in request.get("GlobalSecondaryIndexUpdates") or ():
             deleted = (update.get("Delete") or {}).get("IndexName") if isinstance(update, dict) else None
             served = table.indexes.get(deleted) if table is not None and isinstance(deleted, str) else None
-            if served is not None and served.reads:
+            if served is not None and served.reads >= least:
                 self._destructive({"table": name, "change": f"UpdateTable deleting index {deleted}",
                                    "reads_before": served.reads})
         if table is not None:

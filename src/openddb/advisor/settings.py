@@ -57,6 +57,7 @@ class Thresholds:
     unprocessed_seconds: float = 5.0  # throttle-no-backoff: UnprocessedItems not retried within this
     capacity_factor: float = 4.0  # capacity-mode: over- or under-provisioned by this factor ...
     capacity_min_seconds: float = 60.0  # ... once the table was observed this long
+    destructive_min_reads: int = 1  # schema-destructive-change: reads of the dropped table or index before
     timestamp_formats: int = 2  # timestamp-format
     naming_styles: int = 2  # naming-consistency
     item_sample_first: int = 64  # items inspected in full: every one of a table's first N writes ...
