@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
 from openddb.advisor import command as advise_command
-from openddb.advisor.settings import SettingsError, load
+from openddb.advisor.settings import Settings, SettingsError, load
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.throttle import Throttle
@@ -267,11 +267,15 @@ def _advisor(args: argparse.Namespace, dispatcher: Dispatcher) -> Advisor | None
         return None
     from openddb.advisor.listener import Advisor  # (imports the API layer, as a starting server does)
 
+    return Advisor(_advisor_settings(args), lambda: dispatcher.engine)
+
+
+def _advisor_settings(args: argparse.Namespace) -> Settings:
+    """The advisor's settings from --advisor-config; StartupError if the file cannot be used."""
     try:
-        settings = load(args.advisor_config)
+        return load(args.advisor_config)
     except SettingsError as error:
         raise StartupError(str(error)) from None
-    return Advisor(settings, lambda: dispatcher.engine)
 
 
 def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -561,8 +565,15 @@ def _start(args: argparse.Namespace) -> int:
         raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
                            "leave out --workers")
     workers = args.workers or os.cpu_count() or 1
-    if args.in_memory or args.dev:
-        workers = 1  # an in-memory store lives in one process; a --dev server's clock too
+    if args.in_memory or args.dev or (args.advisor == "on" and args.workers is None):
+        # An in-memory store lives in one process; a --dev server's clock too; and the advisor's observations,
+        # unless --workers asks for more (then each worker advises on the requests it serves).
+        workers = 1
+    if args.advisor == "on":
+        _advisor_settings(args)  # (a mistake in its file is reported before anything is served)
+        if workers > 1:
+            log.warning("--advisor on with --workers %d: each worker advises on the requests it serves, and GET "
+                        "/openddb/advisor answers from one of them", workers)
     sock = bind(args.host, args.port, shared=workers > 1)
     try:
         # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,
