@@ -4,6 +4,7 @@ are lowered by the advisor's configuration file, as a team would."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
@@ -366,3 +367,17 @@ def test_off_and_misconfigured(tmp_path: Path, server: ServerProcess) -> None:
     done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--in-memory", "--port", "0", "--advisor", "on",
                            "--advisor-config", str(config)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "unknown threshold 'scans_per_hour'" in done.stderr
+
+
+def test_a_refused_request_of_any_shape_is_observed(advised: ServerProcess) -> None:
+    """The observation point reads the tables a refused request names: TransactItems that is a number is
+    DynamoDB's SerializationException (it was a body-less 400 when the record's reading of it raised)."""
+    connection = http.client.HTTPConnection("127.0.0.1", advised.port, timeout=10)
+    connection.request("POST", "/", body=b'{"TransactItems": 1.5e+308}', headers={
+        "X-Amz-Target": "DynamoDB_20120810.TransactGetItems", "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=a/20260101/us-east-1/dynamodb/aws4_request, "
+                         "SignedHeaders=host, Signature=x"})
+    answer = connection.getresponse()
+    body = json.loads(answer.read())
+    connection.close()
+    assert answer.status == 400 and body["__type"].endswith("SerializationException")

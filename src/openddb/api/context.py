@@ -108,7 +108,8 @@ def tables_named(request: dict[str, Any]) -> list[str]:
     if isinstance(items, dict):
         return [str(key) for key in items]
     found = []
-    for action in request.get("TransactItems") or ():
+    actions = request.get("TransactItems")  # (any JSON in a refused request: a number is no list)
+    for action in actions if isinstance(actions, list) else ():
         if isinstance(action, dict):
             for body in action.values():
                 if isinstance(body, dict) and isinstance(body.get("TableName"), str):
