@@ -381,3 +381,23 @@ def test_a_refused_request_of_any_shape_is_observed(advised: ServerProcess) -> N
     body = json.loads(answer.read())
     connection.close()
     assert answer.status == 400 and body["__type"].endswith("SerializationException")
+
+
+def test_malformed_refused_requests_are_left_unobserved(advised: ServerProcess) -> None:
+    """Refused requests with members of any JSON type (KeyConditions a string, GlobalSecondaryIndexUpdates a
+    number) are answered as DynamoDB answers them; the advisor leaves them unobserved and logs nothing (the
+    module's server log must hold no traceback)."""
+    ddb = client(advised.endpoint)
+    name = table(ddb, "malformed")
+    for target, body in (("Query", {"TableName": name, "KeyConditions": "pk"}),
+                         ("UpdateTable", {"TableName": name, "GlobalSecondaryIndexUpdates": 7}),
+                         ("Scan", {"TableName": name, "ScanFilter": [1]})):
+        connection = http.client.HTTPConnection("127.0.0.1", advised.port, timeout=10)
+        connection.request("POST", "/", body=json.dumps(body).encode(), headers={
+            "X-Amz-Target": f"DynamoDB_20120810.{target}", "Content-Type": "application/x-amz-json-1.0",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=a/20260101/us-east-1/dynamodb/aws4_request, "
+                             "SignedHeaders=host, Signature=x"})
+        answer = connection.getresponse()
+        assert answer.status == 400 and "__type" in json.loads(answer.read())
+        connection.close()
+    assert "Traceback" not in advised.output()

@@ -61,7 +61,9 @@ class Advisor:
         try:
             handler(record, request, (record.access_key, record.client), time.monotonic())
         except Exception:  # (a listener must not raise: the request was answered already)
-            if not self._failed:
+            # A refused request may hold any JSON where a shape was expected: it goes unobserved, unsaid. An
+            # answered one that cannot be observed is a bug, logged once.
+            if record.status == 200 and not self._failed:
                 self._failed = True
                 log.exception("the advisor could not observe a %s request", record.operation)
 
