@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import os
 import random
+import shlex
 import signal
 import statistics
 import subprocess
@@ -66,11 +67,11 @@ class Server:
     streams: bool = False  # whether it accepted a table with a stream
     log: Path | None = None
 
-    def start(self, workers: int, log_level: str = "warning") -> None:
+    def start(self, workers: int, log_level: str = "warning", extra: tuple[str, ...] = ()) -> None:
         self.data_dir.mkdir(parents=True)
         self.log = self.data_dir.with_suffix(".log")
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
-                   str(self.data_dir), "--workers", str(workers), "--log-level", log_level]
+                   str(self.data_dir), "--workers", str(workers), "--log-level", log_level, *extra]
         env = {**os.environ, "PYTHONPATH": str(self.src)}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -491,6 +492,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--items", type=int, default=10_000, help="items per table (default 10000)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help=f"comma-separated, of {', '.join(WORKLOADS)} (default all)")
+    parser.add_argument("--new-args", default="", metavar="ARGS",
+                        help='more `openddb serve` options for the new server only (e.g. "--advisor on" with '
+                             "--baseline HEAD: one option on against off in one run)")
     parser.add_argument("--no-save", action="store_true", help="write no JSON lines under benchmarks/results/")
     args = parser.parse_args(argv)
     args.workloads = [label.strip() for label in args.workloads.split(",") if label.strip()]
@@ -561,7 +565,8 @@ def run(args: argparse.Namespace, samples: list[Sample], tmp: str, loop_name: st
                    Server("baseline", worktree / "src", Path(tmp) / "data-baseline")]
         for server in servers:
             check_source(server.src)
-            server.start(args.workers, args.log_level)
+            server.start(args.workers, args.log_level,
+                         tuple(shlex.split(args.new_args)) if server.name == "new" else ())
         for server in servers:
             server.wait_ready()
         asyncio.run(run_rounds(servers, args, samples, save))

@@ -37,6 +37,8 @@ class ServerProcess:
         self.data_dir = data_dir
         self.endpoint = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--log-level", "warning"]
+        if "--advisor-config" in extra:
+            args += ["--advisor", "on"]
         engine = os.environ.get("OPENDDB_TEST_ENGINE")
         if engine:
             # The whole suite against a shared engine (e.g. PostgreSQL): every server, whatever its data dir,

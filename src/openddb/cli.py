@@ -20,6 +20,8 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
+from openddb.advisor import command as advise_command
+from openddb.advisor.settings import Settings, SettingsError, load
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.throttle import Throttle
@@ -37,6 +39,8 @@ from openddb.storage.base import Engine, StreamSettings
 from openddb.storage.sqlite_copy import StoreCopyError, backup_store, restore_store
 
 if TYPE_CHECKING:
+    from openddb.advisor.listener import Advisor
+    from openddb.api.dispatch import Dispatcher
     from openddb.server.control import Control
     from openddb.streams.triggers import TriggerConfig
 
@@ -113,7 +117,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
                             "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
                             "off (the default): nothing is throttled, as local test suites expect")
+    serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
+                       help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
+                            "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
+    serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
+                       help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
     _tail_parser(commands)
+    advise_command.add_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
                                                        "container health check")
     health_parser.add_argument("--endpoint", default=None, metavar="URL",
@@ -288,6 +298,23 @@ def _verifier(args: argparse.Namespace) -> Verifier | None:
     return Verifier({key: root})
 
 
+def _advisor(args: argparse.Namespace, dispatcher: Dispatcher) -> Advisor | None:
+    """The standards advisor `--advisor on` asks for (None: off); StartupError if its configuration is unusable."""
+    if args.advisor == "off":
+        return None
+    from openddb.advisor.listener import Advisor  # (imports the API layer, as a starting server does)
+
+    return Advisor(_advisor_settings(args), lambda: dispatcher.engine)
+
+
+def _advisor_settings(args: argparse.Namespace) -> Settings:
+    """The advisor's settings from --advisor-config; StartupError if the file cannot be used."""
+    try:
+        return load(args.advisor_config)
+    except SettingsError as error:
+        raise StartupError(str(error)) from None
+
+
 def _tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The TLS context of --tls-cert/--tls-key (None: plain HTTP); StartupError if they cannot be used."""
     if args.tls_cert is None and args.tls_key is None:
@@ -373,7 +400,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args), console=Console() if args.console == "on" else None,
-                                     log_format=args.log_format, metrics=metrics))
+                                     log_format=args.log_format, metrics=metrics, advisor=_advisor(args, dispatcher)))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -534,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cert(args)
     if args.command in ("backup", "restore"):
         return _store_copy(args)
+    if args.command == "advise":
+        return advise_command.main(args)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
                         stream=sys.stderr)
     try:
@@ -581,8 +610,15 @@ def _start(args: argparse.Namespace) -> int:
         raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
                            "leave out --workers")
     workers = args.workers or os.cpu_count() or 1
-    if args.in_memory or args.dev:
-        workers = 1  # an in-memory store lives in one process; a --dev server's clock too
+    if args.in_memory or args.dev or (args.advisor == "on" and args.workers is None):
+        # An in-memory store lives in one process; a --dev server's clock too; and the advisor's observations,
+        # unless --workers asks for more (then each worker advises on the requests it serves).
+        workers = 1
+    if args.advisor == "on":
+        _advisor_settings(args)  # (a mistake in its file is reported before anything is served)
+        if workers > 1:
+            log.warning("--advisor on with --workers %d: each worker advises on the requests it serves, and GET "
+                        "/openddb/advisor answers from one of them", workers)
     sock = bind(args.host, args.port, shared=workers > 1)
     try:
         # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,

@@ -94,6 +94,44 @@ def test_the_plugin_in_a_project_run_with_xdist(tmp_path: Path) -> None:
     assert len({path.read_text() for path in out.iterdir()}) == 2  # a server (and store) per worker
 
 
+SCANNING = '''
+USERS = {users!r}
+
+
+def test_lists_users_by_scanning(dynamodb_client):
+    dynamodb_client.create_table(**USERS)
+    for _ in range(5):
+        dynamodb_client.scan(TableName="users")
+
+
+def test_reads_one_user(dynamodb_client):
+    dynamodb_client.create_table(**USERS)
+    dynamodb_client.get_item(TableName="users", Key={{"id": {{"S": "1"}}}})
+'''
+
+
+def test_the_plugin_reports_the_advisor_and_fails_the_session(tmp_path: Path) -> None:
+    """--openddb-advise prints the advisor's report after the session, its findings across the store's resets
+    (the scanning test's table is gone by then); --openddb-advise-fail-on error fails a session whose tests
+    passed; without the options nothing is printed and the session passes."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (tmp_path / "test_users.py").write_text(SCANNING.format(users=USERS))
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+
+    def pytest_run(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                               "-p", "no:benchmark", *options], cwd=tmp_path, env=environment,
+                              capture_output=True, text=True, timeout=120)
+
+    failed = pytest_run("--openddb-advise-fail-on", "error")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "2 passed" in failed.stdout and "OpenDDB advisor" in failed.stdout
+    assert "ERROR   scan-hot-path  table users" in failed.stdout
+    assert "the session fails" in failed.stdout
+    quiet = pytest_run()
+    assert quiet.returncode == 0 and "OpenDDB advisor" not in quiet.stdout
+
+
 def client(endpoint: str) -> Any:
     return make_client(endpoint)
 

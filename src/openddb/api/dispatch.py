@@ -304,7 +304,8 @@ class Dispatcher:
                     return self.identity.handle(incoming, self.verifier, self.audit)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
-            request = self._parse(incoming)
+            request = record.request = self._parse(incoming)
+            record.access_key = caller.access_key
             access = None if caller.identity is None else self._authorize(caller, incoming, request)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
@@ -314,6 +315,7 @@ class Dispatcher:
                 response = self._execute_eventually(handler, caller, incoming, request, record, access)
             else:
                 response = self._execute(handler, caller, incoming, request, record, access)
+            record.response = response
             if not record.charges and self.listeners:  # (the control plane: the tables named, for the listeners)
                 record.tables = [table_name_from(name) for name in tables_named(request)]
             if self.audit is not None and incoming.target in AUDITED:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from openddb.storage.base import StorageKey
 
@@ -46,7 +46,10 @@ class RequestRecord:
     it, else ""; `tables`: the tables a refused or control-plane request named (a data-plane one's are in its
     charges); `request_id`: its x-amzn-RequestId; `response_bytes`: the size of the answer's body; `throttled`:
     why the call was throttled, (reason, table, index or None) per ThrottlingReason, and `throttled_keys` the keys
-    it named in the tables throttled, where it names keys (item requests)."""
+    it named in the tables throttled, where it names keys (item requests); `access_key`: the caller's access key
+    ("" if it was refused before); `request`: the request as parsed (None if it could not be), and `response`: the
+    handler's answer (None if refused or empty), both as they are: a listener reads them during the call and keeps
+    none of them (the advisor reads expressions and items there rather than parse again)."""
 
     # The members a request does not set keep these class-level values: a record is made on every request, and
     # setting only what differs keeps that cheap.
@@ -61,6 +64,9 @@ class RequestRecord:
     response_bytes = 0
     throttled: tuple[tuple[str, str, str | None], ...] = ()
     throttled_keys: tuple[tuple[str, bytes, bytes], ...] = ()  # (table, encoded partition key, sort key or b"")
+    access_key = ""
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
 
     def __init__(self, operation: str) -> None:
         self.operation = operation

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import httptools
 
+from openddb.advisor.listener import Advisor
 from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
@@ -488,10 +489,15 @@ class HttpProtocol(asyncio.Protocol):
                        keep_alive: bool) -> None:
         """Answer what is not an API call: the health check, a CORS pre-flight, or no page (404)."""
         headers = self._headers
+        path, _, query = self._url.partition(b"?")
+        if method == b"GET" and path == b"/openddb/advisor":  # the advisor's report (docs/ADVISOR.md; no signature)
+            status, body = self.server.advisor_page(query)
+            self._answer(render_extended(status, body, b"application/json", request_id, keep_alive, extra, None),
+                         keep_alive)
+            return
         if self.server.control is not None and self._url.startswith(b"/openddb/"):
             self._control(method, extra, request_id, keep_alive)
             return
-        path = self._url.split(b"?", 1)[0]
         at_root = path == b"/"
         if method == b"GET" and path == b"/metrics":  # Prometheus' scrape (observe/prometheus.py; no signature)
             body = self.server.metrics_page()
@@ -642,15 +648,16 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
                 tls: ssl.SSLContext | None = None, console: Console | None = None, log_format: LogFormat = "text",
-                metrics: Metrics | None = None) -> None:
+                metrics: Metrics | None = None, advisor: Advisor | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
     serve HTTPS with it (server/tls.py); `console`: the web console at /console (None: no such page);
     `log_format`: the request log's (server/requests_log.py); `metrics`: this worker's counts
-    (observe/metrics.py; None: counted for this process alone)."""
+    (observe/metrics.py; None: counted for this process alone); `advisor`: the standards advisor, told of every
+    request (None: off)."""
     loop = asyncio.get_running_loop()
-    state = ServerState(dispatcher, Cors(cors), limits, log_format, metrics)
+    state = ServerState(dispatcher, Cors(cors), limits, log_format, metrics, advisor)
     state.control = control
     state.console = console
     if sock is not None:

@@ -12,11 +12,15 @@ import asyncio
 import logging
 import queue
 import threading
+import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
 
+from openddb.advisor import report
+from openddb.advisor.listener import Advisor
+from openddb.advisor.state import ServerState as AdvisedState
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.observe import prometheus
 from openddb.observe.insights import Insights
@@ -62,7 +66,7 @@ class ServerState:
 
     def __init__(self, dispatcher: Dispatcher, cors: Cors | None = None,
                  limits: ConnectionLimits | None = None, log_format: LogFormat = "text",
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, advisor: Advisor | None = None) -> None:
         self.dispatcher = dispatcher
         self.engine = dispatcher.engine
         self.cors = cors or Cors()
@@ -72,6 +76,9 @@ class ServerState:
         dispatcher.listeners.append(self.metrics.insights)
         self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
         dispatcher.listeners.append(self.metrics)
+        self.advisor = advisor  # (GET /openddb/advisor; told of every request; None: --advisor off)
+        if advisor is not None:
+            dispatcher.listeners.append(advisor)
         # (decided once: a disabled log costs a request nothing; an enabled one is told of every request)
         self.request_log = RequestLog.open(log_format)
         if self.request_log is not None:
@@ -116,6 +123,20 @@ class ServerState:
     def metrics_page(self) -> bytes:
         """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
         return prometheus.render(self.metrics.collected(), self.engine)
+
+    def advisor_page(self, query: bytes) -> tuple[int, bytes]:
+        """GET /openddb/advisor[?table=T&since=EPOCH]: the advisor's report as JSON (docs/ADVISOR.md); 404 with
+        --advisor off, 400 for a `since` that is not a number."""
+        if self.advisor is None:
+            return 404, orjson.dumps({"message": "the advisor is off (openddb serve --advisor on)"})
+        parameters = urllib.parse.parse_qs(query.decode("latin-1"))
+        table = parameters.get("table", [None])[0]
+        since = parameters.get("since", [None])[0]
+        try:
+            moment = float(since) if since is not None else None
+        except ValueError:
+            return 400, orjson.dumps({"message": "since: epoch seconds expected"})
+        return 200, orjson.dumps(report.build(self.advisor, AdvisedState(self.dispatcher), table, moment))
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes

@@ -10,6 +10,11 @@
 - `dynamodb_client`, `dynamodb_resource`: boto3's client and resource for it, made once per session (making a
   client costs far more than a test) and handed to each test after the reset.
 
+- `--openddb-advise`: the server runs the standards advisor (docs/ADVISOR.md); after the session its report is
+  printed (`--openddb-advise-format text|json`), and `--openddb-advise-fail-on error|warning` fails the session
+  when a finding is that severe; `--openddb-advisor-config FILE`: its thresholds and declared access patterns.
+  Per process: with pytest-xdist each worker's server advises on its own tests, and the report is not printed.
+
 Disable it with `-p no:openddb`.
 """
 
@@ -21,6 +26,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from openddb.advisor.formats import failing, render
+from openddb.advisor.settings import load
 
 if TYPE_CHECKING:
     from openddb.testing.server import Server
@@ -46,17 +54,54 @@ class _Clients:
         return made
 
 
+_REPORT = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("openddb", "OpenDDB's in-process DynamoDB")
+    group.addoption("--openddb-advise", action="store_true",
+                    help="run the standards advisor on the session's server and print its report at the end")
+    group.addoption("--openddb-advise-fail-on", choices=("error", "warning"), default=None,
+                    help="fail the session if the advisor finds something this severe or more")
+    group.addoption("--openddb-advise-format", choices=("text", "json"), default="text",
+                    help="the printed report's format (default text)")
+    group.addoption("--openddb-advisor-config", default=None, metavar="FILE",
+                    help="the advisor's thresholds and declared access patterns (JSON, docs/ADVISOR.md)")
+
+
 @pytest.fixture(scope="session")
-def openddb_server() -> Iterator[Server]:
+def openddb_server(request: pytest.FixtureRequest) -> Iterator[Server]:
     """The session's in-process OpenDDB server (in memory)."""
     from openddb.testing.server import Server
 
-    server = Server()
+    config = request.config
+    advise = config.getoption("openddb_advise") or config.getoption("openddb_advise_fail_on") is not None
+    server = Server(advisor=load(config.getoption("openddb_advisor_config")) if advise else None)
     server.start()
     try:
         yield server
     finally:
+        if server.advisor is not None and not hasattr(config, "workerinput"):  # (not an xdist worker)
+            config.stash[_REPORT] = server.advisor_report()
         server.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    report = session.config.stash.get(_REPORT, None)
+    if report is not None and failing(report, session.config.getoption("openddb_advise_fail_on")):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    report = config.stash.get(_REPORT, None)
+    if report is None:
+        return
+    terminalreporter.section("OpenDDB advisor")
+    terminalreporter.write(render(report, config.getoption("openddb_advise_format")))
+    fail_on = config.getoption("openddb_advise_fail_on")
+    if failing(report, fail_on):
+        terminalreporter.write_line(f"openddb: the session fails: findings of severity {fail_on} or more",
+                                    red=True)
 
 
 @pytest.fixture

@@ -14,9 +14,13 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openddb import clock
+from openddb.advisor import report
+from openddb.advisor.listener import Advisor
+from openddb.advisor.settings import Settings
+from openddb.advisor.state import ServerState as AdvisedState
 from openddb.server.listen import endpoint_of
 from openddb.startup import bind, open_sqlite
 
@@ -32,13 +36,13 @@ _CLOSE_SECONDS = 10  # how long a closing store waits for a request still in fli
 class _Store:
     """One store with its dispatcher and the server state its connections share."""
 
-    def __init__(self, data_dir: str | None) -> None:
+    def __init__(self, data_dir: str | None, advisor: Advisor | None = None) -> None:
         from openddb.api.dispatch import Dispatcher
         from openddb.server.passes import BACKGROUND_SECONDS, ServerState
 
         self.engine = open_sqlite(data_dir, "normal")
         self.dispatcher = Dispatcher(self.engine)
-        self.state = ServerState(self.dispatcher)
+        self.state = ServerState(self.dispatcher, advisor=advisor)
         self.state.background = asyncio.get_running_loop().call_later(BACKGROUND_SECONDS, self.state.run_background)
         self.used = False  # a client has connected since it opened
 
@@ -75,8 +79,12 @@ class Server:
     """`with Server() as endpoint:` (or `start()` ... `stop()`): a server on `host`:`port` (0: a free port), in
     memory, or durable in `data_dir`."""
 
-    def __init__(self, data_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, data_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 0,
+                 advisor: Settings | None = None) -> None:
         self.data_dir = data_dir
+        # The standards advisor with these settings (None: off): it observes every store of the server's life, so
+        # its report covers a whole test session across resets (docs/ADVISOR.md).
+        self.advisor = None if advisor is None else Advisor(advisor, lambda: self._current().engine)
         self.host = host
         self.port = port
         self._thread: threading.Thread | None = None
@@ -137,6 +145,13 @@ class Server:
         self._on_loop(lambda state: control.advance(state, seconds))
         return clock.offset()
 
+    def advisor_report(self, table: str | None = None) -> dict[str, Any]:
+        """The advisor's report (as GET /openddb/advisor answers it); RuntimeError if the server has no advisor."""
+        advisor = self.advisor
+        if advisor is None:
+            raise RuntimeError("the server was started without an advisor (Server(advisor=Settings()))")
+        return self._on_loop(lambda state: report.build(advisor, AdvisedState(state.dispatcher), table))
+
     def sweep_ttl(self) -> int:
         """Delete every item expired by the server's clock now; the number deleted."""
         from openddb.server import control
@@ -167,7 +182,7 @@ class Server:
         old = self._store
         if old is None or not old.used:
             return  # nothing can have changed it
-        self._store = _Store(None)
+        self._store = _Store(None, self.advisor)
         await old.close()
 
     def __enter__(self) -> str:
@@ -192,7 +207,7 @@ class Server:
         loop = asyncio.get_running_loop()
         self._loop, self._stop = loop, asyncio.Event()
         try:
-            self._store = _Store(self.data_dir)
+            self._store = _Store(self.data_dir, self.advisor)
             server = await loop.create_server(lambda: self._current().connection(), sock=sock, backlog=1024)
         except BaseException:
             sock.close()

@@ -1,0 +1,42 @@
+"""A finding (a rule broken, with its evidence) and a rule that could not be checked (with why)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openddb.advisor.catalog import RULES, Severity, standard
+from openddb.advisor.listener import Advisor
+from openddb.advisor.observations import TableObservations
+from openddb.model.schema import TableMeta
+
+
+@dataclass(slots=True)
+class Finding:
+    rule: str
+    table: str | None
+    message: str  # what was seen, in one sentence with its numbers
+    evidence: dict[str, Any] = field(default_factory=dict)
+    severity: Severity | None = None  # None: the rule's own
+
+    def to_json(self) -> dict[str, Any]:
+        rule = RULES[self.rule]
+        return {"rule": self.rule, "severity": self.severity or rule.severity, "table": self.table,
+                "message": self.message, "evidence": self.evidence, "why": rule.why, "fix": rule.fix,
+                "standard": standard(rule)}
+
+
+@dataclass(slots=True)
+class NotChecked:
+    rule: str
+    table: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "table": self.table, "reason": self.reason}
+
+
+Outcome = Finding | NotChecked
+# A rule over one table: the advisor, the table's observations (None: no traffic seen), its description.
+TableRule = Callable[[Advisor, TableObservations | None, TableMeta], list[Outcome]]

@@ -1,0 +1,82 @@
+"""The advisor's report: every rule of the catalogue over every table (or one), its findings and the rules it could
+not check, and the observed access patterns: `{"findings": [...], "not_checked": [...], "access_patterns": [...],
+"window": {...}}` (docs/ADVISOR.md describes each member)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openddb import clock
+from openddb.advisor import rules_data, rules_schema, rules_traffic
+from openddb.advisor.catalog import RULES
+from openddb.advisor.findings import Finding, Outcome, TableRule
+from openddb.advisor.listener import Advisor
+from openddb.advisor.observations import COUNT, LAST, LATENCY, READ, REFUSED, SLOWEST, WRITE, TableObservations
+from openddb.advisor.state import ServerState
+
+_TABLE_RULES: dict[str, TableRule] = {
+    **rules_traffic.RULES, **rules_data.RULES, "gsi-unused": rules_schema.gsi_unused,
+    "gsi-too-many": rules_schema.gsi_too_many, "gsi-projection-all": rules_schema.gsi_projection_all,
+    "access-pattern-undeclared": rules_schema.access_patterns,
+}
+_ORDER = {rule: position for position, rule in enumerate(RULES)}
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}
+
+
+def build(advisor: Advisor, state: ServerState, table: str | None = None, since: float | None = None
+          ) -> dict[str, Any]:
+    """The report, of table `table` alone if given, of the traffic seen since `since` (epoch seconds) if given."""
+    engine = advisor.engine_of()
+    outcomes: list[Outcome] = []
+    patterns: list[dict[str, Any]] = []
+    names = [name for name in engine.list_tables() if "/" not in name and (table is None or name == table)]
+    # Tables observed and since deleted (a test suite's, once its store is reset) are reported from their last
+    # description.
+    gone = [name for name, seen in advisor.tables.items()
+            if seen.meta is not None and name not in names and (table is None or name == table)]
+    for name in names + gone:
+        meta = engine.get_table(name) if name in names else advisor.tables[name].meta
+        if meta is None:
+            continue
+        seen = advisor.tables.get(name)
+        if seen is not None and since is not None and seen.last_seen < since:
+            seen = None
+        for rule in _TABLE_RULES.values():
+            outcomes += rule(advisor, seen, meta)
+        if name in names:
+            outcomes += rules_schema.pitr_off(state, meta)
+        if seen is not None:
+            patterns += _patterns(seen, since)
+    outcomes += [change for change in rules_schema.destructive_changes(advisor)
+                 if (table is None or change.table == table) and (since is None or change.evidence["at"] >= since)]
+    if table is None:
+        outcomes += rules_schema.least_privilege(state)
+    findings = sorted((outcome for outcome in outcomes if isinstance(outcome, Finding)),
+                      key=lambda finding: (finding.table or "", _ORDER[finding.rule]))
+    rendered = [finding.to_json() for finding in findings]
+    rendered.sort(key=lambda finding: _SEVERITY[finding["severity"]])
+    return {"findings": rendered,
+            "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
+            "access_patterns": patterns,
+            "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
+                       "requests_observed": advisor.requests, "tables": names, "deleted_tables": gone,
+                       "configuration": advisor.settings.source or "defaults"},
+            "rules": sorted(RULES)}
+
+
+def _patterns(seen: TableObservations, since: float | None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for (operation, index, shape, projected, consistent), figures in seen.patterns.items():
+        if since is not None and figures[LAST] < since:
+            continue
+        count = figures[COUNT]
+        rows.append({"table": seen.name, "operation": operation, "index": index, "key_condition": shape,
+                     "projection": "ALL" if projected < 0 else f"{projected} attributes",
+                     "consistent_read": consistent, "count": int(count), "refused": int(figures[REFUSED]),
+                     "latency_ms": {"mean": round(figures[LATENCY] / count * 1000, 3) if count else 0.0,
+                                    "max": round(figures[SLOWEST] * 1000, 3)},
+                     "read_units": figures[READ], "write_units": figures[WRITE],
+                     "last_seen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(figures[LAST]))})
+    rows.sort(key=lambda row: -int(row["count"]))
+    return rows
