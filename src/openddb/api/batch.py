@@ -296,7 +296,7 @@ def _write_response(context: RequestContext, request: dict[str, Any], tables: li
         for op, r in zip(ops[position:position + count], results[position:position + count], strict=True):
             size = max(r.old_size, r.new_size)
             charge(meta, write_units(size), write=True, size=size, key=op.key)
-            if meta.indexes:
+            if meta.indexes or meta.vector_indexes:
                 charge_indexes(meta, index_write_units(meta, r.old, r.new), write=True)
         position += count
     mode = request.get("ReturnConsumedCapacity")

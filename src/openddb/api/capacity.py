@@ -32,7 +32,7 @@ def charge(meta: TableMeta, units: float, write: bool, size: int = 0, key: Stora
     record = CURRENT.get()
     if record is not None:  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
         name = meta.name
-        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key)))
+        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False)))
 
 
 def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: bool,

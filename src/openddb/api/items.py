@@ -101,7 +101,7 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
     if attributes:
         response["Attributes"] = attributes
     charge(meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
-    if meta.indexes:
+    if meta.indexes or meta.vector_indexes:
         charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None and mode != "NONE":

@@ -123,7 +123,7 @@ def charge_write(write: WritePlan, result: WriteResult) -> None:
     meta = write.operation.table
     size = max(result.old_size, result.new_size)
     charge(meta, write_units(size), write=True, size=size, key=write.operation.key)
-    if meta.indexes:
+    if meta.indexes or meta.vector_indexes:
         charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
 
 
