@@ -366,3 +366,29 @@ def test_a_restored_table_searches_as_its_source(ddb) -> None:  # type: ignore[n
             assert time.monotonic() < deadline, table
             time.sleep(0.05)
         assert search(ddb, name, [1.0, 2.0, 0.0, 0.0], k=5)["SearchResults"] == expected
+
+
+def test_a_restore_keeps_the_vector_indexes_its_override_names(ddb) -> None:  # type: ignore[no-untyped-def]
+    """VectorIndexOverride keeps the named vector indexes of the source (with their search schema's attribute
+    definitions) and leaves out the others; a name the source lacks is refused."""
+    source = make_table(ddb, [vector_index("byVec", schema=[("category", "HASH")]), vector_index("other")],
+                        {"category": "S"})
+    ddb.put_item(TableName=source, Item={"pk": {"S": "a"}, "category": {"S": "c"}, "emb": vec([1.0, 0.0, 0.0, 0.0])})
+    backup = ddb.create_backup(TableName=source, BackupName="vector-override")["BackupDetails"]["BackupArn"]
+    with pytest.raises(ClientError) as refused:
+        ddb.restore_table_from_backup(TargetTableName=unique_name("vec-none"), BackupArn=backup,
+                                      VectorIndexOverride=[vector_index("missing")])
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    target = unique_name("vec-kept")
+    ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup,
+                                  VectorIndexOverride=[vector_index("byVec", schema=[("category", "HASH")])])
+    deadline = time.monotonic() + 30
+    while (table := ddb.describe_table(TableName=target)["Table"])["TableStatus"] != "ACTIVE" or \
+            table["VectorIndexes"][0]["IndexStatus"] != "ACTIVE":
+        assert time.monotonic() < deadline, table
+        time.sleep(0.05)
+    assert [index["IndexName"] for index in table["VectorIndexes"]] == ["byVec"]
+    assert {"AttributeName": "category", "AttributeType": "S"} in table["AttributeDefinitions"]
+    found = search(ddb, target, [1.0, 0.0, 0.0, 0.0], k=1, SearchConditionExpression="category = :c",
+                   ExpressionAttributeValues={":c": {"S": "c"}})["SearchResults"]
+    assert [hit["Item"]["pk"] for hit in found] == [{"S": "a"}]
