@@ -62,6 +62,41 @@ def _parser() -> argparse.ArgumentParser:
                        help="address to listen on (default: $OPENDDB_HOST, else 127.0.0.1)")
     serve.add_argument("--port", "-port", type=int, default=os.environ.get("OPENDDB_PORT", "8000"),
                        help="port to listen on (default: $OPENDDB_PORT, else 8000)")
+    _store_options(serve)
+    _log_and_page_options(serve)
+    serve.add_argument("--wording", choices=("2026", "2025"), default=None,
+                       help="the words of refusals DynamoDB changed region by region in 2026: 2026 (the default, most "
+                            "regions) or 2025 (the earlier words; the same as OPENDDB_WORDING=2025, see "
+                            "docs/OPERATIONS.md)")
+    serve.add_argument("--dev", action="store_true", default=os.environ.get("OPENDDB_DEV") == "1",
+                       help="a server for tests: the test-control endpoints under /openddb/ (empty the store, move "
+                            "the clock, sweep TTL now; no signature needed) and one process (default: "
+                            "$OPENDDB_DEV=1, else off)")
+    serve.add_argument("--delay-transient-statuses", "-delayTransientStatuses", type=_seconds, nargs="?",
+                       const=TRANSIENT_SECONDS, default=None, metavar="SECONDS", dest="delay_transient_statuses",
+                       help="tables and indexes stay CREATING, UPDATING or DELETING for SECONDS after each change, "
+                            "as on DynamoDB (default without the option: none; without SECONDS: "
+                            f"{TRANSIENT_SECONDS:g}; see docs/TESTING.md)")
+    _local_flags(serve)
+    _stream_options(serve)
+    _connection_options(serve)
+    _auth_options(serve)
+    _observation_options(serve)
+    _tail_parser(commands)
+    advise_command.add_parser(commands)
+    health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
+                                                       "container health check")
+    health_parser.add_argument("--endpoint", default=None, metavar="URL",
+                               help="the server (default: http://127.0.0.1:$OPENDDB_PORT, else port 8000)")
+    health_parser.add_argument("--ca", default=None, metavar="FILE",
+                               help="for an https:// endpoint: the certificate authority to trust (openddb-ca.pem)")
+    _cert_parser(commands)
+    _store_copy_parser(commands)
+    return parser
+
+
+def _store_options(serve: argparse.ArgumentParser) -> None:
+    """Where the data lives: the embedded store or PostgreSQL (and its replicas), workers, durability."""
     store = serve.add_mutually_exclusive_group()
     store.add_argument("--data-dir", "-dbPath", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
                        help="directory of the durable store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
@@ -82,6 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--disk-reserve-mb", type=int, default=32, metavar="MB",
                        help="disk space the embedded store holds in reserve and gives up when the disk fills, so it "
                             "can checkpoint and recover once there is room (default 32; 0: none)")
+
+
+def _log_and_page_options(serve: argparse.ArgumentParser) -> None:
+    """The request log, and what a browser page may reach: CORS and the console."""
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="info (the default) logs a line per request; warning: start-up problems and errors")
     serve.add_argument("--log-format", default="text", choices=("text", "json"),
@@ -92,23 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--console", choices=("on", "off"), default=os.environ.get("OPENDDB_CONSOLE", "on"),
                        help="the web console at /console (default on: static pages whose every action is an API call "
                             "signed in the browser, so it reaches nothing a client could not; see docs/CONSOLE.md)")
-    serve.add_argument("--wording", choices=("2026", "2025"), default=None,
-                       help="the words of refusals DynamoDB changed region by region in 2026: 2026 (the default, most "
-                            "regions) or 2025 (the earlier words; the same as OPENDDB_WORDING=2025, see "
-                            "docs/OPERATIONS.md)")
-    serve.add_argument("--dev", action="store_true", default=os.environ.get("OPENDDB_DEV") == "1",
-                       help="a server for tests: the test-control endpoints under /openddb/ (empty the store, move "
-                            "the clock, sweep TTL now; no signature needed) and one process (default: "
-                            "$OPENDDB_DEV=1, else off)")
-    serve.add_argument("--delay-transient-statuses", "-delayTransientStatuses", type=_seconds, nargs="?",
-                       const=TRANSIENT_SECONDS, default=None, metavar="SECONDS", dest="delay_transient_statuses",
-                       help="tables and indexes stay CREATING, UPDATING or DELETING for SECONDS after each change, "
-                            "as on DynamoDB (default without the option: none; without SECONDS: "
-                            f"{TRANSIENT_SECONDS:g}; see docs/TESTING.md)")
-    _local_flags(serve)
-    _stream_options(serve)
-    _connection_options(serve)
-    _auth_options(serve)
+
+
+def _observation_options(serve: argparse.ArgumentParser) -> None:
+    """Testing retries and limits, and watching the requests: injected errors, throttling, the advisor."""
     serve.add_argument("--inject-errors", action="append", default=[], metavar="SPEC",
                        help="refuse a fraction of calls to test retries: RATE[:KIND,...][@TARGET,...], KIND throttle "
                             "(default), internal or unavailable, TARGET an operation or a table (repeatable; see "
@@ -122,17 +148,6 @@ def _parser() -> argparse.ArgumentParser:
                             "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
     serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
                        help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
-    _tail_parser(commands)
-    advise_command.add_parser(commands)
-    health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
-                                                       "container health check")
-    health_parser.add_argument("--endpoint", default=None, metavar="URL",
-                               help="the server (default: http://127.0.0.1:$OPENDDB_PORT, else port 8000)")
-    health_parser.add_argument("--ca", default=None, metavar="FILE",
-                               help="for an https:// endpoint: the certificate authority to trust (openddb-ca.pem)")
-    _cert_parser(commands)
-    _store_copy_parser(commands)
-    return parser
 
 
 def _store_copy_parser(commands: Any) -> None:
