@@ -440,8 +440,8 @@ class Dispatcher:
         try:
             if now >= self._next_resume:
                 self._next_resume = now + RESUME_SECONDS
-                self._duty("resuming index backfills", indexes.resume_backfills, self.engine)
-                self._duty("resuming vector index backfills", updates.resume_vector_backfills, self.engine)
+                self._duty("resuming index backfills", indexes.resume_backfills, self.engine,
+                           updates.resume_vector_backfills)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
                 self._duty("finishing restores", backups_restore.finish_restores, self.engine, True)
                 self._duty("dropping abandoned export snapshots", backups_export.drop_abandoned_snapshots,

@@ -553,9 +553,10 @@ _RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfill
 _LEASE_SECONDS = 10.0  # renewed every chunk; a stopped driver holds the backfill up this long
 
 
-def resume_backfills(engine: Engine) -> None:
+def resume_backfills(engine: Engine, *others: Callable[[Engine, TableMeta], None]) -> None:
     """Take up every index still CREATING, as after a restart that cut its backfill short (the lease makes one
-    process drive each; `schedule_backfill` is a no-op for those this one already drives)."""
+    process drive each; `schedule_backfill` is a no-op for those this one already drives); `others` do the same
+    for other kinds of index (vector indexes), in the same one walk over the tables."""
     for name in engine.list_tables():
         meta = engine.get_table(name)
         if meta is None:  # dropped meanwhile
@@ -563,6 +564,8 @@ def resume_backfills(engine: Engine) -> None:
         for index in meta.indexes:
             if index.status == "CREATING":
                 schedule_backfill(engine, meta, index)
+        for resume in others:
+            resume(engine, meta)
 
 
 def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:

@@ -3,7 +3,8 @@ ACTIVE) or deleted per call ("You can add or remove one vector index for each Up
 Reference, UpdateTable). A creation is stored CREATING first, so from that moment every write maintains the new
 index (`Engine.write`); the table's existing items are then filled in by chunks (`Engine.backfill_vector_index`,
 idempotent, so writes racing it neither lose nor duplicate an entry), driven as GSI backfills are: under a lease
-in the store, one chunk per event-loop turn, taken up again by `resume_vector_backfills` after a restart."""
+in the store, one chunk per event-loop turn, taken up again after a restart (`resume_vector_backfills`, through
+`api.indexes.resume_backfills`)."""
 
 from __future__ import annotations
 
@@ -99,15 +100,12 @@ def _delete(meta: TableMeta, name: str) -> VectorIndexMeta:
     return index
 
 
-def resume_vector_backfills(engine: Engine) -> None:
-    """Take up every vector index still CREATING (a restart cut its backfill short); no-op for running ones."""
-    for name in engine.list_tables():
-        meta = engine.get_table(name)
-        if meta is None:  # dropped meanwhile
-            continue
-        for index in meta.vector_indexes:
-            if index.status == "CREATING":
-                schedule_vector_backfill(engine, meta, index)
+def resume_vector_backfills(engine: Engine, meta: TableMeta) -> None:
+    """Take up every vector index of `meta` still CREATING (a restart cut its backfill short); no-op for running
+    ones. Called for each table by `api.indexes.resume_backfills`, which walks the tables once for both kinds."""
+    for index in meta.vector_indexes:
+        if index.status == "CREATING":
+            schedule_vector_backfill(engine, meta, index)
 
 
 def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndexMeta) -> None:
