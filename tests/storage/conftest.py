@@ -18,6 +18,11 @@ needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason="set OPENDDB_TEST_P
 
 EngineFactory = Callable[[], Engine]
 
+# Closes the client connection with this pid, and nothing else: a pid read from a connection that has since closed
+# may by now belong to another backend (a replica's base backup streaming WAL, another test's connection).
+TERMINATE_CLIENT = ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE pid = %s AND backend_type = 'client backend' AND datname = current_database()")
+
 
 @contextmanager
 def scratch_database() -> Iterator[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from openddb.model.keys import encode_key, partition_hash
 from openddb.storage.base import StorageKey, WriteOp
-from tests.storage.conftest import POSTGRES_URL, needs_postgres, scratch_database
+from tests.storage.conftest import POSTGRES_URL, TERMINATE_CLIENT, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import new_meta
 
 pytestmark = needs_postgres
@@ -21,7 +21,7 @@ pytestmark = needs_postgres
 def _terminate(pid: int) -> None:
     """Close one backend from the server side, as a restart does to idle connections, and wait until it is gone."""
     with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
-        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        assert admin.execute(TERMINATE_CLIENT, (pid,)).fetchone() == (True,)
         for _ in range(200):
             if admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid=%s", (pid,)).fetchone() is None:
                 return

@@ -15,7 +15,7 @@ from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.storage.base import StorageKey, WriteOp
 from openddb.storage.postgres import GROUP_WRITES, PostgresEngine
-from tests.storage.conftest import POSTGRES_URL, needs_postgres, scratch_database
+from tests.storage.conftest import POSTGRES_URL, TERMINATE_CLIENT, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import item, key, new_meta, put
 
 pytestmark = needs_postgres
@@ -134,7 +134,7 @@ def test_a_lost_group_is_never_acknowledged(pair: tuple[PostgresEngine, Postgres
     meta = first.create_table(new_meta())
     first.write([put(meta, key(b"lost"), item(1))])
     with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (first._conn.pgconn.backend_pid,))
+        assert admin.execute(TERMINATE_CLIENT, (first._conn.pgconn.backend_pid,)).fetchone() == (True,)
     time.sleep(0.1)
     with pytest.raises(psycopg.OperationalError):
         first.write([put(meta, key(b"during"), item(2))])
@@ -239,7 +239,7 @@ def test_a_commit_in_flight_that_fails_is_never_acknowledged(pair: tuple[Postgre
     first.write([put(meta, key(b"lost"), item(2))])
     in_flight = first._conn.pgconn.backend_pid
     with psycopg.connect(str(POSTGRES_URL), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (in_flight,))
+        assert admin.execute(TERMINATE_CLIENT, (in_flight,)).fetchone() == (True,)
     time.sleep(0.1)
     with pytest.raises(psycopg.OperationalError):  # (the send itself may already find the connection closed)
         assert first.send_commit() == "sent"
