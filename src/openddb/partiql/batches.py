@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import charge, consumed_list, write_units
+from openddb.api.capacity import charge, consumed_list
 from openddb.api.context import RequestContext
 from openddb.api.item_access import check_statement_gets
 from openddb.errors import (
@@ -20,7 +20,15 @@ from openddb.errors import (
 from openddb.operations import Get
 from openddb.partiql import ast
 from openddb.partiql.planner import plan_select, plan_write
-from openddb.partiql.statements import EXISTS_OUTSIDE, PARAMETERS, STATEMENT, parameters, parsed, run_write
+from openddb.partiql.statements import (
+    EXISTS_OUTSIDE,
+    PARAMETERS,
+    STATEMENT,
+    charge_write,
+    parameters,
+    parsed,
+    run_write,
+)
 from openddb.partiql.transactions import NOT_ONE_ITEM
 
 MAX_STATEMENTS = 25
@@ -70,9 +78,8 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)
     write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
-    result = run_write(context, write)
-    size = max(result.old_size, result.new_size)
-    charge(write.operation.table, write_units(size), write=True, size=size, key=write.operation.key)
+    # charged as the native write of its kind, its secondary indexes' units included (as BatchWriteItem's are)
+    charge_write(write, run_write(context, write))
     return {"TableName": write.operation.table.name}
 
 
