@@ -33,9 +33,9 @@ from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import validate_item
 from openddb.observe.record import returned
+from openddb.operations.reads import MAX_PAGE_BYTES, PageBytes
 from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
 
-MAX_PAGE_BYTES = 1024 * 1024
 _FETCH_BATCH = 32  # table items fetched at once for a local index read (the page may end within a batch)
 _NO_INDEX = "The table does not have the specified index: {}"
 _CONSISTENT_GSI = "Consistent reads are not supported on global secondary indexes"
@@ -310,17 +310,20 @@ def _still_indexed(index: IndexMeta, entry: Item, item: Item) -> bool:
     return all(item.get(key.name) == entry.get(key.name) for key in (*index.hash_keys, *index.range_keys))
 
 
-def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> dict[str, Any]:
-    """Evaluate entries until Limit or 1 MB (both before the filter) and build the response."""
+def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
+                    budget: PageBytes | None = None) -> dict[str, Any]:
+    """Evaluate entries until Limit or 1 MB (both before the filter; `budget`: what is left of a page several
+    reads share) and build the response."""
     page: list[IndexRow] = []
     size = 0
+    most = MAX_PAGE_BYTES if budget is None else budget.left
     try:
         for row in rows:
             page.append(row)
             size += row.size
-            if len(page) == plan.limit or size >= MAX_PAGE_BYTES:
+            if len(page) == plan.limit or size >= most:
                 break
-        full = len(page) == plan.limit or size >= MAX_PAGE_BYTES
+        full = len(page) == plan.limit or size >= most
     finally:
         close = getattr(rows, "close", None)
         if close is not None:
@@ -342,13 +345,17 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any) -> 
                 entries += row.size
                 fetched_blocks += _in_blocks(table_row.size) if table_row is not None else 0
                 read = _in_blocks(entries) + fetched_blocks
-                if read >= MAX_PAGE_BYTES:
+                if read >= most:
                     break
-            if read >= MAX_PAGE_BYTES:
+            if read >= most:
                 full = True
                 del page[len(fetched):]
                 size = sum(row.size for row in page)
                 break
+        if budget is not None:
+            budget.left -= read
+    elif budget is not None:
+        budget.left -= size
     items: list[Item] = []
     count = 0
     want_items = plan.select != "COUNT"

@@ -49,10 +49,8 @@ from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import validate_item
 from openddb.observe.record import returned
-from openddb.operations.reads import ReadPlan
+from openddb.operations.reads import MAX_PAGE_BYTES, PageBytes, ReadPlan
 from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
-
-MAX_PAGE_BYTES = 1024 * 1024
 
 _SELECT_VALUES = ("ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT")
 _SELECT = v.Str(enum=_SELECT_VALUES)
@@ -140,7 +138,7 @@ def _index_plan(meta: TableMeta, index: IndexMeta, request: dict[str, Any], attr
 
 
 def _query_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
-                 meta: TableMeta, index: IndexMeta) -> dict[str, Any]:
+                 meta: TableMeta, index: IndexMeta, page: PageBytes | None) -> dict[str, Any]:
     text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", context.legacy))
     assert text is not None
     where = key_range(index, text, attrs)
@@ -157,7 +155,7 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
         after = start_key(meta, index, raw_start, _START_INVALID)
         check_query_start(after, where)
     return read_index_page(context, plan,
-                           context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after))
+                           context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after), page)
 
 
 def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,
@@ -294,15 +292,16 @@ def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
 
 
 def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None,
-               partition: StorageKey | None = None) -> dict[str, Any]:
-    """Evaluate rows until Limit or 1 MB (both before the filter) and build the response. A page that stops
-    on `last_sk`, the closed end of a Query's sort range, has nothing after it: no LastEvaluatedKey (which
-    DynamoDB would refuse as a start key, see `_start_inside`). `partition`: the one partition read (a Query's;
-    None for a Scan), charged with the page's units."""
+               partition: StorageKey | None = None, page: PageBytes | None = None) -> dict[str, Any]:
+    """Evaluate rows until Limit or 1 MB (both before the filter; `page`: what is left of a page several reads
+    share) and build the response. A page that stops on `last_sk`, the closed end of a Query's sort range, has
+    nothing after it: no LastEvaluatedKey (which DynamoDB would refuse as a start key, see `_start_inside`).
+    `partition`: the one partition read (a Query's; None for a Scan), charged with the page's units."""
     items: list[Any] = []
     count = scanned = size = 0
     last: Row | None = None
     limit = plan.limit
+    most = MAX_PAGE_BYTES if page is None else page.left
     want_items = plan.select != "COUNT"
     condition, projection = plan.filter, plan.projection
     loads, fragment = orjson.loads, orjson.Fragment
@@ -321,13 +320,15 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None
                     count += 1
                     if want_items:
                         items.append(item if projection is None else projection.apply(item))
-            if scanned == limit or size >= MAX_PAGE_BYTES:
+            if scanned == limit or size >= most:
                 last = row
                 break
     finally:
         close = getattr(rows, "close", None)
         if close is not None:
             close()
+    if page is not None:
+        page.left -= size
     response: dict[str, Any] = {}
     if want_items:
         response["Items"] = items
@@ -404,15 +405,16 @@ def query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     return run_query(context, request)
 
 
-def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """One page of a Query whose request fits its shape (checked by `query`, or built by a front end: PartiQL)."""
+def run_query(context: RequestContext, request: dict[str, Any], page: PageBytes | None = None) -> dict[str, Any]:
+    """One page of a Query whose request fits its shape (checked by `query`, or built by a front end: PartiQL);
+    `page`: what is left of a page several Queries share (see `PageBytes`)."""
     if request.get("KeyConditionExpression") is None:
         raise ValidationException(
             "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
     attrs = expression_attributes(request, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
     meta, index = _looked_up(context, request, attrs, query=True)
     if index is not None:
-        return _query_index(context, request, attrs, meta, index)
+        return _query_index(context, request, attrs, meta, index, page)
     text = expression_text(request, "KeyConditionExpression", _generated("KeyConditionExpression", context.legacy))
     assert text is not None
     range_name = meta.range_key.name if meta.range_key is not None else None
@@ -438,7 +440,7 @@ def run_query(context: RequestContext, request: dict[str, Any]) -> dict[str, Any
             raise ValidationException(_START_RANGE)
         after = start.sk
     return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after), _closed_end(sort, forward),
-                      StorageKey(h, pk, b""))
+                      StorageKey(h, pk, b""), page)
 
 
 # --- Scan ------------------------------------------------------------------------------------------------

@@ -41,6 +41,19 @@ class Get(NamedTuple):
         return read_units(size, self.consistent)
 
 
+MAX_PAGE_BYTES = 1024 * 1024  # what one Query or Scan page reads at most, before its filter
+
+
+@dataclass(slots=True)
+class PageBytes:
+    """The bytes a page made of several reads may still read: a PartiQL SELECT of several partitions reads its
+    partitions' Queries into one page of 1 MB in all, as one Query's page is (partiql/pages.py). Each read stops
+    once it has read what is left (the item that crosses the line included, as a native page does) and takes what
+    it read off."""
+
+    left: int = MAX_PAGE_BYTES
+
+
 @dataclass(slots=True)
 class ReadPlan:
     """The compiled, validated parts a Query and a Scan page share."""

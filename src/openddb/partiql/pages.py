@@ -1,6 +1,7 @@
 """One page of a SELECT run as Query or Scan: the native read's own page (`reads.run_query`, `run_scan`: Limit
 counts the items evaluated, 1 MB bounds a page), or, for a partition key fixed by IN or OR, the Queries of its
-partitions in turn until the Limit is reached or one of them stops on its own. The NextToken carries where the
+partitions in turn until the Limit is reached, the page holds 10 items, 1 MB has been read in all (`PageBytes`),
+or one of them stops on its own. The NextToken carries where the
 page stopped (the partition and its LastEvaluatedKey) and which statement it belongs to: a token is good only
 for the statement that returned it."""
 
@@ -17,6 +18,7 @@ from openddb.api import reads
 from openddb.api.capacity import consumed
 from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
+from openddb.operations.reads import PageBytes
 from openddb.partiql.planner import NativeRead
 
 # A SELECT of several partitions (IN) answers "in pages of up to 10 items" (Developer Guide, "PartiQL arithmetic,
@@ -56,7 +58,8 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
     if partition >= len(partitions):
         raise ValidationException(_BAD_TOKEN)
     context.keys_in_filter = True  # (see RequestContext.keys_in_filter)
-    run = reads.run_query if plan.operation == "Query" else reads.run_scan
+    # The partitions' Queries fill one page of 1 MB in all (a Scan is one read of its own 1 MB).
+    budget = PageBytes()
     items: list[Any] = []
     evaluated = 0
     response: dict[str, Any] = {"Items": items}
@@ -74,7 +77,10 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
             native["ExclusiveStartKey"] = start
         if request.get("ReturnConsumedCapacity") is not None:
             native["ReturnConsumedCapacity"] = request["ReturnConsumedCapacity"]
-        page = run(context, native)
+        if plan.operation == "Query":
+            page = reads.run_query(context, native, budget)
+        else:
+            page = reads.run_scan(context, native)
         items.extend(page.get("Items", []))
         evaluated += page["ScannedCount"]
         start = page.get("LastEvaluatedKey")
@@ -83,7 +89,8 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
             response["LastEvaluatedKey"] = start
             break
         partition += 1
-        full = (limit is not None and evaluated >= limit) or (value is not None and len(items) >= PARTITIONS_PAGE_ITEMS)
+        full = (limit is not None and evaluated >= limit) or budget.left <= 0 or \
+            (value is not None and len(items) >= PARTITIONS_PAGE_ITEMS)
         if full and partition < len(partitions):
             response["NextToken"] = _token(text, partition, None)
             break
