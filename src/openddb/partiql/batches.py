@@ -19,6 +19,7 @@ from openddb.errors import (
 )
 from openddb.operations import Get
 from openddb.partiql import ast
+from openddb.partiql.naming import renamed
 from openddb.partiql.planner import plan_select, plan_write
 from openddb.partiql.statements import (
     EXISTS_OUTSIDE,
@@ -64,7 +65,8 @@ def _error(error: DynamoDBError) -> dict[str, Any]:
 def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, capacity: bool) -> dict[str, Any]:
     bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
     if isinstance(statement, ast.Select):
-        plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
+        plan, names = plan_select(context.engine, entry["Statement"], statement, bound,
+                                  bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         if context.access is not None:
@@ -73,7 +75,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         charge(plan.table, plan.units(size), write=False, size=size, key=plan.key)
         answer: dict[str, Any] = {"TableName": plan.table.name}
         if item is not None:
-            answer["Item"] = item
+            answer["Item"] = renamed(item, names) if names else item
         return answer
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)

@@ -19,6 +19,7 @@ from openddb.api.capacity import consumed
 from openddb.api.context import RequestContext
 from openddb.errors import ValidationException
 from openddb.operations.reads import PageBytes
+from openddb.partiql.naming import Renaming, renamed
 from openddb.partiql.planner import NativeRead
 
 # A SELECT of several partitions (IN) answers "in pages of up to 10 items" (Developer Guide, "PartiQL arithmetic,
@@ -49,7 +50,8 @@ def _resume(token: str, text: str) -> tuple[int, Any]:
     return partition, key
 
 
-def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any], text: str) -> dict[str, Any]:
+def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any], text: str,
+              names: Renaming) -> dict[str, Any]:
     limit: int | None = request.get("Limit")
     partition, start = 0, None
     if request.get("NextToken") is not None:
@@ -81,7 +83,8 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
             page = reads.run_query(context, native, budget)
         else:
             page = reads.run_scan(context, native)
-        items.extend(page.get("Items", []))
+        read = page.get("Items", [])
+        items.extend([renamed(item, names) for item in read] if names else read)
         evaluated += page["ScannedCount"]
         start = page.get("LastEvaluatedKey")
         if start is not None:

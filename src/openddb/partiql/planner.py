@@ -27,6 +27,7 @@ from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
 from openddb.operations import ConditionCheck, Delete, Get, Put, Update
 from openddb.partiql import ast
+from openddb.partiql.naming import Renaming, renaming, top_level
 from openddb.partiql.translate import Placeholders, bind, condition, update_text
 from openddb.storage.base import Engine, StorageKey
 
@@ -127,6 +128,7 @@ class _SelectPlan:
     projection: Projection | None = None  # Get
     partitions: tuple[ast.Expr, ...] = ()  # Query of several partitions (see NativeRead)
     key_ref: str = ""
+    names: Renaming = ()  # how the items read are returned (see naming.py)
 
 
 _PLANS: dict[tuple[str, int, int], _SelectPlan] = {}
@@ -134,7 +136,8 @@ _PLANS_MAX = 1024
 
 
 def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[AttributeValue],
-                consistent: bool) -> Get | NativeRead:
+                consistent: bool) -> tuple[Get | NativeRead, Renaming]:
+    """What runs the SELECT, and how the items it reads are returned (`naming.renamed`)."""
     meta = table_of(engine, select.table)
     cache_key = (text, meta.table_id, meta.version)
     plan = _PLANS.get(cache_key)
@@ -145,7 +148,7 @@ def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[
         _PLANS[cache_key] = plan
     if plan.operation == "Get":
         _, key = parse_key(meta, {name: bind(node, parameters) for name, node in plan.key})
-        return Get(meta, key, plan.projection, consistent)
+        return Get(meta, key, plan.projection, consistent), plan.names
     request = dict(plan.request)
     if plan.refs.nodes:
         request["ExpressionAttributeValues"] = plan.refs.bound(parameters)
@@ -156,7 +159,7 @@ def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[
         value = bind(node, parameters)
         if value not in partitions:
             partitions.append(value)
-    return NativeRead(plan.operation, request, tuple(partitions), plan.key_ref)
+    return NativeRead(plan.operation, request, tuple(partitions), plan.key_ref), plan.names
 
 
 def _partition_options(node: ast.Expr, name: str) -> tuple[ast.Expr, ...] | None:
@@ -210,14 +213,16 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     request: dict[str, Any] = {"TableName": meta.name}
     if index is not None:
         request["IndexName"] = index.name
+    names = renaming(select.projection)
     if select.projection:
-        request["ProjectionExpression"] = ", ".join(refs.path(path) for path in select.projection)
+        paths = top_level(select.projection) if names else select.projection
+        request["ProjectionExpression"] = ", ".join(refs.path(path) for path in paths)
     if len(fixed) < len(hash_names):  # the partition key is not fixed: a Scan with the whole WHERE as filter
         if select.ordered:
             raise ValidationException(ORDER_WITHOUT_KEY)
         if select.where is not None:
             request["FilterExpression"] = condition(select.where, refs)
-        return _SelectPlan("Scan", {**request, **refs.members()}, refs)
+        return _SelectPlan("Scan", {**request, **refs.members()}, refs, names=names)
     key_parts: list[ast.Expr] = [ast.Compare("=", ast.Path((name,)), fixed[name]) for name in hash_names]
     for name in range_names:
         ranged = [part for part in rest if _on_range(part, name)]
@@ -229,7 +234,7 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
         projection = None
         if select.projection:
             projection = compile_projection(request["ProjectionExpression"], ExpressionAttributes(refs.names, None))
-        return _SelectPlan("Get", {}, refs, tuple(whole_key), projection)
+        return _SelectPlan("Get", {}, refs, tuple(whole_key), projection, names=names)
     key_ref = f":{len(refs.nodes)}"  # the first key part's value: the partition key's (see NativeRead.key_ref)
     request["KeyConditionExpression"] = _joined(key_parts, refs)
     filter_text = _joined(rest, refs)
@@ -237,7 +242,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
         request["FilterExpression"] = filter_text
     if select.descending:
         request["ScanIndexForward"] = False
-    return _SelectPlan("Query", {**request, **refs.members()}, refs, partitions=options, key_ref=key_ref)
+    return _SelectPlan("Query", {**request, **refs.members()}, refs, partitions=options, key_ref=key_ref,
+                       names=names)
 
 
 @dataclass(frozen=True, slots=True)

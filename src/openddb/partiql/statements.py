@@ -16,6 +16,7 @@ from openddb.model.indexes import index_write_units
 from openddb.model.values import validate_value
 from openddb.operations import Get, Update
 from openddb.partiql import ast
+from openddb.partiql.naming import Renaming, renamed
 from openddb.partiql.pages import read_page
 from openddb.partiql.parser import parse
 from openddb.partiql.planner import WritePlan, plan_select, plan_write
@@ -70,12 +71,12 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     bound = parameters(request.get("Parameters"), count)
     mode = request.get("ReturnConsumedCapacity")
     if isinstance(statement, ast.Select):
-        plan = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
+        plan, names = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
         if isinstance(plan, Get):
             if context.access is not None:
                 check_statement_gets(context.access, (plan,))
-            return _get_response(context, plan, mode)
-        return read_page(context, plan, request, text)
+            return _get_response(context, plan, mode, names)
+        return read_page(context, plan, request, text, names)
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)
     capacity = mode in ("TOTAL", "INDEXES")
@@ -127,9 +128,9 @@ def charge_write(write: WritePlan, result: WriteResult) -> None:
         charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
 
 
-def _get_response(context: RequestContext, get: Get, mode: Any) -> dict[str, Any]:
+def _get_response(context: RequestContext, get: Get, mode: Any, names: Renaming) -> dict[str, Any]:
     item, size = get.run(context.engine)
-    response: dict[str, Any] = {"Items": [] if item is None else [item]}
+    response: dict[str, Any] = {"Items": [] if item is None else [renamed(item, names) if names else item]}
     charge(get.table, get.units(size), write=False, size=size, key=get.key)
     if mode in ("TOTAL", "INDEXES"):
         response["ConsumedCapacity"] = consumed(mode)

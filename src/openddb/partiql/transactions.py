@@ -13,6 +13,7 @@ from openddb.api.transactions import MAX_ACTIONS, read_transaction, run_transact
 from openddb.errors import TransactionCanceledException, ValidationException
 from openddb.operations import Get, Update, WriteOperation
 from openddb.partiql import ast
+from openddb.partiql.naming import Renaming, renamed
 from openddb.partiql.planner import plan_select, plan_write
 from openddb.partiql.statements import DUPLICATE, PARAMETERS, STATEMENT, parameters, parsed
 
@@ -73,14 +74,25 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
 def _read(context: RequestContext, texts: list[str], statements: list[tuple[Any, Any]],
           mode: str | None) -> dict[str, Any]:
     gets: list[Get] = []
+    namings: list[Renaming] = []
     for text, (statement, bound) in zip(texts, statements, strict=True):
-        plan = plan_select(context.engine, text, statement, bound, True)
+        plan, names = plan_select(context.engine, text, statement, bound, True)
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         gets.append(plan)
+        namings.append(names)
     if context.access is not None:
         check_statement_gets(context.access, gets)
-    return read_transaction(context, [(get.table, get.key) for get in gets], [get.projection for get in gets], mode)
+    response = read_transaction(context, [(get.table, get.key) for get in gets], [get.projection for get in gets],
+                                mode)
+    for answer, names in zip(response["Responses"], namings, strict=True):
+        if names and "Item" in answer:
+            item = renamed(answer["Item"], names)
+            if item:
+                answer["Item"] = item
+            else:  # (as a projection that keeps nothing is answered: see read_transaction)
+                del answer["Item"]
+    return response
 
 
 HANDLERS = {"ExecuteTransaction": execute_transaction}
