@@ -244,6 +244,9 @@ def test_update_conditions(ddb):
     assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "missing"}})
     got = run(ddb, f"UPDATE \"{name}\" SET n = 7 WHERE pk = 'a' AND n = 1 RETURNING MODIFIED OLD *")
     assert got["Items"] == [{"n": {"N": "1"}}]
+    # a parenthesized OR beside the key (written into the condition without a second, "redundant" pair)
+    got = run(ddb, f"UPDATE \"{name}\" SET n = 8 WHERE pk = 'a' AND (n = 6 OR n = 7) RETURNING ALL NEW *")
+    assert got["Items"] == [{"pk": {"S": "a"}, "n": {"N": "8"}}]
 
 
 def test_delete_and_returning(ddb):
@@ -441,3 +444,53 @@ def test_transaction_exists_is_a_condition_check(ddb):
     assert [r["Code"] for r in excinfo.value.response["CancellationReasons"]] == ["ConditionalCheckFailed", "None"]
     assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "c"}})
     assert refused(ddb, f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a')")[0] == "ValidationException"
+
+
+def test_transaction_exists_with_conditions_beyond_the_key(ddb):
+    """EXISTS(SELECT * ... WHERE <whole key> AND <conditions>) is a ConditionCheck with a condition expression
+    ("The SELECT statement must specify a full primary key and one other condition", Developer Guide): comparisons,
+    functions and IS MISSING; false on an existing item, the transaction is cancelled with ConditionalCheckFailed
+    (the item with it when ReturnValuesOnConditionCheckFailure asks) and nothing is written; charged as
+    TransactWriteItems charges a ConditionCheck."""
+    name = create_table(ddb, unique_name("pqlexc"), range_type="N")
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"N": "1"}, "n": {"N": "5"}, "s": {"S": "abc"}})
+    exists = f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a' AND sk = 1 AND "
+    for sk, condition in enumerate(("n > 3", "n BETWEEN ? AND 9", "begins_with(s, 'ab') AND gone IS MISSING",
+                                    "attribute_type(s, 'S') OR n = 0", "NOT (n IN [1, 2])", "size(s) = 3")):
+        parameters = {"Parameters": [{"N": "4"}]} if "?" in condition else {}
+        ddb.execute_transaction(TransactStatements=[
+            {"Statement": f"{exists}({condition}))", **parameters},
+            {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'b', 'sk': ?}}", "Parameters": [{"N": str(sk)}]}])
+    assert len(ddb.query(TableName=name, KeyConditionExpression="pk = :b",
+                         ExpressionAttributeValues={":b": {"S": "b"}})["Items"]) == 6
+    for condition in ("n > 5", "s = 'abd'", "gone IS NOT MISSING", "contains(s, 'z')"):
+        with pytest.raises(ClientError) as excinfo:
+            ddb.execute_transaction(TransactStatements=[
+                {"Statement": f"{exists}({condition}))", "ReturnValuesOnConditionCheckFailure": "ALL_OLD"},
+                {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'c', 'sk': 1}}"}])
+        reasons = excinfo.value.response["CancellationReasons"]
+        assert reasons[0] == {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed",
+                              "Item": ddb.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"N": "1"}})["Item"]}
+        assert reasons[1] == {"Code": "None"}
+    assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "c"}, "sk": {"N": "1"}})
+    got = ddb.execute_transaction(TransactStatements=[
+        {"Statement": exists + "n = 5)"},
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'd', 'sk': 1}}"}], ReturnConsumedCapacity="TOTAL")
+    native = ddb.transact_write_items(TransactItems=[
+        {"ConditionCheck": {"TableName": name, "Key": {"pk": {"S": "a"}, "sk": {"N": "1"}},
+                            "ConditionExpression": "n = :five", "ExpressionAttributeValues": {":five": {"N": "5"}}}},
+        {"Put": {"TableName": name, "Item": {"pk": {"S": "e"}, "sk": {"N": "1"}}}}], ReturnConsumedCapacity="TOTAL")
+    assert got["ConsumedCapacity"] == native["ConsumedCapacity"]
+    code, _ = error_of_transaction(ddb, [{"Statement": f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a' AND n = 5)"},
+                                         {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'f', 'sk': 1}}"}])
+    assert code == "ValidationException"  # a key attribute left open
+    code, message = error_of_transaction(ddb, [
+        {"Statement": f"EXISTS(SELECT * FROM \"{name}\".\"byn\" WHERE pk = 'a' AND sk = 1)"},
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'f', 'sk': 1}}"}])
+    assert code == "ValidationException" and "EXISTS" in message  # an index has no primary key to check
+
+
+def error_of_transaction(ddb, statements: list[dict]) -> tuple[str, str]:
+    with pytest.raises(ClientError) as excinfo:
+        ddb.execute_transaction(TransactStatements=statements)
+    return error_of(excinfo)

@@ -103,3 +103,13 @@ def test_aws_cli_partiql(server, ddb):
         {"Statement": f"DELETE FROM \"{name}\" WHERE pk = 'b'"},
         {"Statement": f"UPDATE \"{name}\" SET n = n + 1 WHERE pk = 'a'"}]))
     assert ddb.scan(TableName=name)["Items"] == [{"pk": {"S": "a"}, "n": {"N": "3"}}]
+    # a nested path, named by its last step (see test_partiql_projection), and batch capacity
+    aws(e, "execute-statement", "--statement", f"UPDATE \"{name}\" SET m = {{'k': [7, 8]}} WHERE pk = 'a'")
+    got = aws(e, "execute-statement", "--statement", f"SELECT m.k, m.k[1] FROM \"{name}\" WHERE pk = 'a'")
+    assert got["Items"] == [{"k": {"L": [{"N": "7"}, {"N": "8"}]}, "_2": {"N": "8"}}]
+    # EXISTS with a condition beyond the key: false, the transaction is cancelled and nothing is written
+    refused = aws(e, "execute-transaction", "--transact-statements", json.dumps([
+        {"Statement": f"EXISTS(SELECT * FROM \"{name}\" WHERE pk = 'a' AND n > 5)"},
+        {"Statement": f"INSERT INTO \"{name}\" VALUE {{'pk': 'c'}}"}]), fail=True)
+    assert "TransactionCanceledException" in refused["stderr"] and "[ConditionalCheckFailed, None]" in refused["stderr"]
+    assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "c"}})

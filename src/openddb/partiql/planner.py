@@ -307,7 +307,7 @@ def plan_update(engine: Engine, update: ast.Update, parameters: list[AttributeVa
     text = f"attribute_exists({refs.name(meta.hash_key.name)})"
     extra = _joined(target.rest, refs)
     if extra is not None:
-        text += f" AND ({extra})"
+        text += f" AND {extra}"  # (each conjunct is atomic or in parentheses already: more are "redundant")
     update_expression = update_text(update.sets, update.removes, refs)
     attrs = ExpressionAttributes(refs.names, refs.bound(parameters))
     compiled = compile_update(update_expression, attrs)
@@ -335,12 +335,16 @@ def plan_exists(engine: Engine, exists: ast.Exists, parameters: list[AttributeVa
     rest of the WHERE)."""
     if exists.select.where is None:
         raise ValidationException(MISSING_KEY)
+    if exists.select.index is not None:
+        # "The SELECT statement must specify a full primary key" (Developer Guide, "Using the EXISTS function with
+        # PartiQL for DynamoDB"): an index has none. best guess at the wording of the refusal, not recorded
+        raise ValidationException("EXISTS must read an item of a table by its full primary key, not an index")
     target = _target(engine, exists.select.table, exists.select.where, parameters)
     refs = target.refs
     text = f"attribute_exists({refs.name(target.meta.hash_key.name)})"
     extra = _joined(target.rest, refs)
     if extra is not None:
-        text += f" AND ({extra})"
+        text += f" AND {extra}"  # (each conjunct is atomic or in parentheses already: more are "redundant")
     condition_ = compile_condition(text, ExpressionAttributes(refs.names, refs.bound(parameters)))
     return WritePlan(ConditionCheck(target.meta, target.key_item, target.key, condition_, on_failure, False), None,
                      False)
