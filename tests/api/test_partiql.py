@@ -204,8 +204,8 @@ def test_insert_every_literal_type(ddb):
 
 
 def test_insert_onto_an_existing_key_is_a_duplicate(ddb, table):
-    code, _ = refused(ddb, f"INSERT INTO \"{table}\" VALUE {{'pk': 'p0', 'sk': 0, 'n': 999}}")
-    assert code == "DuplicateItemException"
+    assert refused(ddb, f"INSERT INTO \"{table}\" VALUE {{'pk': 'p0', 'sk': 0, 'n': 999}}") == (
+        "DuplicateItemException", "Duplicate primary key exists in table")
     item = ddb.get_item(TableName=table, Key={"pk": {"S": "p0"}, "sk": {"N": "0"}})["Item"]
     assert item["n"] == {"N": "0"}  # unchanged
 
@@ -268,6 +268,7 @@ def test_delete_and_returning(ddb):
 @pytest.mark.parametrize(("statement", "detail"), [
     ("EXPLAIN SELECT * FROM t", "Expected data manipulation"),
     ("SELECT * FROM WHERE", "Unexpected keyword"),
+    ("SELECT payload.value FROM t", "Invalid path dot component"),  # a keyword after a dot, unquoted
 ])
 def test_malformed_statements(ddb, statement, detail):
     assert refused(ddb, statement) == ("ValidationException", MALFORMED + detail)
@@ -288,7 +289,35 @@ def test_order_by_needs_the_partition_key(ddb, table):
 
 def test_missing_table_and_index(ddb, table):
     assert refused(ddb, 'SELECT * FROM "no_such_table_pql"')[0] == "ResourceNotFoundException"
-    assert refused(ddb, f'SELECT * FROM "{table}"."no_index"')[0] == "ValidationException"
+    assert refused(ddb, f'SELECT * FROM "{table}"."no_index"') == (
+        "ValidationException", "The table does not have the specified index")
+    # the index is looked up before ConsistentRead is weighed
+    assert refused(ddb, f'SELECT * FROM "{table}"."no_index"', ConsistentRead=True) == (
+        "ValidationException", "The table does not have the specified index")
+
+
+def test_index_reads_and_consistent_read(ddb):
+    """A global index refuses a strongly consistent SELECT in DynamoDB's PartiQL words (not Query's); a local one
+    reads it; BatchExecuteStatement reads no index (that statement's ValidationError)."""
+    name = unique_name("pqlidx")
+    ddb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "g", "l")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[{"IndexName": "byg", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}]}],
+        LocalSecondaryIndexes=[{"IndexName": "byl", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "l", "KeyType": "RANGE"}]}])
+    item = {"pk": {"S": "a"}, "sk": {"S": "1"}, "g": {"S": "x"}, "l": {"S": "y"}}
+    ddb.put_item(TableName=name, Item=item)
+    for where in (" WHERE g = 'x'", ""):
+        assert refused(ddb, f'SELECT * FROM "{name}"."byg"{where}', ConsistentRead=True) == (
+            "ValidationException", "Strongly consistent read is not supported on Global Secondary Indexes")
+        assert run(ddb, f'SELECT * FROM "{name}"."byg"{where}')["Items"] == [item]
+    assert run(ddb, f"SELECT * FROM \"{name}\".\"byl\" WHERE pk = 'a'", ConsistentRead=True)["Items"] == [item]
+    [answer] = ddb.batch_execute_statement(Statements=[
+        {"Statement": f"SELECT * FROM \"{name}\".\"byl\" WHERE pk = 'a' AND l = 'y'"}])["Responses"]
+    assert answer["Error"]["Code"] == "ValidationError" and "BatchExecuteStatement" in answer["Error"]["Message"]
 
 
 def test_writes_need_the_whole_key(ddb, table):

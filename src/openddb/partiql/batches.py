@@ -30,7 +30,6 @@ from openddb.partiql.statements import (
     parsed,
     run_write,
 )
-from openddb.partiql.transactions import NOT_ONE_ITEM
 
 MAX_STATEMENTS = 25
 BATCH_EXECUTE_STATEMENT = v.Struct({
@@ -46,6 +45,10 @@ BATCH_EXECUTE_STATEMENT = v.Struct({
 # statement ... must specify an equality condition on all key attributes" (API Reference, BatchExecuteStatement).
 # best guess at the wording of the refusal: DynamoDB's is not recorded in the sources searched
 MIXED = "Batch must consist of either all read statements or all write statements"
+# The second rule above: a read of an index, or of more than one item, is refused, that statement alone
+# (ValidationError). best guess at the wording, not recorded
+NOT_ONE_ITEM = "A SELECT in BatchExecuteStatement must read one item of a table, with an equality on every key " \
+    "attribute"
 _CODES: dict[type[DynamoDBError], str] = {
     ConditionalCheckFailedException: "ConditionalCheckFailed",
     DuplicateItemException: "DuplicateItem",

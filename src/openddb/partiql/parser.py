@@ -317,6 +317,9 @@ class _Parser:
         steps: list[ast.Step] = [self.name()]
         while True:
             if self.accept("."):
+                if self.token.kind == "word" and self.token.text.upper() in _KEYWORDS:
+                    # DynamoDB's words for a keyword after a dot, unquoted (PyDynamoDB issue 28: `payload.size`)
+                    raise malformed("Invalid path dot component")
                 steps.append(self.name())
             elif self.accept("["):
                 index = self.take()

@@ -31,9 +31,15 @@ from openddb.partiql.naming import Renaming, renaming, top_level
 from openddb.partiql.translate import Placeholders, bind, condition, update_text
 from openddb.storage.base import Engine, StorageKey
 
-# best guess at the wording: DynamoDB's message for a write whose WHERE leaves part of the key open is not
-# recorded in the sources searched
+# DynamoDB's words for a write whose WHERE leaves part of the key open, as applications built on it quote its
+# ValidationException (clearskies-py/aws, its DynamoDB backend's note on indexed_columns; an UPDATE's comment in an
+# application's subscriber code found beside it)
 MISSING_KEY = "Where clause does not contain a mandatory equality on all key attributes"
+# DynamoDB's words for a SELECT naming an index the table lacks (without its name, unlike Query's), and for a
+# strongly consistent SELECT of a global index, as measured against DynamoDB (dynoxide issue 179, eu-west-2;
+# paritysuite/dynamodb-conformance PR 171, eu-west-1: the index is looked up before ConsistentRead is checked)
+NO_SUCH_INDEX = "The table does not have the specified index"
+CONSISTENT_GLOBAL = "Strongly consistent read is not supported on Global Secondary Indexes"
 # ORDER BY orders a partition: a SELECT that scans has none to order. best guess at the wording, as remembered of
 # DynamoDB's answer; not found in the sources searched
 ORDER_WITHOUT_KEY = ("Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY "
@@ -129,6 +135,7 @@ class _SelectPlan:
     partitions: tuple[ast.Expr, ...] = ()  # Query of several partitions (see NativeRead)
     key_ref: str = ""
     names: Renaming = ()  # how the items read are returned (see naming.py)
+    global_index: bool = False  # reads a global secondary index (no strongly consistent read)
 
 
 _PLANS: dict[tuple[str, int, int], _SelectPlan] = {}
@@ -146,6 +153,8 @@ def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
         _PLANS[cache_key] = plan
+    if consistent and plan.global_index:
+        raise ValidationException(CONSISTENT_GLOBAL)
     if plan.operation == "Get":
         _, key = parse_key(meta, {name: bind(node, parameters) for name, node in plan.key})
         return Get(meta, key, plan.projection, consistent), plan.names
@@ -187,9 +196,9 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     if select.index is not None:
         index = meta.index(select.index)
         if index is None:
-            # best guess at the wording for a missing index named in FROM
-            raise ValidationException(f"The table does not have the specified index: {select.index}")
+            raise ValidationException(NO_SUCH_INDEX)
     hash_names, range_names = _key_names(meta, index)
+    global_index = index is not None and index.kind == "GLOBAL"
     fixed: dict[str, ast.Expr] = {}
     rest: list[ast.Expr] = []
     for part in conjuncts(select.where):
@@ -222,7 +231,7 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
             raise ValidationException(ORDER_WITHOUT_KEY)
         if select.where is not None:
             request["FilterExpression"] = condition(select.where, refs)
-        return _SelectPlan("Scan", {**request, **refs.members()}, refs, names=names)
+        return _SelectPlan("Scan", {**request, **refs.members()}, refs, names=names, global_index=global_index)
     key_parts: list[ast.Expr] = [ast.Compare("=", ast.Path((name,)), fixed[name]) for name in hash_names]
     for name in range_names:
         ranged = [part for part in rest if _on_range(part, name)]
@@ -243,7 +252,7 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
     if select.descending:
         request["ScanIndexForward"] = False
     return _SelectPlan("Query", {**request, **refs.members()}, refs, partitions=options, key_ref=key_ref,
-                       names=names)
+                       names=names, global_index=global_index)
 
 
 @dataclass(frozen=True, slots=True)

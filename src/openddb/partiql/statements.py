@@ -36,7 +36,8 @@ EXECUTE_STATEMENT = v.Struct({
 })
 # best guess at the wordings below: DynamoDB's are not recorded in the sources searched
 PARAMETER_COUNT = "Number of parameters in request and statement don't match."
-# DynamoDB's words for an INSERT onto an existing key (DuplicateItemException): best guess, not recorded.
+# DynamoDB's words for an INSERT onto an existing key (DuplicateItemException), as a public PartiQL guide recorded
+# them from a Go program's call (request id 2QNMCR7HRCVUVNK4VOJGGFQOIVVV4KQNSO5AEMVJF66Q9ASUAAJG)
 DUPLICATE = "Duplicate primary key exists in table"
 # best guess at the wording: "The EXISTS function can only be used in transactions" (Developer Guide, "Using the
 # EXISTS function with PartiQL for DynamoDB"), how DynamoDB refuses it elsewhere is not recorded
