@@ -45,9 +45,23 @@ def test_a_batch_answers_each_statement_and_a_transaction_is_all_or_nothing(sess
     assert cancelled["name"] == "TransactionCanceledException"
     assert cancelled["CancellationReasons"] == [
         {"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}]
-    # The committed transaction's insert (sk 4) is there; the cancelled one's (sk 5) is not.
+    # The committed transactions' inserts (sk 4, 6) are there; the cancelled ones' (sk 5, 7) are not.
     keys = [item["sk"] for page in session["pages"] for item in page]
-    assert keys == [1, 2, 3, 4]
+    assert keys == [1, 2, 3, 4, 6]
+
+
+def test_exists_checks_conditions_beside_the_key(session: dict[str, Any]) -> None:
+    assert session["exists"] == {}
+    failed = session["existsFailed"]
+    assert failed["name"] == "TransactionCanceledException"
+    [check, insert] = failed["CancellationReasons"]
+    # (the DocumentClient leaves a cancellation reason's item in DynamoDB JSON)
+    assert check["Code"] == "ConditionalCheckFailed" and check["Item"]["visits"] == {"N": "2"}
+    assert insert == {"Code": "None"}
+
+
+def test_nested_paths_are_named_by_their_last_step(session: dict[str, Any]) -> None:
+    assert session["nested"] == {"Items": [{"name": "Ada L.", "_2": "fr"}]}
 
 
 def test_a_partition_read_in_pages_follows_next_token_to_the_end(session: dict[str, Any]) -> None:

@@ -77,6 +77,23 @@ out.cancelled = await failure(doc.send(new ExecuteTransactionCommand({
     { Statement: `UPDATE "${table}" SET visits = 9 WHERE pk = ? AND sk = ? AND visits = 0`, Parameters: ["user", 1] },
   ],
 })));
+// EXISTS beside a write: a condition check on one item's attributes (visits is 2 now).
+out.exists = plain(await doc.send(new ExecuteTransactionCommand({
+  TransactStatements: [
+    { Statement: `EXISTS(SELECT * FROM "${table}" WHERE pk = ? AND sk = ? AND visits = ?)`, Parameters: ["user", 1, 2] },
+    { Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'sk': ?}`, Parameters: ["user", 6] },
+  ],
+})));
+out.existsFailed = await failure(doc.send(new ExecuteTransactionCommand({
+  TransactStatements: [
+    { Statement: `EXISTS(SELECT * FROM "${table}" WHERE pk = ? AND sk = ? AND visits > ?)`, Parameters: ["user", 1, 2],
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD" },
+    { Statement: `INSERT INTO "${table}" VALUE {'pk': ?, 'sk': ?}`, Parameters: ["user", 7] },
+  ],
+})));
+// Nested paths come back as attributes of their own.
+out.nested = plain(await run(`SELECT profile.name, profile.langs[1] FROM "${table}" WHERE pk = ? AND sk = ?`,
+  ["user", 1]));
 
 // A partition read in pages of 2, following NextToken to the end.
 const pages = [];
