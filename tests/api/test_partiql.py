@@ -260,6 +260,12 @@ def test_delete_and_returning(ddb):
     assert got["ConsumedCapacity"] == {"TableName": name, "CapacityUnits": 1.0}
     assert "Item" not in ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})
     assert run(ddb, f"DELETE FROM \"{name}\" WHERE pk = 'a'")["Items"] == []  # nothing there: a no-op
+    # with a condition too: "SUCCESS is returned with 0 items deleted" (the condition weighs an item that is there)
+    assert run(ddb, f"DELETE FROM \"{name}\" WHERE pk = 'a' AND n = 2 RETURNING ALL OLD *")["Items"] == []
+    assert run(ddb, f"DELETE FROM \"{name}\" WHERE pk = 'a' AND (n = 2 OR n = 3)")["Items"] == []
+    # DELETE returns the old item only
+    code, message = refused(ddb, f"DELETE FROM \"{name}\" WHERE pk = 'a' RETURNING ALL NEW *")
+    assert code == "ValidationException" and message.startswith(MALFORMED)
 
 
 # --- errors ---------------------------------------------------------------------------------------------
@@ -282,9 +288,14 @@ def test_parameter_count_must_match(ddb, table):
 
 
 def test_order_by_needs_the_partition_key(ddb, table):
-    """ORDER BY orders one partition's items: a SELECT that would scan cannot have one."""
+    """ORDER BY orders one partition's items: a SELECT that would scan cannot have one; and it names a key
+    attribute ("A hash key or a sort key"), not another."""
     code, message = refused(ddb, f'SELECT * FROM "{table}" WHERE n > 1 ORDER BY sk')
     assert code == "ValidationException" and "ORDER BY" in message
+    code, message = refused(ddb, f"SELECT * FROM \"{table}\" WHERE pk = 'p0' ORDER BY n DESC")
+    assert code == "ValidationException" and "ORDER BY" in message
+    got = run(ddb, f"SELECT sk FROM \"{table}\" WHERE pk = 'p0' ORDER BY pk, sk DESC")
+    assert [item["sk"]["N"] for item in got["Items"]] == ["3", "2", "1", "0"]
 
 
 def test_missing_table_and_index(ddb, table):

@@ -118,6 +118,7 @@ class Select:
     where: Expr | None
     descending: bool  # ORDER BY ... DESC
     ordered: bool = False  # has an ORDER BY
+    order: tuple[Path, ...] = ()  # the paths ORDER BY names
 
 
 @dataclass(frozen=True, slots=True)

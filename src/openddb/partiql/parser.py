@@ -102,18 +102,19 @@ class _Parser:
         index = self.name() if self.accept(".") else None
         where = self.condition() if self.accept("WHERE") else None
         descending = ordered = False
+        order: list[ast.Path] = []
         if self.accept("ORDER"):
             ordered = True
             self.expect("BY")
             while True:
-                self.path()
+                order.append(self.path())
                 if self.accept("DESC"):
                     descending = True
                 else:
                     self.accept("ASC")
                 if not self.accept(","):
                     break
-        return ast.Select(projection, table, index, where, descending, ordered)
+        return ast.Select(projection, table, index, where, descending, ordered, tuple(order))
 
     def insert(self) -> ast.Insert:
         self.expect("INSERT")
@@ -153,7 +154,12 @@ class _Parser:
         table = self.name()
         self.expect("WHERE")
         where = self.condition()
-        return ast.Delete(table, where, self.returning())
+        returning = self.returning()
+        if returning not in (None, "ALL_OLD"):
+            # "<returnvalues> ::= ALL OLD *" (Developer Guide, "PartiQL delete statements for DynamoDB"): there is
+            # no new item to return. best guess at the detail of the refusal, not recorded
+            raise malformed("Unexpected token")
+        return ast.Delete(table, where, returning)
 
     def returning(self) -> ast.Returning | None:
         if not self.accept("RETURNING"):

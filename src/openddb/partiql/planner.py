@@ -48,6 +48,9 @@ ORDER_WITHOUT_KEY = ("Must have at least one non-optional hash key condition in 
 # operators"); best guess at the wording of the refusal, not recorded
 MAX_PARTITIONS = 50
 TOO_MANY_PARTITIONS = f"IN on the partition key takes at most {MAX_PARTITIONS} values"
+# ORDER BY names "A hash key or a sort key to use to order returned results" (Developer Guide, "PartiQL select
+# statements for DynamoDB"): of the table or index read. best guess at the wording of the refusal, not recorded
+ORDER_BY_NON_KEY = "ORDER BY must name a key attribute of the table or index read"
 _RANGE_OPS = frozenset({"=", "<", "<=", ">", ">="})
 
 
@@ -199,6 +202,8 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
             raise ValidationException(NO_SUCH_INDEX)
     hash_names, range_names = _key_names(meta, index)
     global_index = index is not None and index.kind == "GLOBAL"
+    if any(len(path.steps) != 1 or path.steps[0] not in (*hash_names, *range_names) for path in select.order):
+        raise ValidationException(ORDER_BY_NON_KEY)
     fixed: dict[str, ast.Expr] = {}
     rest: list[ast.Expr] = []
     for part in conjuncts(select.where):
@@ -332,8 +337,12 @@ def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeVa
     extra = _joined(target.rest, target.refs)
     compiled = None
     if extra is not None:
+        # The rest of the WHERE is checked on an item that is there: "If the DynamoDB table does not have any item
+        # with the same primary key ..., SUCCESS is returned with 0 items deleted" (Developer Guide, "PartiQL delete
+        # statements for DynamoDB"). (AND binds before OR: the conjuncts need no parentheses.)
         refs = target.refs
-        compiled = compile_condition(extra, ExpressionAttributes(refs.names, refs.bound(parameters)))
+        text = f"attribute_not_exists({refs.name(target.meta.hash_key.name)}) OR {extra}"
+        compiled = compile_condition(text, ExpressionAttributes(refs.names, refs.bound(parameters)))
     operation = Delete(target.meta, target.key_item, target.key, compiled, on_failure,
                        capacity or delete.returning is not None)
     return WritePlan(operation, delete.returning, False)
