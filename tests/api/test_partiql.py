@@ -275,6 +275,7 @@ def test_delete_and_returning(ddb):
     ("EXPLAIN SELECT * FROM t", "Expected data manipulation"),
     ("SELECT * FROM WHERE", "Unexpected keyword"),
     ("SELECT payload.value FROM t", "Invalid path dot component"),  # a keyword after a dot, unquoted
+    ("SELECT payload.size FROM t WHERE pk = 'foo'", "Invalid path dot component"),  # (as recorded)
 ])
 def test_malformed_statements(ddb, statement, detail):
     assert refused(ddb, statement) == ("ValidationException", MALFORMED + detail)

@@ -81,3 +81,12 @@ def test_batch_and_transaction_reads_name_paths_alike(ddb, docs):
         {"Statement": statement, "Parameters": [{"S": "b"}]},
         {"Statement": f"SELECT doc.none FROM \"{docs}\" WHERE pk = 'p' AND sk = 'a'"}])["Responses"]
     assert transaction == [{"Item": {"_1": {"S": "l0"}, "top": {"N": "1"}}}, {}]
+
+
+def test_a_quoted_keyword_is_a_path_step(ddb, docs):
+    """A keyword after a dot is refused bare ("Invalid path dot component") but is a name in double quotes, as
+    in DynamoDB's console (PyDynamoDB issue 28: `payload."size"`)."""
+    ddb.update_item(TableName=docs, Key={"pk": {"S": "p"}, "sk": {"S": "b"}}, UpdateExpression="SET m = :m",
+                    ExpressionAttributeValues={":m": {"M": {"size": {"N": "2"}}}})
+    got = ddb.execute_statement(Statement=f"SELECT m.\"size\" FROM \"{docs}\" WHERE pk = 'p' AND sk = 'b'")
+    assert got["Items"] == [{"size": {"N": "2"}}]

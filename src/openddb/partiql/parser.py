@@ -323,7 +323,7 @@ class _Parser:
         steps: list[ast.Step] = [self.name()]
         while True:
             if self.accept("."):
-                if self.token.kind == "word" and self.token.text.upper() in _KEYWORDS:
+                if self.token.kind == "word" and self.token.text.upper() in _DOT_KEYWORDS:
                     # DynamoDB's words for a keyword after a dot, unquoted (PyDynamoDB issue 28: `payload.size`)
                     raise malformed("Invalid path dot component")
                 steps.append(self.name())
@@ -341,6 +341,11 @@ class _Parser:
 _KEYWORDS = frozenset({"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "IS", "BETWEEN", "MISSING", "INSERT",
                        "INTO", "VALUE", "VALUES", "UPDATE", "SET", "REMOVE", "DELETE", "RETURNING", "ORDER", "BY",
                        "ASC", "DESC", "TRUE", "FALSE", "NULL", "EXISTS"})
+
+
+# After a dot, SIZE is refused too, as recorded (PyDynamoDB issue 28; a reserved word of SQL, which PartiQL keeps).
+# best guess: the rest of SQL's reserved words are not checked (which of them DynamoDB refuses is not recorded).
+_DOT_KEYWORDS = _KEYWORDS | {"SIZE"}
 
 
 def parse(statement: str) -> tuple[ast.Statement, int]:
