@@ -12,6 +12,7 @@ from openddb.api.context import RequestContext
 from openddb.api.dispatch import TARGET_PREFIX, Dispatcher, implemented_operations
 from openddb.errors import DynamoDBError
 from openddb.identity.store import IdentityStore, Kind
+from openddb.observe.record import RequestRecord
 
 
 class ServerState:
@@ -30,7 +31,8 @@ class ServerState:
         handler = self.dispatcher.handlers.get(TARGET_PREFIX + b"DescribeContinuousBackups")
         if handler is None:
             return None
-        context = RequestContext(self.dispatcher.engine, "us-east-1", self.dispatcher.account, "advisor")
+        context = RequestContext(self.dispatcher.engine, RequestRecord("DescribeContinuousBackups"), "us-east-1",
+                                 self.dispatcher.account, "advisor")
         try:
             answer = handler(context, {"TableName": table}) or {}
         except DynamoDBError:

@@ -213,15 +213,16 @@ def batch_get_item(context: RequestContext, request: dict[str, Any]) -> dict[str
                 unprocessed.setdefault(part.name, _unprocessed_entry(part))["Keys"].append(key_item)
                 continue
             size = row.size if row is not None else 0
-            charge(part.meta, read_units(size, part.consistent), write=False, size=size, key=key, label=part.name)
+            charge(context.record, part.meta, read_units(size, part.consistent), write=False, size=size, key=key,
+                   label=part.name)
             charged = True
         if not charged:  # (a table whose keys all went back unprocessed is reported too, at 0 units)
-            charge(part.meta, 0.0, write=False, label=part.name)
+            charge(context.record, part.meta, 0.0, write=False, label=part.name)
 
     response: dict[str, Any] = {"Responses": responses, "UnprocessedKeys": unprocessed}
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed_list(mode)
+        response["ConsumedCapacity"] = consumed_list(context.record, mode)
     return response
 
 
@@ -295,13 +296,13 @@ def _write_response(context: RequestContext, request: dict[str, Any], tables: li
     for meta, count in tables:
         for op, r in zip(ops[position:position + count], results[position:position + count], strict=True):
             size = max(r.old_size, r.new_size)
-            charge(meta, write_units(size), write=True, size=size, key=op.key)
+            charge(context.record, meta, write_units(size), write=True, size=size, key=op.key)
             if meta.indexes or meta.vector_indexes:
-                charge_indexes(meta, index_write_units(meta, r.old, r.new), write=True)
+                charge_indexes(context.record, meta, index_write_units(meta, r.old, r.new), write=True)
         position += count
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed_list(mode)
+        response["ConsumedCapacity"] = consumed_list(context.record, mode)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         # Item collection metrics describe the written collections of tables with local secondary indexes.
         collections: dict[str, list[dict[str, Any]]] = {}

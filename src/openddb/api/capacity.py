@@ -9,7 +9,7 @@ from typing import Any
 
 from openddb.model import Item
 from openddb.model.schema import TableMeta
-from openddb.observe.record import CURRENT, Charge
+from openddb.observe.record import Charge, RequestRecord
 from openddb.storage.base import StorageKey
 
 _tuple = tuple.__new__
@@ -24,24 +24,19 @@ def write_units(size: int) -> float:
     return float(max(1, -(-size // 1024)))  # whole 1 KB blocks, rounded up
 
 
-def charge(meta: TableMeta, units: float, write: bool, size: int = 0, key: StorageKey | None = None,
-           label: str | None = None) -> None:
-    """Charge the request being executed `units` read or written in table `meta` (see observe/record.py), on the
+def charge(record: RequestRecord, meta: TableMeta, units: float, write: bool, size: int = 0,
+           key: StorageKey | None = None, label: str | None = None) -> None:
+    """Charge the request of `record` `units` read or written in table `meta` (see observe/record.py), on the
     partition of `key` (None: several, as a Scan reads). `label`: the ConsumedCapacity entry it is reported in
     (the table's name unless a request names one table twice)."""
-    record = CURRENT.get()
-    if record is not None:  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
-        name = meta.name
-        record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False)))
+    name = meta.name  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
+    record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False)))
 
 
-def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: bool,
+def charge_indexes(record: RequestRecord, meta: TableMeta, index_units: dict[str, float], *, write: bool,
                    key: StorageKey | None = None, label: str | None = None) -> None:
     """Charge what secondary indexes of `meta` consumed (index name -> units; for a vector index, the bytes of
     its VectorWriteRequestBytes, which are reported apart from capacity units)."""
-    record = CURRENT.get()
-    if record is None or not index_units:
-        return
     for name, units in index_units.items():
         if meta.vector_indexes and meta.vector_index(name) is not None:
             record.charges.append(Charge(label or meta.name, meta.name, name, True, 0.0, write, int(units), key,
@@ -52,21 +47,20 @@ def charge_indexes(meta: TableMeta, index_units: dict[str, float], *, write: boo
                                      write, 0, key))
 
 
-def consumed(mode: str | None, *, split: bool = False) -> dict[str, Any] | None:
+def consumed(record: RequestRecord, mode: str | None, *, split: bool = False) -> dict[str, Any] | None:
     """The ConsumedCapacity member of a one-table call, rendered from the request's charges, for
     ReturnConsumedCapacity TOTAL or INDEXES; else None. `split` adds ReadCapacityUnits/WriteCapacityUnits, which
     DynamoDB reports for transactions."""
     if mode not in ("TOTAL", "INDEXES"):
         return None
-    entries = consumed_list(mode, split=split)
+    entries = consumed_list(record, mode, split=split)
     return entries[0] if entries else None
 
 
-def consumed_list(mode: str | None, *, split: bool = False) -> list[dict[str, Any]]:
+def consumed_list(record: RequestRecord, mode: str | None, *, split: bool = False) -> list[dict[str, Any]]:
     """ConsumedCapacity as a list, one entry per table charged in order of first charge (batches,
     transactions); empty unless ReturnConsumedCapacity is TOTAL or INDEXES."""
-    record = CURRENT.get()
-    if mode not in ("TOTAL", "INDEXES") or record is None:
+    if mode not in ("TOTAL", "INDEXES"):
         return []
     groups: dict[str, list[Charge]] = {}
     for entry in record.charges:

@@ -10,6 +10,7 @@ from openddb.api import transient
 from openddb.errors import ResourceNotFoundException, ValidationException
 from openddb.identity.store import IDENTITY_TABLE
 from openddb.model.schema import TableMeta
+from openddb.observe.record import RequestRecord
 from openddb.storage.base import Engine
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class LegacyOrigin:
 @dataclass(slots=True)
 class RequestContext:
     engine: Engine
+    # What the request consumed and how it ends (observe/record.py): handlers charge their reads and writes to it
+    record: RequestRecord
     region: str = "us-east-1"
     account: str = DEFAULT_ACCOUNT
     request_id: str = ""

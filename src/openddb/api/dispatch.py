@@ -44,7 +44,7 @@ from openddb.identity.audit import AUDITED, AuditLog
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
-from openddb.observe.record import CURRENT, Listener, RequestRecord
+from openddb.observe.record import Listener, RequestRecord
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
 log = logging.getLogger("openddb.api")
@@ -277,12 +277,8 @@ class Dispatcher:
         it before; the server sends the answer after."""
         target = incoming.target
         record = RequestRecord(_OPERATIONS.get(target) or _operation_of(target))
-        token = CURRENT.set(record)
         started = time.perf_counter()
-        try:
-            status, payload = self._stages(incoming, record)
-        finally:
-            CURRENT.reset(token)
+        status, payload = self._stages(incoming, record)
         if status and self.listeners and not self.replaying and record.operation:
             record.status = status
             record.latency = time.perf_counter() - started
@@ -310,7 +306,7 @@ class Dispatcher:
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
             if self.throttle is not None:
-                self.throttle.admit(record.operation, request, self.engine)
+                self.throttle.admit(record, request, self.engine)
             if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
                 response = self._execute_eventually(handler, caller, incoming, request, record, access)
             else:
@@ -404,8 +400,8 @@ class Dispatcher:
         REQUEST_BYTES.set(len(incoming.body))
         request_id = incoming.request_id.decode()
         for attempt in range(_CATALOG_ATTEMPTS):
-            context = RequestContext(self.engine, caller.region, caller.account, request_id, host=incoming.host,
-                                     legacy=legacy, access=access)
+            context = RequestContext(self.engine, record, caller.region, caller.account, request_id,
+                                     host=incoming.host, legacy=legacy, access=access)
             record.attempts = attempt + 1
             try:
                 response = handler(context, given)

@@ -32,7 +32,6 @@ from openddb.model.indexes import component, encode_parts, projected_names
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, KeyAttribute, TableMeta
 from openddb.model.values import validate_item
-from openddb.observe.record import returned
 from openddb.operations.reads import MAX_PAGE_BYTES, PageBytes
 from openddb.storage.base import IndexKey, IndexRow, SortRange, StorageKey
 
@@ -386,10 +385,10 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
     if full and last_item is not None:
         response["LastEvaluatedKey"] = {n: last_item[n] for n in _key_names(meta, index) if n in last_item}
     if table_units:
-        charge(meta, table_units, write=False)
-    charge_indexes(meta, {index.name: read_units(size, plan.consistent)}, write=False)
-    returned(count)
+        charge(context.record, meta, table_units, write=False)
+    charge_indexes(context.record, meta, {index.name: read_units(size, plan.consistent)}, write=False)
+    context.record.add_returned(count)
     mode = plan.capacity_mode
     if mode is not None and mode != "NONE":
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     return response

@@ -100,12 +100,12 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
     response: dict[str, Any] = {}
     if attributes:
         response["Attributes"] = attributes
-    charge(meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
+    charge(context.record, meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
     if meta.indexes or meta.vector_indexes:
-        charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
+        charge_indexes(context.record, meta, index_write_units(meta, result.old, result.new), write=True)
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None and mode != "NONE":
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         metrics = item_collection_metrics(context.engine, meta, key_item, key)
         if metrics is not None:
@@ -156,10 +156,10 @@ def get_item(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     response: dict[str, Any] = {}
     if item is not None:
         response["Item"] = item
-    charge(meta, get.units(size), False, size, key)
+    charge(context.record, meta, get.units(size), False, size, key)
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None and mode != "NONE":
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     return response
 
 

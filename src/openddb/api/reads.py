@@ -48,7 +48,7 @@ from openddb.model import AttributeValue, Item
 from openddb.model.keys import decode_key, encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
 from openddb.model.values import validate_item
-from openddb.observe.record import returned
+from openddb.observe.record import RequestRecord
 from openddb.operations.reads import MAX_PAGE_BYTES, PageBytes, ReadPlan
 from openddb.storage.base import HASH_SPACE, Row, SortRange, StorageKey
 
@@ -291,7 +291,7 @@ def key_of_row(meta: TableMeta, key: StorageKey) -> Item:
 # --- one page --------------------------------------------------------------------------------------------
 
 
-def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None,
+def _read_page(record: RequestRecord, plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None,
                partition: StorageKey | None = None, page: PageBytes | None = None) -> dict[str, Any]:
     """Evaluate rows until Limit or 1 MB (both before the filter; `page`: what is left of a page several reads
     share) and build the response. A page that stops on `last_sk`, the closed end of a Query's sort range, has
@@ -336,11 +336,11 @@ def _read_page(plan: ReadPlan, rows: Iterator[Row], last_sk: bytes | None = None
     response["ScannedCount"] = scanned
     if last is not None and (last_sk is None or last.key.sk != last_sk):
         response["LastEvaluatedKey"] = key_of_row(plan.meta, last.key)
-    charge(plan.meta, read_units(size, plan.consistent), False, size, partition)
-    returned(count)
+    charge(record, plan.meta, read_units(size, plan.consistent), False, size, partition)
+    record.add_returned(count)
     mode = plan.capacity_mode
     if mode is not None and mode != "NONE":
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(record, mode)
     return response
 
 
@@ -439,8 +439,8 @@ def run_query(context: RequestContext, request: dict[str, Any], page: PageBytes 
         if meta.range_key is not None and not _start_inside(sort, start.sk, forward):
             raise ValidationException(_START_RANGE)
         after = start.sk
-    return _read_page(plan, context.engine.query(meta, h, pk, sort, forward, after), _closed_end(sort, forward),
-                      StorageKey(h, pk, b""), page)
+    rows = context.engine.query(meta, h, pk, sort, forward, after)
+    return _read_page(context.record, plan, rows, _closed_end(sort, forward), StorageKey(h, pk, b""), page)
 
 
 # --- Scan ------------------------------------------------------------------------------------------------
@@ -492,7 +492,7 @@ def run_scan(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         if segments is not None and not low <= after.h < high:
             raise ValidationException(f"{_START_INVALID}: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
                                       f"with correct Segment. TotalSegments: {segments[1]} Segment: {segments[0]}")
-    return _read_page(plan, context.engine.scan(plan.meta, low, high, after))
+    return _read_page(context.record, plan, context.engine.scan(plan.meta, low, high, after))
 
 
 HANDLERS = {

@@ -40,7 +40,7 @@ from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
 from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
-from openddb.observe.record import CURRENT, RequestRecord
+from openddb.observe.record import RequestRecord
 from openddb.storage.base import Engine
 
 BURST_SECONDS = 300.0
@@ -139,8 +139,10 @@ class Throttle:
             found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
         return found
 
-    def admit(self, operation: str, request: dict[str, Any], engine: Engine) -> None:
-        """Raise DynamoDB's throttling error if `operation` may not run now on what `request` names."""
+    def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine) -> None:
+        """Raise DynamoDB's throttling error if the operation of `record` may not run now on what `request` names
+        (noting on the record why, and the keys it named)."""
+        operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
         if operation not in _READS and operation not in _WRITES:
             return
@@ -157,11 +159,11 @@ class Throttle:
                 refusals.append((refusal[0], refusal[1], name, refusal[2]))
         if not refusals or (operation in _BATCHES and len(refusals) < tables):
             return
-        record = CURRENT.get()
-        if record is not None:  # (Contributor Insights counts the throttled keys)
-            record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
-                                          for meta in (engine.get_table(name),) if meta is not None
-                                          for _, pk, sk in _keys_named(meta, operation, request))
+        # (Contributor Insights counts the throttled keys)
+        record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
+                                      for meta in (engine.get_table(name),) if meta is not None
+                                      for _, pk, sk in _keys_named(meta, operation, request))
+        record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
         raise _throttled(refusals)
 
     def _check(self, meta: TableMeta, access: Access, request: dict[str, Any], operation: str,
@@ -243,9 +245,6 @@ def _keys_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> lis
 def _throttled(refusals: list[tuple[Resource, str, str, str | None]]) -> DynamoDBError:
     """The error DynamoDB throttles with: ProvisionedThroughputExceededException for a provisioned table's limits,
     ThrottlingException for an on-demand table's, each with its ThrottlingReasons (reason, resource ARN)."""
-    record = CURRENT.get()
-    if record is not None:
-        record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
     reasons = [{"reason": reason, "resource": resource.arn} for resource, reason, _, _ in refusals]
     error: DynamoDBError
     if refusals[0][0].provisioned:

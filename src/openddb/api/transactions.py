@@ -49,6 +49,7 @@ from openddb.model import Item
 from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, item_size, validate_item, validate_value
+from openddb.observe.record import RequestRecord
 from openddb.operations import ConditionCheck, Delete, Put, WriteOperation
 from openddb.operations import Update as UpdateAction
 from openddb.storage.base import TOKEN_LIFETIME, RequestToken, StorageKey, TokenInUse, WriteOp, WriteResult
@@ -299,13 +300,13 @@ def _collection_reasons(actions: list[WriteOperation], outcome: _Outcome,
     return reasons
 
 
-def _charge_all(charges: list[tuple[TableMeta, StorageKey, float, int]], *, write: bool,
+def _charge_all(record: RequestRecord, charges: list[tuple[TableMeta, StorageKey, float, int]], *, write: bool,
                 index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> None:
     """Charge each action's units (table, key, units, size) and its indexes' (table, index name -> units)."""
     for meta, key, units, size in charges:
-        charge(meta, units, write=write, size=size, key=key)
+        charge(record, meta, units, write=write, size=size, key=key)
     for meta, costs in index_charges or []:
-        charge_indexes(meta, costs, write=write)
+        charge_indexes(record, meta, costs, write=write)
 
 
 def _write_charge(action: WriteOperation, result: WriteResult) -> float:
@@ -345,9 +346,9 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[Wr
     if sizes is None or len(sizes) != len(actions):
         rows = context.engine.get_many([(action.table, action.key) for action in actions])
         sizes = [row.size if row else 0 for row in rows]
-    _charge_all([(action.table, action.key, 2 * read_units(size, True), size)
+    _charge_all(context.record, [(action.table, action.key, 2 * read_units(size, True), size)
                  for action, size in zip(actions, sizes, strict=True)], write=False)
-    return {"ConsumedCapacity": consumed_list(mode, split=True)} if mode in ("TOTAL", "INDEXES") else {}
+    return {"ConsumedCapacity": consumed_list(context.record, mode, split=True)} if mode in ("TOTAL", "INDEXES") else {}
 
 
 def transact_write_items(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -413,13 +414,13 @@ def run_transaction(context: RequestContext, actions: list[WriteOperation], requ
     response: dict[str, Any] = {}
     # Only the table's part costs twice: an index write costs what it costs outside a transaction (checked
     # against DynamoDB, as reported in dynoxide PR 188).
-    _charge_all([(action.table, action.key, _write_charge(action, r), max(r.old_size, r.new_size))
+    _charge_all(context.record, [(action.table, action.key, _write_charge(action, r), max(r.old_size, r.new_size))
                  for action, r in zip(actions, results)], write=True,
                 index_charges=[(action.table, index_write_units(action.table, r.old, r.new))
                                for action, r in zip(actions, results) if action.table.indexes])
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed_list(mode, split=True)
+        response["ConsumedCapacity"] = consumed_list(context.record, mode, split=True)
     if request.get("ReturnItemCollectionMetrics") == "SIZE":
         metrics = _collection_metrics(context, actions)
         if metrics:
@@ -474,10 +475,10 @@ def read_transaction(context: RequestContext, gets: list[tuple[TableMeta, Storag
         # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
         responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
-    _charge_all([(meta, key, 2 * read_units(row.size if row else 0, True), row.size if row else 0)
+    _charge_all(context.record, [(meta, key, 2 * read_units(row.size if row else 0, True), row.size if row else 0)
                  for (meta, key), row in zip(gets, rows)], write=False)
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed_list(mode, split=True)
+        response["ConsumedCapacity"] = consumed_list(context.record, mode, split=True)
     return response
 
 

@@ -1,8 +1,9 @@
 """Contributor Insights' counts: the most accessed and most throttled keys of each table whose insights are
 enabled (api/contributor_insights.py), per worker, served in `GET /metrics` by rule name.
 
-A listener of the request record. Which tables are enabled is read from their descriptions about once a second
-(`refresh`, called by the server's background round): while no table has insights a request costs a test.
+A listener of the request record, told of each request by the metrics (`Metrics.observe`) while some table has
+insights. Which tables are enabled is read from their descriptions about once a second (`refresh`, called by the
+server's background round): while no table has insights a request costs a test.
 Counted: every item read or written in the table itself (its charges' keys) under the PKC rule (the partition key)
 and SKC (partition and sort key; a Query counts its partition under PKC only), and every key of a throttled request
 under PKT/SKT. Counts are totals since the insights were enabled on this worker (CloudWatch reports them per
@@ -49,7 +50,7 @@ class Insights:
 
     def observe(self, record: RequestRecord) -> None:
         """Count the keys of one answered request (a Listener: see observe/record.py)."""
-        if not self.enabled:  # (refreshed once a second by the server: `refresh`)
+        if not self.enabled:  # (refreshed once a second by the server: `refresh`; Metrics asks this first)
             return
         for charge in record.charges:
             found = self.enabled.get(charge.table)

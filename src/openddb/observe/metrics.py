@@ -101,6 +101,9 @@ class Metrics:
                 series[_RETURNED] += record.returned
         else:
             self._refused(record, table)
+        insights = self.insights
+        if insights is not None and insights.enabled:  # (one listener, not two: a call less per request)
+            insights.observe(record)
 
     def _refused(self, record: RequestRecord, table: str) -> None:
         error = record.error

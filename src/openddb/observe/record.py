@@ -1,7 +1,7 @@
 """The request record: what one API call consumed and how it ended, made once per request at one point (the
 dispatcher, after the call was executed and rendered) and handed to every listener.
 
-A handler charges what it reads and writes as it goes (`charge`, through `CURRENT`), whether or not the client
+A handler charges what it reads and writes as it goes (`charge`, to its context's record), whether or not the client
 asked for ReturnConsumedCapacity; the ConsumedCapacity of the response is rendered from those charges
 (api/capacity.py). The dispatcher then fills in the outcome (status, error type, latency, attempts) and calls each
 `Listener.observe(record)`: the throttle, the metrics, the request log and, later, the standards advisor.
@@ -13,7 +13,6 @@ A record belongs to its listener only for the call: keep what you need, not the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 from openddb.storage.base import StorageKey
@@ -72,6 +71,10 @@ class RequestRecord:
         self.operation = operation
         self.charges: list[Charge] = []
 
+    def add_returned(self, count: int) -> None:
+        """Add `count` items to what the request returned (ReturnedItemCount)."""
+        self.returned = count if self.returned < 0 else self.returned + count
+
     def units(self, *, write: bool) -> float:
         """All read (or write) units the call consumed, its indexes' included."""
         return sum((charge.units for charge in self.charges if charge.write == write), 0.0)
@@ -81,14 +84,3 @@ class Listener(Protocol):
     """Something told of every request once it is answered (see the module's doc for the rules)."""
 
     def observe(self, record: RequestRecord) -> None: ...
-
-
-# The record of the request being executed, for the handlers' charges (None outside a request: a background duty).
-CURRENT: ContextVar[RequestRecord | None] = ContextVar("openddb_request_record", default=None)
-
-
-def returned(count: int) -> None:
-    """Add `count` items to what the request being executed returned (ReturnedItemCount)."""
-    record = CURRENT.get()
-    if record is not None:
-        record.returned = count if record.returned < 0 else record.returned + count

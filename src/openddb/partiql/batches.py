@@ -75,7 +75,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         if context.access is not None:
             check_statement_gets(context.access, (plan,))
         item, size = plan.run(context.engine)
-        charge(plan.table, plan.units(size), write=False, size=size, key=plan.key)
+        charge(context.record, plan.table, plan.units(size), write=False, size=size, key=plan.key)
         answer: dict[str, Any] = {"TableName": plan.table.name}
         if item is not None:
             answer["Item"] = renamed(item, names) if names else item
@@ -84,7 +84,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         raise ValidationException(EXISTS_OUTSIDE)
     write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     # charged as the native write of its kind, its secondary indexes' units included (as BatchWriteItem's are)
-    charge_write(write, run_write(context, write))
+    charge_write(context.record, write, run_write(context, write))
     return {"TableName": write.operation.table.name}
 
 
@@ -114,7 +114,7 @@ def batch_execute_statement(context: RequestContext, request: dict[str, Any]) ->
             responses.append({"Error": _error(error)})
     response: dict[str, Any] = {"Responses": responses}
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed_list(mode)
+        response["ConsumedCapacity"] = consumed_list(context.record, mode)
     return response
 
 

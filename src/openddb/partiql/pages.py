@@ -99,5 +99,5 @@ def read_page(context: RequestContext, plan: NativeRead, request: dict[str, Any]
             break
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):  # (every page's charges, rendered as one: see observe/record.py)
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     return response

@@ -14,6 +14,7 @@ from openddb.expressions import updated_values
 from openddb.model import AttributeValue, Item
 from openddb.model.indexes import index_write_units
 from openddb.model.values import validate_value
+from openddb.observe.record import RequestRecord
 from openddb.operations import Get, Update
 from openddb.partiql import ast
 from openddb.partiql.naming import Renaming, renamed
@@ -89,9 +90,9 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     attributes = returned(write, result)
     if attributes:
         response["Items"] = [attributes]
-    charge_write(write, result)
+    charge_write(context.record, write, result)
     if capacity:
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     return response
 
 
@@ -120,21 +121,21 @@ def returned(write: WritePlan, result: WriteResult) -> Item | None:
     return updated_values(operation.update, source)
 
 
-def charge_write(write: WritePlan, result: WriteResult) -> None:
+def charge_write(record: RequestRecord, write: WritePlan, result: WriteResult) -> None:
     """Charge the statement as the native write of its kind is charged (a DELETE by the item it removed)."""
     meta = write.operation.table
     size = max(result.old_size, result.new_size)
-    charge(meta, write_units(size), write=True, size=size, key=write.operation.key)
+    charge(record, meta, write_units(size), write=True, size=size, key=write.operation.key)
     if meta.indexes or meta.vector_indexes:
-        charge_indexes(meta, index_write_units(meta, result.old, result.new), write=True)
+        charge_indexes(record, meta, index_write_units(meta, result.old, result.new), write=True)
 
 
 def _get_response(context: RequestContext, get: Get, mode: Any, names: Renaming) -> dict[str, Any]:
     item, size = get.run(context.engine)
     response: dict[str, Any] = {"Items": [] if item is None else [renamed(item, names) if names else item]}
-    charge(get.table, get.units(size), write=False, size=size, key=get.key)
+    charge(context.record, get.table, get.units(size), write=False, size=size, key=get.key)
     if mode in ("TOTAL", "INDEXES"):
-        response["ConsumedCapacity"] = consumed(mode)
+        response["ConsumedCapacity"] = consumed(context.record, mode)
     return response
 
 

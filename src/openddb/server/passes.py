@@ -72,8 +72,8 @@ class ServerState:
         self.cors = cors or Cors()
         self.verifying = dispatcher.verifier is not None  # (then requests carry what their signature covers)
         self.metrics = metrics or Metrics()  # (GET /metrics; told of every request)
-        self.metrics.insights = Insights(lambda: self.dispatcher.engine)  # (Contributor Insights' key counts)
-        dispatcher.listeners.append(self.metrics.insights)
+        # (Contributor Insights' key counts, told of each request by the metrics while any table has insights)
+        self.metrics.insights = Insights(lambda: self.dispatcher.engine)
         self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
         dispatcher.listeners.append(self.metrics)
         self.advisor = advisor  # (GET /openddb/advisor; told of every request; None: --advisor off)
