@@ -27,7 +27,7 @@ from tests.conftest import ServerProcess
 THRESHOLDS = {"hot_key_min_requests": 100, "gsi_unused_writes": 20, "monotonic_min_keys": 20,
               "collection_appends": 20, "capacity_min_seconds": 0, "scan_discard_min_scanned": 20,
               "strong_read_min": 20, "projection_all_min_reads": 10,
-              "batch_burst_seconds": 0.2}
+              "batch_burst_seconds": 5.0}  # (wide: a loaded test machine serves 10 reads slowly)
 DECLARED = "advisor-declared-" + uuid.uuid4().hex[:6]
 
 
