@@ -407,6 +407,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     if verifier is not None:  # users' access keys and temporary credentials, from the identity store
         verifier.lookup = dispatcher.identity.store.credentials
     dispatcher.verifier = verifier
+    dispatcher.secure = dispatcher.identity.secure = args.tls_cert is not None
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     if args.throttling == "on":

@@ -262,6 +262,7 @@ class Dispatcher:
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
         self.throttle: Throttle | None = None  # refuses calls past their tables' throughput (`--throttling on`)
         self.listeners: list[Listener] = []  # told of every request once answered (observe/record.py)
+        self.secure = False  # every call comes over TLS (--tls-cert): aws:SecureTransport is true
         # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
         # at their first run (once per request, not per attempt).
         self.replaying = False
@@ -373,8 +374,8 @@ class Dispatcher:
         assert identity is not None
         if identity.source == "root":
             return None
-        access = Access(identity, self.identity.store.policies(identity),
-                        principal_context(identity, clock.now(), incoming.peer, caller.region), caller.region, request,
+        context = principal_context(identity, clock.now(), incoming.peer, caller.region, self.secure)
+        access = Access(identity, self.identity.store.policies(identity), context, caller.region, request,
                         lambda resource: statements_of(self.engine, resource))
         access.authorize(incoming.target.partition(b".")[2].decode(), request)
         return access

@@ -51,35 +51,36 @@ ACCOUNT_CALLS = frozenset({"ListTables", "DescribeLimits", "DescribeEndpoints", 
 _RESOURCE_MEMBERS = ("ResourceArn", "StreamArn", "BackupArn", "TableArn", "ExportArn", "ImportArn")
 
 
-# (access key, peer, region, second) -> its global condition keys: a client's calls share them within a second.
-_CONTEXTS: dict[tuple[str, str, str, int], Context] = {}
+# (access key, peer, region, second, over TLS) -> its global condition keys: a client's calls share them within a
+# second.
+_CONTEXTS: dict[tuple[str, str, str, int, bool], Context] = {}
 
 
-def principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
+def principal_context(credentials: Credentials, now: float, peer: str, region: str, secure: bool = False) -> Context:
     """The global condition keys of a caller's request (see `_principal_context`), made once a second per caller,
-    address and region; never to be changed by who receives them."""
-    cached = (credentials.access_key_id, peer, region, int(now))
+    address and region; never to be changed by who receives them. `secure`: the request came over TLS."""
+    cached = (credentials.access_key_id, peer, region, int(now), secure)
     context = _CONTEXTS.get(cached)
     if context is None:
         if len(_CONTEXTS) > 1024:
             _CONTEXTS.clear()
-        context = _CONTEXTS[cached] = _principal_context(credentials, now, peer, region)
+        context = _CONTEXTS[cached] = _principal_context(credentials, now, peer, region, secure)
     return context
 
 
-def _principal_context(credentials: Credentials, now: float, peer: str, region: str) -> Context:
+def _principal_context(credentials: Credentials, now: float, peer: str, region: str, secure: bool) -> Context:
     """The global condition keys of a caller's request (IAM User Guide, "AWS global condition context keys"):
     aws:username (a user's), aws:userid, aws:PrincipalAccount, aws:PrincipalArn (an assumed role's: the role's
     ARN), aws:PrincipalType, aws:CurrentTime, aws:EpochTime, aws:SourceIp (when known), aws:RequestedRegion,
-    aws:SecureTransport (false: this server's calls reach it over HTTP unless --tls-cert; best guess left at
-    false for HTTPS too, as the request does not say which)."""
+    aws:SecureTransport ("true" for a request sent over TLS: a server started with --tls-cert serves nothing
+    else; "false" over plain HTTP)."""
     context: dict[str, tuple[str, ...]] = {
         "aws:userid": (credentials.user_id or credentials.account,),
         "aws:principalaccount": (credentials.account,),
         "aws:currenttime": (epoch_text(now),),
         "aws:epochtime": (str(int(now)),),
         "aws:requestedregion": (region,),
-        "aws:securetransport": ("false",),
+        "aws:securetransport": ("true" if secure else "false",),
     }
     if credentials.source == "user":
         context["aws:username"] = (credentials.arn.rpartition("/")[2],)

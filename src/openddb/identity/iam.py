@@ -58,6 +58,7 @@ class IamCall:
     caller: Credentials
     now: float
     action: Action
+    secure: bool = False  # the call came over TLS (aws:SecureTransport)
 
 
 def _no_user(name: str) -> QueryError:
@@ -126,7 +127,7 @@ def get_user(call: IamCall) -> Result:
     if name is None and call.caller.source == "root":
         # (the root's own: no name or path; its creation date is not known here, so none is given)
         return {"User": {"UserId": call.account, "Arn": call.caller.arn}}
-    name = name or _user_name(call)
+    name = name or _user_name(call, required=False)  # (a user asking for itself: IAM names it from the key)
     return {"User": _user_shape(_existing(call.store.get("user", name.lower()), _no_user(name)))}
 
 

@@ -100,6 +100,7 @@ class IdentityService:
         self.store = IdentityStore(engine_of)
         self.account = account
         self.root = Credentials("", "", account, f"arn:aws:iam::{account}:root", account)
+        self.secure = False  # every call comes over TLS (--tls-cert): aws:SecureTransport is true
 
     def handle(self, incoming: Incoming, verifier: Verifier | None, audit: AuditLog | None = None) -> tuple[int, bytes]:
         """(status, XML) for one IAM or STS call; with `audit`, changes and refused callers are recorded."""
@@ -119,7 +120,7 @@ class IdentityService:
             handler = actions.get(name)
             if handler is None:  # best guess at the words (the code is the Query protocol's)
                 raise QueryError("InvalidAction", f"Could not find operation {name} for version {version}")
-            call = IamCall(self.store, self.account, caller, clock.now(), Action(name, params))
+            call = IamCall(self.store, self.account, caller, clock.now(), Action(name, params), self.secure)
             if iam:
                 self._authorize(call, incoming.peer)
             answer = render_result(name, namespace, self._run(handler, call), request_id)
@@ -163,7 +164,7 @@ class IdentityService:
             return
         operation = f"iam:{call.action.name}"
         resource = self._resource(call)
-        context = principal_context(caller, call.now, peer, "us-east-1")  # (IAM is global: us-east-1)
+        context = principal_context(caller, call.now, peer, "us-east-1", call.secure)  # (IAM is global: us-east-1)
         decision = decide(call.store.policies(caller), operation, resource, context)
         if decision == "allow":
             return

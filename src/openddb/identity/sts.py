@@ -80,7 +80,7 @@ def assume_role(call: IamCall, verified: bool) -> Result:
     role = call.store.get("role", role_arn.rpartition("/")[2].lower()) if role_arn.startswith(prefix) else None
     if role is None or role["Arn"] != role_arn or not trusts(
             role["AssumeRolePolicyDocument"], caller.account, caller.arn,
-            principal_context(caller, call.now, "", "us-east-1")):
+            principal_context(caller, call.now, "", "us-east-1", call.secure)):
         raise denied
     seconds = default if asked is None else asked
     if caller.source == "role" and seconds > CHAINED_ROLE_SECONDS:  # (STS's words)
