@@ -124,12 +124,12 @@ class Throttle:
     def table(self, meta: TableMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, meta.read_capacity, meta.write_capacity, meta.on_demand,
                        (meta.peak_read, meta.peak_write))
-        return self._get((meta.name, None), shape, meta.arn, meta.created_at)
+        return self._get((meta.stored_name, None), shape, meta.arn, meta.created_at)
 
     def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
                        (index.peak_read, index.peak_write))
-        return self._get((meta.name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        return self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
 
     def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
@@ -139,8 +139,9 @@ class Throttle:
             found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
         return found
 
-    def admit(self, operation: str, request: dict[str, Any], engine: Engine) -> None:
-        """Raise DynamoDB's throttling error if `operation` may not run now on what `request` names."""
+    def admit(self, operation: str, request: dict[str, Any], engine: Engine, namespace: str = "") -> None:
+        """Raise DynamoDB's throttling error if `operation` may not run now on what `request` names (tables of the
+        caller's `namespace`)."""
         access: Access = "Read" if operation in _READS else "Write"
         if operation not in _READS and operation not in _WRITES:
             return
@@ -148,7 +149,7 @@ class Throttle:
         refusals: list[tuple[Resource, str, str, str | None]] = []
         tables = 0
         for name in dict.fromkeys(table_name_from(named) for named in tables_named(request)):
-            meta = engine.get_table(name)
+            meta = engine.get_table(namespace + name)
             if meta is None:
                 continue
             tables += 1
@@ -160,7 +161,7 @@ class Throttle:
         record = CURRENT.get()
         if record is not None:  # (Contributor Insights counts the throttled keys)
             record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
-                                          for meta in (engine.get_table(name),) if meta is not None
+                                          for meta in (engine.get_table(namespace + name),) if meta is not None
                                           for _, pk, sk in _keys_named(meta, operation, request))
         raise _throttled(refusals)
 

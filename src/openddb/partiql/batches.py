@@ -56,7 +56,7 @@ def _error(error: DynamoDBError) -> dict[str, Any]:
 def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, capacity: bool) -> dict[str, Any]:
     bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
     if isinstance(statement, ast.Select):
-        plan = plan_select(context.engine, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
+        plan = plan_select(context, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         if context.access is not None:
@@ -69,7 +69,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         return answer
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)
-    write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
+    write = plan_write(context, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     result = run_write(context, write)
     size = max(result.old_size, result.new_size)
     charge(write.operation.table, write_units(size), write=True, size=size, key=write.operation.key)

@@ -1,0 +1,199 @@
+"""Accounts and regions as namespaces (issue 25, part 3; docs/ACCOUNTS-AND-REGIONS.md): with `--auth verify` a
+table, its stream, indexes and backups belong to the account of the key that made it and to the region of the
+request's credential scope, as on DynamoDB; another account's table is reached only by its ARN and only as its
+resource-based policy allows; `--shared` (and `--auth off`, by default) keeps one namespace. Real servers, boto3
+clients signed with two accounts' root keys and their IAM users' keys, in several regions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from tests.api.identity_helpers import error_of
+from tests.conftest import ServerProcess, create_table, unique_name
+
+FIRST, SECOND = "111111111111", "222222222222"
+KEYS = {FIRST: ("AKIDACCOUNTONE", "secret-one"), SECOND: ("AKIDACCOUNTTWO", "secret-two")}
+ROOTS = [option for account, (key, secret) in KEYS.items()
+         for option in ("--root-credentials", f"{key}:{secret}@{account}")]
+DENIED = "AccessDeniedException"
+NOT_FOUND = "ResourceNotFoundException"
+
+
+def signed(server: ServerProcess, service: str, account: str, region: str = "us-east-1",
+           keys: tuple[str, str] | None = None) -> Any:
+    key, secret = keys or KEYS[account]
+    return boto3.client(service, endpoint_url=server.endpoint, region_name=region, aws_access_key_id=key,
+                        aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    process = ServerProcess(None, "--workers", "1", "--auth", "verify", *ROOTS)
+    try:
+        yield process
+    finally:
+        process.finish()
+
+
+def table_arn(account: str, region: str, name: str) -> str:
+    return f"arn:aws:dynamodb:{region}:{account}:table/{name}"
+
+
+def listed(ddb: Any, name: str) -> bool:
+    """Whether ListTables names the table (every page: the store may be shared with other tests)."""
+    return any(name in page["TableNames"] for page in ddb.get_paginator("list_tables").paginate())
+
+
+def test_a_table_is_in_the_region_it_was_made_in(server):
+    """A table made in eu-west-1 is listed, described and read there, not from us-east-1 (nor made twice there
+    by mistake: us-east-1 may make its own of the name)."""
+    west, east = signed(server, "dynamodb", FIRST, "eu-west-1"), signed(server, "dynamodb", FIRST, "us-east-1")
+    name = create_table(west, unique_name("ns-region"))
+    west.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}})
+    assert west.describe_table(TableName=name)["Table"]["TableArn"] == table_arn(FIRST, "eu-west-1", name)
+    assert listed(west, name) and not listed(east, name)
+    assert error_of(east.describe_table, TableName=name)[:2] == (
+        NOT_FOUND, f"Requested resource not found: Table: {name} not found")
+    assert error_of(east.get_item, TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})[0] == NOT_FOUND
+    create_table(east, name)  # (a table of that name in us-east-1 is another table)
+    assert "Item" not in east.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+    assert "Item" in west.get_item(TableName=name, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+    # Another region's ARN is refused as DynamoDB refuses it (not looked for elsewhere).
+    assert error_of(east.get_item, TableName=table_arn(FIRST, "eu-west-1", name),
+                    Key={"pk": {"S": "a"}, "sk": {"S": "1"}})[:2] == (
+        "ValidationException", f"1 validation error detected: Invalid AWS region in "
+                               f"'{table_arn(FIRST, 'eu-west-1', name)}'")
+
+
+def test_two_accounts_each_have_a_table_of_one_name_with_their_own_arns(server):
+    """Each account's table, items, stream, index and ARNs are its own."""
+    name = unique_name("ns-accounts")
+    ddbs = {account: signed(server, "dynamodb", account) for account in (FIRST, SECOND)}
+    for account, ddb in ddbs.items():
+        ddb.create_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "g", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[{"IndexName": "by-g", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                                     "Projection": {"ProjectionType": "ALL"}}],
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+        ddb.put_item(TableName=name, Item={"pk": {"S": "k"}, "g": {"S": "g"}, "owner": {"S": account}})
+    for account, ddb in ddbs.items():
+        table = ddb.describe_table(TableName=name)["Table"]
+        arn = table_arn(account, "us-east-1", name)
+        assert table["TableArn"] == arn
+        assert table["LatestStreamArn"].startswith(f"{arn}/stream/")
+        assert table["GlobalSecondaryIndexes"][0]["IndexArn"] == f"{arn}/index/by-g"
+        assert ddb.get_item(TableName=name, Key={"pk": {"S": "k"}})["Item"]["owner"] == {"S": account}
+        assert ddb.query(TableName=name, IndexName="by-g", KeyConditionExpression="g = :g",
+                         ExpressionAttributeValues={":g": {"S": "g"}})["Items"][0]["owner"] == {"S": account}
+        streams = signed(server, "dynamodbstreams", account)
+        found = streams.list_streams(TableName=name)["Streams"]
+        assert [stream["StreamArn"] for stream in found] == [table["LatestStreamArn"]]
+        assert all(stream["StreamArn"].split(":")[4] == account
+                   for stream in streams.list_streams()["Streams"])
+        description = streams.describe_stream(StreamArn=table["LatestStreamArn"])["StreamDescription"]
+        assert description["TableName"] == name and description["StreamArn"] == table["LatestStreamArn"]
+
+
+def test_another_accounts_table_needs_its_resource_policy(server):
+    """By ARN, another account's table is AccessDeniedException (whether or not it exists) until its resource
+    policy lets the caller's account in; then the root of that account may do what the policy allows, and its
+    users what both the policy and their own identity policies allow."""
+    owner, guest = signed(server, "dynamodb", FIRST), signed(server, "dynamodb", SECOND)
+    name = create_table(owner, unique_name("ns-cross"))
+    owner.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}})
+    arn, key = table_arn(FIRST, "us-east-1", name), {"pk": {"S": "a"}, "sk": {"S": "1"}}
+    guest_root = f"arn:aws:iam::{SECOND}:root"
+    missing = table_arn(FIRST, "us-east-1", unique_name("ns-none"))
+    for target in (arn, missing):
+        assert error_of(guest.get_item, TableName=target, Key=key) == (
+            DENIED, f"User: {guest_root} is not authorized to perform: dynamodb:GetItem on resource: {target} "
+                    f"because no resource-based policy allows the dynamodb:GetItem action", 400)
+    assert error_of(guest.describe_table, TableName=arn)[0] == DENIED
+    assert error_of(guest.get_item, TableName=name, Key=key)[0] == NOT_FOUND  # (by name: its own namespace)
+    policy = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": SECOND}, "Action": ["dynamodb:GetItem", "dynamodb:DescribeTable"],
+        "Resource": arn}]}
+    owner.put_resource_policy(ResourceArn=arn, Policy=json.dumps(policy))
+    assert guest.get_item(TableName=arn, Key=key)["Item"]["pk"] == {"S": "a"}
+    assert guest.describe_table(TableName=arn)["Table"]["TableArn"] == arn
+    assert error_of(guest.put_item, TableName=arn, Item=key)[0] == DENIED
+    assert owner.get_item(TableName=name, Key=key)["Item"] == key  # (nothing written)
+    iam = signed(server, "iam", SECOND)
+    user = unique_name("ns-user")
+    iam.create_user(UserName=user)
+    access = iam.create_access_key(UserName=user)["AccessKey"]
+    as_user = signed(server, "dynamodb", SECOND, keys=(access["AccessKeyId"], access["SecretAccessKey"]))
+    assert error_of(as_user.get_item, TableName=arn, Key=key)[:2] == (
+        DENIED, f"User: arn:aws:iam::{SECOND}:user/{user} is not authorized to perform: dynamodb:GetItem on "
+                f"resource: {arn} because no resource-based policy allows the dynamodb:GetItem action")
+    iam.put_user_policy(UserName=user, PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": "*"}]}))
+    assert as_user.get_item(TableName=arn, Key=key)["Item"]["pk"] == {"S": "a"}
+
+
+def test_iam_users_and_backups_are_their_accounts(server):
+    """Each account's root makes its own users (one name may be in both accounts), lists only its own, and a
+    user's key calls as its account; backups are listed and found only in their table's account and region."""
+    name = unique_name("ns-same")
+    keys = {}
+    for account in (FIRST, SECOND):
+        iam = signed(server, "iam", account)
+        made = iam.create_user(UserName=name)["User"]
+        assert made["Arn"] == f"arn:aws:iam::{account}:user/{name}"
+        assert [user["Arn"] for user in iam.list_users()["Users"] if user["UserName"] == name] == [made["Arn"]]
+        access = iam.create_access_key(UserName=name)["AccessKey"]
+        keys[account] = (access["AccessKeyId"], access["SecretAccessKey"])
+    for account, pair in keys.items():
+        identity = signed(server, "sts", account, keys=pair).get_caller_identity()
+        assert (identity["Account"], identity["Arn"]) == (account, f"arn:aws:iam::{account}:user/{name}")
+    owner, guest = signed(server, "dynamodb", FIRST), signed(server, "dynamodb", SECOND)
+    table = create_table(owner, unique_name("ns-backup"))
+    backup = owner.create_backup(TableName=table, BackupName="first")["BackupDetails"]["BackupArn"]
+    assert backup.startswith(table_arn(FIRST, "us-east-1", table) + "/backup/")
+    assert backup in [summary["BackupArn"] for summary in owner.list_backups(TableName=table)["BackupSummaries"]]
+    assert all(summary["TableArn"].split(":")[4] == SECOND for summary in guest.list_backups()["BackupSummaries"])
+    assert error_of(guest.describe_backup, BackupArn=backup)[0] == DENIED
+    west = signed(server, "dynamodb", FIRST, "eu-west-1")
+    assert error_of(west.describe_backup, BackupArn=backup)[0] == "BackupNotFoundException"
+    restored = unique_name("ns-restored")
+    answer = owner.restore_table_from_backup(TargetTableName=restored, BackupArn=backup)["TableDescription"]
+    assert answer["TableArn"] == table_arn(FIRST, "us-east-1", restored)
+
+
+def test_shared_keeps_one_namespace():
+    """--shared: every account and region sees the tables every other made (DynamoDB Local's -sharedDb)."""
+    process = ServerProcess(None, "--workers", "1", "--auth", "verify", "--shared", *ROOTS)
+    try:
+        name = create_table(signed(process, "dynamodb", FIRST, "eu-west-1"), unique_name("ns-shared"))
+        other = signed(process, "dynamodb", SECOND, "us-east-1")
+        assert other.describe_table(TableName=name)["Table"]["TableName"] == name
+    finally:
+        process.finish()
+
+
+def test_auth_off_is_shared_unless_regions_are_asked_apart():
+    """--auth off keeps one namespace by default; with --namespaces account-region each region has its own
+    tables (every unverified caller is the account 000000000000)."""
+    for option, apart in (((), False), (("--namespaces", "account-region"), True)):
+        process = ServerProcess(None, "--workers", "1", *option)
+        try:
+            west = signed(process, "dynamodb", FIRST, "eu-west-1", ("anything", "any"))
+            east = signed(process, "dynamodb", FIRST, "us-east-1", ("another", "any"))
+            name = create_table(west, unique_name("ns-off"))
+            arn = west.describe_table(TableName=name)["Table"]["TableArn"]
+            assert arn == table_arn("000000000000", "eu-west-1", name)
+            if apart:
+                assert error_of(east.describe_table, TableName=name)[0] == NOT_FOUND
+            else:
+                assert east.describe_table(TableName=name)["Table"]["TableArn"] == arn
+        finally:
+            process.finish()
