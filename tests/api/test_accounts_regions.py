@@ -197,3 +197,82 @@ def test_auth_off_is_shared_unless_regions_are_asked_apart():
                 assert east.describe_table(TableName=name)["Table"]["TableArn"] == arn
         finally:
             process.finish()
+
+
+def test_roles_are_assumed_in_their_account(server):
+    """A role made in the second account is assumed there, and its session works on that account's tables."""
+    iam, sts = signed(server, "iam", SECOND), signed(server, "sts", SECOND)
+    user = unique_name("ns-assumer")
+    iam.create_user(UserName=user)
+    access = iam.create_access_key(UserName=user)["AccessKey"]
+    role = unique_name("ns-role")
+    role_arn = iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    assert role_arn == f"arn:aws:iam::{SECOND}:role/{role}"
+    iam.put_role_policy(RoleName=role, PolicyName="all", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"}]}))
+    as_user = signed(server, "sts", SECOND, keys=(access["AccessKeyId"], access["SecretAccessKey"]))
+    session = as_user.assume_role(RoleArn=role_arn, RoleSessionName="s1")
+    assert session["AssumedRoleUser"]["Arn"] == f"arn:aws:sts::{SECOND}:assumed-role/{role}/s1"
+    credentials = session["Credentials"]
+    ddb = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
+                       aws_access_key_id=credentials["AccessKeyId"],
+                       aws_secret_access_key=credentials["SecretAccessKey"],
+                       aws_session_token=credentials["SessionToken"], config=Config(retries={"max_attempts": 1}))
+    name = create_table(ddb, unique_name("ns-role-table"))
+    assert ddb.describe_table(TableName=name)["Table"]["TableArn"] == table_arn(SECOND, "us-east-1", name)
+    assert sts.get_caller_identity()["Account"] == SECOND
+
+
+def test_another_accounts_stream_needs_its_resource_policy(server):
+    """Streams calls on another account's stream: AccessDeniedException until the stream's resource policy names
+    the caller's account; then its records are read (another region's stream is not found)."""
+    owner = signed(server, "dynamodb", FIRST)
+    name = unique_name("ns-stream")
+    owner.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                       AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                       KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                       StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
+    owner.put_item(TableName=name, Item={"pk": {"S": "a"}})
+    stream = owner.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+    guest = signed(server, "dynamodbstreams", SECOND)
+    assert error_of(guest.describe_stream, StreamArn=stream)[:2] == (
+        DENIED, f"User: arn:aws:iam::{SECOND}:root is not authorized to perform: dynamodb:DescribeStream on "
+                f"resource: {stream} because no resource-based policy allows the dynamodb:DescribeStream action")
+    owner.put_resource_policy(ResourceArn=stream, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{SECOND}:root"},
+        "Action": ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+        "Resource": stream}]}))
+    shard = guest.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]
+    iterator = guest.get_shard_iterator(StreamArn=stream, ShardId=shard[0]["ShardId"],
+                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    records = []
+    for piece in shard:
+        at = guest.get_shard_iterator(StreamArn=stream, ShardId=piece["ShardId"],
+                                      ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records += guest.get_records(ShardIterator=at)["Records"]
+    assert iterator and [record["dynamodb"]["Keys"] for record in records] == [{"pk": {"S": "a"}}]
+    west = signed(server, "dynamodbstreams", FIRST, "eu-west-1")
+    assert error_of(west.describe_stream, StreamArn=stream)[0] == NOT_FOUND
+
+
+def test_namespaces_survive_a_restart(tmp_path):
+    """The namespace is kept with the table: after a restart each account and region finds its own again."""
+    process = ServerProcess(str(tmp_path), "--workers", "1", "--auth", "verify", *ROOTS)
+    name = unique_name("ns-restart")
+    try:
+        for account in (FIRST, SECOND):
+            ddb = signed(process, "dynamodb", account, "ap-south-1")
+            create_table(ddb, name)
+            ddb.put_item(TableName=name, Item={"pk": {"S": "k"}, "sk": {"S": account}})
+    finally:
+        process.finish()
+    process = ServerProcess(str(tmp_path), "--workers", "1", "--auth", "verify", *ROOTS)
+    try:
+        for account in (FIRST, SECOND):
+            ddb = signed(process, "dynamodb", account, "ap-south-1")
+            assert [item["sk"]["S"] for item in ddb.scan(TableName=name)["Items"]] == [account]
+        assert error_of(signed(process, "dynamodb", FIRST).describe_table, TableName=name)[0] == NOT_FOUND
+    finally:
+        process.finish()
