@@ -7,6 +7,7 @@ clients signed with two accounts' root keys and their IAM users' keys, in severa
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -274,5 +275,55 @@ def test_namespaces_survive_a_restart(tmp_path):
             ddb = signed(process, "dynamodb", account, "ap-south-1")
             assert [item["sk"]["S"] for item in ddb.scan(TableName=name)["Items"]] == [account]
         assert error_of(signed(process, "dynamodb", FIRST).describe_table, TableName=name)[0] == NOT_FOUND
+    finally:
+        process.finish()
+
+
+def test_background_work_finds_namespaced_tables(server):
+    """An index added by UpdateTable is filled and becomes ACTIVE, and a restore with an index finishes, for a
+    table of a namespace (the background duties look tables up by their stored names)."""
+    ddb = signed(server, "dynamodb", SECOND, "eu-central-1")
+    name = create_table(ddb, unique_name("ns-backfill"))
+    ddb.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "g": {"S": "x"}})
+    ddb.update_table(TableName=name, AttributeDefinitions=[{"AttributeName": "g", "AttributeType": "S"}],
+                     GlobalSecondaryIndexUpdates=[{"Create": {
+                         "IndexName": "by-g", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                         "Projection": {"ProjectionType": "ALL"}}}])
+    wait = {"Delay": 1, "MaxAttempts": 30}
+    ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig=wait)
+    for _ in range(30):
+        index = ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"][0]
+        if index["IndexStatus"] == "ACTIVE":
+            break
+        time.sleep(1)
+    assert index["IndexStatus"] == "ACTIVE"
+    assert ddb.query(TableName=name, IndexName="by-g", KeyConditionExpression="g = :g",
+                     ExpressionAttributeValues={":g": {"S": "x"}})["Count"] == 1
+    backup = ddb.create_backup(TableName=name, BackupName="with-index")["BackupDetails"]["BackupArn"]
+    restored = unique_name("ns-restored-index")
+    ddb.restore_table_from_backup(TargetTableName=restored, BackupArn=backup)
+    ddb.get_waiter("table_exists").wait(TableName=restored, WaiterConfig=wait)
+    assert ddb.query(TableName=restored, IndexName="by-g", KeyConditionExpression="g = :g",
+                     ExpressionAttributeValues={":g": {"S": "x"}})["Count"] == 1
+
+
+def test_throughput_is_each_namespaces_own():
+    """--throttling on with tables kept by region: a 5 WCU table spending its units is throttled (its buckets
+    are drawn on by its requests), while the table of that name in another region still has its own."""
+    process = ServerProcess(None, "--workers", "1", "--namespaces", "account-region", "--throttling", "on")
+    try:
+        name, big = unique_name("ns-throttle"), "x" * (15 * 1024 - 100)  # (15 WCU a put)
+        west = signed(process, "dynamodb", FIRST, "eu-west-1", ("anything", "any"))
+        east = signed(process, "dynamodb", FIRST, "us-east-1", ("anything", "any"))
+        for ddb in (west, east):
+            ddb.create_table(TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                             ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5})
+        time.sleep(3)  # (15 units of burst each)
+        west.put_item(TableName=name, Item={"pk": {"S": "a"}, "data": {"S": big}})
+        west.put_item(TableName=name, Item={"pk": {"S": "b"}, "data": {"S": big}})
+        code, _, _ = error_of(west.put_item, TableName=name, Item={"pk": {"S": "c"}})
+        assert code == "ProvisionedThroughputExceededException"
+        east.put_item(TableName=name, Item={"pk": {"S": "a"}, "data": {"S": big}})  # (its own 15 units)
     finally:
         process.finish()

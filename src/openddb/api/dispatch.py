@@ -322,6 +322,8 @@ class Dispatcher:
             caller = self._authenticate(incoming)
             request = record.request = self._parse(incoming)
             record.access_key = caller.access_key
+            if caller.namespace:
+                record.namespace = caller.namespace
             access = None if caller.identity is None else self._authorize(caller, incoming, request)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller)

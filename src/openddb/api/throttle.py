@@ -193,11 +193,13 @@ class Throttle:
             return
         now = self._clock()
         resources = self._resources
+        namespace = record.namespace  # (buckets are keyed by stored names; charges name tables as clients do)
         for charge in record.charges:
             if charge.units <= 0:
                 continue
-            table = resources.get((charge.table, None))
-            resource = resources.get((charge.table, charge.index_name)) if charge.is_global else table
+            stored = namespace + charge.table
+            table = resources.get((stored, None))
+            resource = resources.get((stored, charge.index_name)) if charge.is_global else table
             if resource is None:
                 continue
             bucket = resource.write if charge.write else resource.read
