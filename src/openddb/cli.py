@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from openddb import __version__
 from openddb.advisor import command as advise_command
 from openddb.advisor.settings import Settings, SettingsError, load
-from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.throttle import Throttle
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
+from openddb.identity.store import DEFAULT_ACCOUNT
 from openddb.observe.metrics import Metrics
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
@@ -204,8 +204,8 @@ def _cert(args: argparse.Namespace) -> int:
 
 _LOCAL_EPILOG = """\
 DynamoDB Local's options are accepted too, so scripts and container definitions written for it run unchanged:
--port, -dbPath, -inMemory and -cors are the options above; -sharedDb changes nothing (OpenDDB always keeps one
-store for every access key and region, as DynamoDB Local does with -sharedDb); -disableTelemetry changes nothing
+-port, -dbPath, -inMemory and -cors are the options above; -sharedDb is --shared (one set of tables for every
+access key and region, already the default with --auth off); -disableTelemetry changes nothing
 (OpenDDB sends no telemetry); -delayTransientStatuses is --delay-transient-statuses (2 seconds);
 -optimizeDbBeforeStartup compacts the embedded store and refreshes its query statistics before serving; -jar FILE
 and -Dname=value (java's) are ignored."""
@@ -214,7 +214,7 @@ and -Dname=value (java's) are ignored."""
 def _local_flags(serve: argparse.ArgumentParser) -> None:
     """DynamoDB Local's options with no OpenDDB counterpart (see _LOCAL_EPILOG)."""
     local = serve.add_argument_group("DynamoDB Local's options (see below)")
-    local.add_argument("-sharedDb", action="store_true", help=argparse.SUPPRESS)
+    local.add_argument("-sharedDb", dest="namespaces", action="store_const", const="shared", help=argparse.SUPPRESS)
     local.add_argument("-disableTelemetry", action="store_true", help=argparse.SUPPRESS)
     local.add_argument("-optimizeDbBeforeStartup", action="store_true", help=argparse.SUPPRESS)
     local.add_argument("-jar", metavar="FILE", help=argparse.SUPPRESS)
@@ -268,15 +268,28 @@ def _auth_options(serve: argparse.ArgumentParser) -> None:
     auth.add_argument("--audit-log", metavar="FILE", default=os.environ.get("OPENDDB_AUDIT_LOG"),
                       help="append a JSON line (CloudTrail's management-event shape) for every control-plane call and "
                            "every call refused for who made it ($OPENDDB_AUDIT_LOG)")
-    auth.add_argument("--root-credentials", metavar="ACCESS_KEY:SECRET",
-                      default=_root_from_environment(),
-                      help="the administrator's access key and secret for --auth verify (default: "
+    auth.add_argument("--root-credentials", metavar="ACCESS_KEY:SECRET[@ACCOUNT]", action="append",
+                      help="an account's root access key and secret for --auth verify (repeatable: one per account; "
+                           f"@ACCOUNT, 12 digits, defaults to {DEFAULT_ACCOUNT}; default: "
                            "$OPENDDB_ROOT_ACCESS_KEY_ID and $OPENDDB_ROOT_SECRET_ACCESS_KEY)")
+    auth.add_argument("--namespaces", choices=("shared", "account-region"),
+                      default=os.environ.get("OPENDDB_NAMESPACES"),
+                      help="shared: one set of tables for every account and region (DynamoDB Local's -sharedDb; the "
+                           "default with --auth off); account-region: tables, streams and backups belong to the "
+                           "caller's account and region, as on DynamoDB (the default with --auth verify) "
+                           "($OPENDDB_NAMESPACES)")
+    auth.add_argument("--shared", dest="namespaces", action="store_const", const="shared",
+                      help="the same as --namespaces shared")
 
 
-def _root_from_environment() -> str | None:
+def _root_from_environment() -> list[str]:
     key, secret = os.environ.get("OPENDDB_ROOT_ACCESS_KEY_ID"), os.environ.get("OPENDDB_ROOT_SECRET_ACCESS_KEY")
-    return f"{key}:{secret}" if key and secret else None
+    return [f"{key}:{secret}"] if key and secret else []
+
+
+def namespaced(args: argparse.Namespace) -> bool:
+    """Whether tables belong to their account and region (--namespaces; by default with --auth verify only)."""
+    return (args.namespaces or ("account-region" if args.auth == "verify" else "shared")) == "account-region"
 
 
 def _fault_injector(args: argparse.Namespace) -> FaultInjector | None:
@@ -305,12 +318,20 @@ def _verifier(args: argparse.Namespace) -> Verifier | None:
     """The signature checks `--auth verify` asks for (None with --auth off); StartupError if it lacks its keys."""
     if args.auth == "off":
         return None
-    key, _, secret = (args.root_credentials or "").partition(":")
-    if not key or not secret:
+    roots: dict[str, Credentials] = {}
+    for given in args.root_credentials or _root_from_environment():
+        pair, _, account = given.partition("@")
+        key, _, secret = pair.partition(":")
+        account = account or DEFAULT_ACCOUNT
+        if not key or not secret or not (len(account) == 12 and account.isdigit()):
+            raise StartupError(f"--root-credentials {key or '?'}:...: ACCESS_KEY:SECRET[@ACCOUNT], ACCOUNT 12 digits")
+        if key in roots:
+            raise StartupError(f"--root-credentials {key}: given twice")
+        roots[key] = Credentials(key, secret, account, f"arn:aws:iam::{account}:root", account)
+    if not roots:
         raise StartupError("--auth verify needs --root-credentials ACCESS_KEY:SECRET (or "
                            "OPENDDB_ROOT_ACCESS_KEY_ID and OPENDDB_ROOT_SECRET_ACCESS_KEY)")
-    root = Credentials(key, secret, DEFAULT_ACCOUNT, f"arn:aws:iam::{DEFAULT_ACCOUNT}:root")
-    return Verifier({key: root})
+    return Verifier(roots)
 
 
 def _advisor(args: argparse.Namespace, dispatcher: Dispatcher) -> Advisor | None:
@@ -407,6 +428,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     if verifier is not None:  # users' access keys and temporary credentials, from the identity store
         verifier.lookup = dispatcher.identity.store.credentials
     dispatcher.verifier = verifier
+    dispatcher.secure = dispatcher.identity.secure = args.tls_cert is not None
+    dispatcher.namespaced = namespaced(args)
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     if args.throttling == "on":

@@ -75,6 +75,10 @@ def test_a_port_held_by_another_program_is_refused_naming_it() -> None:
     (["--port", "-1"], "--port -1 is out of range"),
     (["--workers", "0"], "--workers 0: at least 1"),
     (["--engine", "mysql://localhost/db"], "unsupported --engine 'mysql://localhost/db'"),
+    (["--auth", "verify", "--root-credentials", "AKIDX:secret@12345"],
+     "--root-credentials AKIDX:...: ACCESS_KEY:SECRET[@ACCOUNT], ACCOUNT 12 digits"),
+    (["--auth", "verify", "--root-credentials", "AKIDX:secret", "--root-credentials", "AKIDX:other@111111111111"],
+     "--root-credentials AKIDX: given twice"),
 ])
 def test_bad_options(args: list[str], expected: str) -> None:
     assert expected in serve("--in-memory", *args)

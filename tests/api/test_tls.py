@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import SSLError
+from botocore.exceptions import ClientError, SSLError
 
 from tests.conftest import ServerProcess, free_port, unique_name
 
@@ -135,3 +135,39 @@ def test_a_pair_that_cannot_be_used_is_one_line_and_exit_code_2(pair, case):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("openddb: --tls-"), lines
+
+
+def test_secure_transport_is_true_over_https(pair):
+    """aws:SecureTransport is "true" for a call that came over TLS (and "false" over HTTP: test_fine_grained_access):
+    a policy allowing only secure calls lets the user in, one allowing only plain ones keeps it out, for DynamoDB
+    and IAM alike."""
+    from tests.api.identity_helpers import ROOT_KEY, ROOT_SECRET, user_with_key
+
+    server = ServerProcess(None, "--workers", "1", "--tls-cert", pair["cert"], "--tls-key", pair["key"], "--auth",
+                           "verify", "--root-credentials", f"{ROOT_KEY}:{ROOT_SECRET}")
+    try:
+        def signed(service: str, key: str, secret: str):  # type: ignore[no-untyped-def]
+            return boto3.client(service, endpoint_url=f"https://localhost:{server.port}", region_name="us-east-1",
+                                aws_access_key_id=key, aws_secret_access_key=secret, verify=pair["ca"],
+                                config=Config(retries={"total_max_attempts": 1}))
+
+        def only(secure: str) -> dict[str, object]:
+            return {"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": ["dynamodb:ListTables", "iam:GetUser"], "Resource": "*",
+                "Condition": {"Bool": {"aws:SecureTransport": secure}}}]}
+
+        iam = signed("iam", ROOT_KEY, ROOT_SECRET)
+        name, key = user_with_key(iam, only("true"))
+        secure = (key["AccessKeyId"], key["SecretAccessKey"])
+        assert "TableNames" in signed("dynamodb", *secure).list_tables()
+        assert signed("iam", *secure).get_user()["User"]["UserName"] == name
+        _, key = user_with_key(iam, only("false"))
+        plain = signed("dynamodb", key["AccessKeyId"], key["SecretAccessKey"])
+        with pytest.raises(ClientError) as refused:
+            plain.list_tables()
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+        with pytest.raises(ClientError) as refused:
+            signed("iam", key["AccessKeyId"], key["SecretAccessKey"]).get_user()
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    finally:
+        server.finish()

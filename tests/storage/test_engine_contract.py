@@ -70,6 +70,39 @@ def test_create_get_list_delete_table(engine: Engine) -> None:
     assert engine.get_table(a.name) is None and a.name not in engine.list_tables()
 
 
+def test_namespaced_tables_are_kept_under_their_stored_name(engine: Engine) -> None:
+    """Two namespaces may each have a table of one name: the catalog keeps each under its stored name (namespace
+    and name), round-trips the namespace, updates, backs up and deletes each apart from the other."""
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    first, second = new_meta(name), new_meta(name)
+    first.namespace, second.namespace = "111111111111/eu-west-1/", "222222222222/eu-west-1/"
+    engine.create_table(first)
+    engine.create_table(second)
+    assert engine.get_table(name) is None
+    got = engine.get_table(first.stored_name)
+    assert got is not None and got.uuid == first.uuid and got.namespace == first.namespace and got.name == name
+    assert {first.stored_name, second.stored_name} <= set(engine.list_tables())
+    engine.write([put(first, key(b"a"), item(1))])
+    assert engine.get(second, key(b"a")) is None and engine.get(first, key(b"a")) is not None
+    with pytest.raises(ResourceInUseException) as excinfo:
+        engine.create_table(_in(second.namespace, name))
+    assert excinfo.value.message == f"Table already exists: {name}"  # (the name the client gave)
+    first.billing_mode = "PAY_PER_REQUEST"
+    engine.update_table(first)
+    updated, other = engine.get_table(first.stored_name), engine.get_table(second.stored_name)
+    assert updated is not None and updated.billing_mode == "PAY_PER_REQUEST"
+    assert other is not None and other.billing_mode == "PROVISIONED"
+    engine.delete_table(first.stored_name)
+    assert engine.get_table(first.stored_name) is None and engine.get_table(second.stored_name) is not None
+    engine.delete_table(second.stored_name)
+
+
+def _in(namespace: str, name: str) -> TableMeta:
+    meta = new_meta(name)
+    meta.namespace = namespace
+    return meta
+
+
 def test_update_table_is_seen(engine: Engine) -> None:
     """UpdateTable replaces the stored description."""
     meta = engine.create_table(new_meta())

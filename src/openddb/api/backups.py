@@ -15,7 +15,14 @@ from openddb import clock
 from openddb.api import backups_continuous, backups_export, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
-from openddb.api.backups_shapes import BACKUP_ARN, BACKUP_NAME, Timestamp, backup_not_found, timestamp
+from openddb.api.backups_shapes import (
+    BACKUP_ARN,
+    BACKUP_NAME,
+    Timestamp,
+    backup_not_found,
+    timestamp,
+    visible_backup,
+)
 from openddb.api.context import RequestContext, table_name_from
 from openddb.api.figures import epoch_millis
 from openddb.api.table_encryption import sse_description
@@ -98,7 +105,7 @@ def _description(record: BackupRecord, status: str | None = None) -> dict[str, A
 
 def describe_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(DESCRIBE_BACKUP, request, "BackupArn")
-    record = context.engine.get_backup(request["BackupArn"])
+    record = visible_backup(context, request["BackupArn"])
     if record is None:
         raise backup_not_found(request["BackupArn"])
     return {"BackupDescription": _description(record)}
@@ -106,7 +113,7 @@ def describe_backup(context: RequestContext, request: dict[str, Any]) -> dict[st
 
 def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(DESCRIBE_BACKUP, request, "BackupArn")
-    record = context.engine.get_backup(request["BackupArn"])
+    record = visible_backup(context, request["BackupArn"])
     if record is None or not context.engine.delete_backup(record.arn):
         raise backup_not_found(request["BackupArn"])
     return {"BackupDescription": _description(record, "DELETED")}
@@ -123,7 +130,7 @@ def list_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         context.check_table_arn(name)
     wanted = request.get("BackupType") or "USER"
     chosen = [record for record in context.engine.list_backups()
-              if (name is None or record.table_name == table_name_from(name))
+              if (name is None or record.table_name == table_name_from(name)) and context.owns(record.arn)
               and (low is None or record.created_at >= low) and (high is None or record.created_at < high)
               and wanted in ("ALL", record.backup_type)]
     start = request.get("ExclusiveStartBackupArn")

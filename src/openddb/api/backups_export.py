@@ -137,7 +137,7 @@ def _write_export(engine: Engine, source: TableMeta, at: float, description: dic
         if lines or not files:
             files.append(_data_file(directory, prefix, lines))
     finally:
-        engine.delete_table(snapshot.name)
+        engine.delete_table(snapshot.stored_name)
     manifest = b"".join(orjson.dumps(entry) + b"\n" for entry in files)
     _with_checksum(os.path.join(directory, "manifest-files.json"), manifest)
     summary = {"version": "2020-06-30", "exportArn": description["ExportArn"],
@@ -218,7 +218,7 @@ def _records(engine: Engine) -> list[dict[str, Any]]:
 def describe_export(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DESCRIBE_EXPORT, request)
     for description in _records(context.engine):
-        if description["ExportArn"] == request["ExportArn"]:
+        if description["ExportArn"] == request["ExportArn"] and context.owns(description["ExportArn"]):
             return {"ExportDescription": description}
     # best guess: DynamoDB's wording (the API Reference says "The specified export was not found.")
     raise ExportNotFoundException(f"Export not found: {request['ExportArn']}")
@@ -227,7 +227,8 @@ def describe_export(context: RequestContext, request: dict[str, Any]) -> dict[st
 def list_exports(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Exports oldest first (of one table with TableArn), MaxResults a page, NextToken the last one's ARN."""
     v.validate(LIST_EXPORTS, request)
-    chosen = sorted((d for d in _records(context.engine) if request.get("TableArn") in (None, d["TableArn"])),
+    chosen = sorted((d for d in _records(context.engine)
+                     if request.get("TableArn") in (None, d["TableArn"]) and context.owns(d["ExportArn"])),
                     key=lambda d: (d["StartTime"], d["ExportArn"]))
     token = request.get("NextToken")
     if token is not None:

@@ -18,7 +18,7 @@ from openddb.api import indexes as ix
 from openddb.api import transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, restorable
-from openddb.api.backups_shapes import BACKUP_ARN, Timestamp, backup_not_found, timestamp
+from openddb.api.backups_shapes import BACKUP_ARN, Timestamp, backup_not_found, timestamp, visible_backup
 from openddb.api.context import RequestContext
 from openddb.api.table_capacity import provisioned_request
 from openddb.api.table_descriptions import describe
@@ -59,7 +59,7 @@ _UNTIL_RESTORED = 1e15  # a restore's CREATING lasts until `finish_restores` end
 
 def restore_table_from_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(RESTORE_FROM_BACKUP, request, "TargetTableName")
-    record = context.engine.get_backup(request["BackupArn"])
+    record = visible_backup(context, request["BackupArn"])
     if record is None:
         raise backup_not_found(request["BackupArn"])
     _check_target(context, request["TargetTableName"])
@@ -100,7 +100,7 @@ def restore_table_to_point_in_time(context: RequestContext, request: dict[str, A
 
 
 def _check_target(context: RequestContext, name: str) -> None:
-    existing = context.engine.get_table(name)
+    existing = context.engine.get_table(context.stored(name))
     if existing is None:
         return
     if transient.table_status(existing) in ("CREATING", "DELETING"):
@@ -128,7 +128,7 @@ def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) ->
         _check_target(context, meta.name)
         raise
     if building:
-        _BUILDING.add(meta.name)
+        _BUILDING.add(meta.stored_name)
     for index in meta.indexes:
         ix.schedule_backfill(context.engine, meta, index)
     for vector_index in meta.vector_indexes:
@@ -177,6 +177,7 @@ def _target(context: RequestContext, source: TableMeta, request: dict[str, Any],
         meta.sse = sse if sse and sse_enabled(sse) else None
     meta.stream, meta.ttl_attribute, meta.ttl_updated_at, meta.tags = None, None, None, []
     meta.deletion_protection, meta.region, meta.account = False, context.region, context.account
+    meta.namespace = context.namespace
     meta.last_increase = meta.last_decrease = None
     meta.decreases_today, meta.on_demand_switches, meta.table_class_updates = 0, [], []
     meta.pending, meta.pending_until, meta.warm_until, meta.sse_until = None, 0.0, 0.0, 0.0
@@ -237,7 +238,7 @@ def _spec(index: Any, billing: BillingMode) -> dict[str, Any]:
     return spec
 
 
-_BUILDING: set[str] = set()  # names of the tables this process restored whose indexes are still being built
+_BUILDING: set[str] = set()  # stored names of the tables this process restored whose indexes are still being built
 
 
 def finish_restores(engine: Engine, everywhere: bool = False) -> None:

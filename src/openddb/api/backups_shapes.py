@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from openddb.api import validation as v
+from openddb.api.context import RequestContext
 from openddb.errors import BackupNotFoundException, SerializationException
+from openddb.storage.base import BackupRecord
 
 # botocore's model: BackupName 3-255 of [a-zA-Z0-9_.-]+, BackupArn 37-1024 characters.
 BACKUP_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN)
@@ -17,6 +19,13 @@ BACKUP_ARN = v.Str(required=True, min_len=37, max_len=1024)
 def backup_not_found(arn: str) -> BackupNotFoundException:
     # best guess: the message DynamoDB gives with the API Reference's "Backup not found for the given BackupARN"
     return BackupNotFoundException(f"Backup not found: {arn}")
+
+
+def visible_backup(context: RequestContext, arn: str) -> BackupRecord | None:
+    """The backup `arn` if the caller's namespace holds it (another account's or region's is not found here; the
+    authorize stage refused another account's caller before)."""
+    record = context.engine.get_backup(arn)
+    return record if record is not None and context.owns(record.arn) else None
 
 
 @dataclass

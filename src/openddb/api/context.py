@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from openddb.api import transient
 from openddb.errors import ResourceNotFoundException, ValidationException
-from openddb.identity.store import IDENTITY_TABLE
-from openddb.model.schema import TableMeta
+from openddb.identity.store import DEFAULT_ACCOUNT, IDENTITY_TABLE
+from openddb.model.schema import TableMeta, namespace_of_arn
 from openddb.observe.record import RequestRecord
 from openddb.storage.base import Engine
 
 if TYPE_CHECKING:
     from openddb.identity.access import Access
 
-DEFAULT_ACCOUNT = "000000000000"
 INTERNAL_PREFIX = IDENTITY_TABLE.split("/")[0] + "/"  # "/" is outside every table name a client can give
 _TABLE_RESOURCE = re.compile(r"table/[^/]+")
 
@@ -52,6 +51,9 @@ class RequestContext:
     # The caller's authorization, when its calls on items are checked (`--auth verify`, a caller other than the
     # root): each front end hands it the operations it built (api/item_access.py). None: nothing to check.
     access: Access | None = None
+    # The caller's namespace: "" (one for every account and region: --namespaces shared) or "<account>/<region>/"
+    # (docs/ACCOUNTS-AND-REGIONS.md). Tables are looked up under it, and created in it.
+    namespace: str = ""
 
     def generated(self, member: str) -> bool:
         """True if the expression ``member`` was written from legacy parameters (see `LegacyOrigin.generated`)."""
@@ -61,11 +63,13 @@ class RequestContext:
         """The table named (or ARN'd) in a data-plane request; DynamoDB's not-found error otherwise."""
         name = table_name_from(name_or_arn)
         if name != name_or_arn:
-            self.check_table_arn(name_or_arn)
+            stored = self.check_table_arn(name_or_arn) + name
             if self.arns is None:
                 self.arns = {}
             self.arns[name] = name_or_arn
-        meta = self.engine.get_table(name)
+        else:
+            stored = self.namespace + name
+        meta = self.engine.get_table(stored)
         # A table still CREATING, or whose deletion is over, serves no item (see api/transient.py).
         if meta is None or (meta.pending is not None and not transient.serves_items(meta)):
             raise ResourceNotFoundException("Requested resource not found")
@@ -81,17 +85,30 @@ class RequestContext:
     def find_table(self, name_or_arn: str) -> tuple[str, TableMeta | None]:
         """A control-plane request's table name (an ARN checked) and its table, or None for the caller to word."""
         name = table_name_from(name_or_arn)
-        if name != name_or_arn:
-            self.check_table_arn(name_or_arn)
-        meta = visible_table(self.engine, name)
+        namespace = self.check_table_arn(name_or_arn) if name != name_or_arn else self.namespace
+        meta = visible_table(self.engine, namespace + name)
         if meta is not None and meta.pending is not None and transient.gone(meta):
             return name, None
         return name, meta
 
-    def check_table_arn(self, arn: str) -> None:
+    def stored(self, name: str) -> str:
+        """The engine's name of the caller's table `name` (a client's name, not an ARN)."""
+        return self.namespace + name
+
+    def owns(self, arn: str) -> bool:
+        """Whether the resource `arn` (a table's, or its stream's, backup's or export's) is in the caller's
+        namespace (any is, in the shared one)."""
+        return not self.namespace or namespace_of_arn(arn, True) == self.namespace
+
+    def table_names(self) -> list[str]:
+        """The names of the caller's namespace's tables, ascending (the server's internal tables never among them)."""
+        return names_in(self.engine, self.namespace)
+
+    def check_table_arn(self, arn: str) -> str:
         """A TableName ARN must name a table of this partition and region (another region's is not served from
-        this one), in DynamoDB's recorded words; an index or stream ARN is no table's. (Another account's is
-        served: accounts are not kept apart here.)"""
+        this one), in DynamoDB's recorded words; an index or stream ARN is no table's. Its namespace: the caller's
+        region's of the account it names (whose authorization, if it is not the caller's, is identity/access.py's),
+        or the shared one."""
         parts = arn.split(":", 5)
         if parts[1:2] != ["aws"]:
             raise ValidationException(f"1 validation error detected: Invalid AWS partition in '{arn}'")
@@ -99,11 +116,18 @@ class RequestContext:
             raise ValidationException(f"1 validation error detected: Invalid AWS region in '{arn}'")
         if len(parts) < 6 or not _TABLE_RESOURCE.fullmatch(parts[5]):
             raise ValidationException(f"1 validation error detected: Invalid resource type in '{arn}'")
+        return f"{parts[4]}/{self.region}/" if self.namespace else ""
+
+
+def names_in(engine: Engine, namespace: str) -> list[str]:
+    """The names clients give the tables of `namespace` ("": the shared one), ascending."""
+    cut = len(namespace)
+    return [stored[cut:] for stored in engine.list_tables() if stored.startswith(namespace) and "/" not in stored[cut:]]
 
 
 def visible_table(engine: Engine, name: str) -> TableMeta | None:
-    """A table a client may see by name: any but the server's own internal tables, named "openddb/..." (the identity
-    store, the export records and snapshots: no client sees them, ListTables included)."""
+    """A table a client may see by its stored name: any but the server's own internal tables, named "openddb/..."
+    (the identity store, the export records and snapshots: no client sees them, ListTables included)."""
     return None if name.startswith(INTERNAL_PREFIX) else engine.get_table(name)
 
 

@@ -93,7 +93,7 @@ def list_contributor_insights(context: RequestContext, request: dict[str, Any]) 
     if request.get("TableName") is not None:
         metas = [context.described_table(request["TableName"])]
     else:
-        found = (visible_table(context.engine, name) for name in context.engine.list_tables())
+        found = (visible_table(context.engine, context.stored(name)) for name in context.table_names())
         metas = [meta for meta in found if meta is not None and meta.contributor_insights]
     summaries = []
     for meta in metas:

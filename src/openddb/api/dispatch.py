@@ -41,6 +41,7 @@ from openddb.errors import (
 )
 from openddb.identity.access import Access, principal_context
 from openddb.identity.audit import AUDITED, AuditLog
+from openddb.identity.policies import compiled
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
@@ -239,6 +240,18 @@ def _refused(record: RequestRecord, error: DynamoDBError, request: dict[str, Any
         record.tables = [table_name_from(name) for name in tables_named(request)]
 
 
+# The root's identity policy, when it is checked against another account's resource policy.
+_EVERYTHING = (compiled('{"Version": "2012-10-17", "Statement": '
+                        '[{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'),)
+_ACCOUNT_IN_ARN = re.compile(rb'arn:aws:dynamodb:[^:"]*:([^:"]*):')
+
+
+def _names_other_account(body: bytes, account: str) -> bool:
+    """Whether a request names (by ARN) a resource of an account other than `account`."""
+    return b"arn:aws:dynamodb:" in body and any(
+        found.decode("latin-1") != account for found in _ACCOUNT_IN_ARN.findall(body))
+
+
 _OPERATIONS: dict[bytes, str] = {}  # X-Amz-Target -> the operation's name, as records carry it
 
 
@@ -262,6 +275,9 @@ class Dispatcher:
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
         self.throttle: Throttle | None = None  # refuses calls past their tables' throughput (`--throttling on`)
         self.listeners: list[Listener] = []  # told of every request once answered (observe/record.py)
+        self.secure = False  # every call comes over TLS (--tls-cert): aws:SecureTransport is true
+        # Tables belong to the caller's account and region (--namespaces account-region), else to one namespace.
+        self.namespaced = False
         # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
         # at their first run (once per request, not per attempt).
         self.replaying = False
@@ -302,11 +318,13 @@ class Dispatcher:
             caller = self._authenticate(incoming)
             request = record.request = self._parse(incoming)
             record.access_key = caller.access_key
+            if caller.namespace:
+                record.namespace = caller.namespace
             access = None if caller.identity is None else self._authorize(caller, incoming, request)
             if self.faults is not None:
-                self.faults.check(incoming.target, request, self.engine, caller.region, caller.account)
+                self.faults.check(incoming.target, request, self.engine, caller)
             if self.throttle is not None:
-                self.throttle.admit(record, request, self.engine)
+                self.throttle.admit(record, request, self.engine, caller.namespace)
             if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
                 response = self._execute_eventually(handler, caller, incoming, request, record, access)
             else:
@@ -351,14 +369,17 @@ class Dispatcher:
             credentials = self.verifier.verify(authorization, incoming.signed)
             if incoming.too_large:
                 raise RequestEntityTooLargeException("Request payload size exceeds the limit")
-            return Caller(scope[0], self.account, scope[1], credentials.arn, credentials)
+            region, account = scope[0], credentials.account
+            return Caller(region, account, scope[1], credentials.arn, credentials,
+                          f"{account}/{region}/" if self.namespaced else "")
         if incoming.too_large:
             raise RequestEntityTooLargeException("Request payload size exceeds the limit")
         caller = self._callers.get(scope)  # (unverified callers are their scope: made once, not per request)
         if caller is None:
             if len(self._callers) > 1024:
                 self._callers.clear()
-            caller = self._callers[scope] = Caller(scope[0], self.account, scope[1])
+            caller = self._callers[scope] = Caller(scope[0], self.account, scope[1], None, None,
+                                                   f"{self.account}/{scope[0]}/" if self.namespaced else "")
         return caller
 
     def _authorize(self, caller: Caller, incoming: Incoming, request: dict[str, Any]) -> Access | None:
@@ -367,11 +388,16 @@ class Dispatcher:
         (identity/access.py)."""
         identity = caller.identity
         assert identity is not None
-        if identity.source == "root":
+        if identity.source != "root":
+            policies = self.identity.store.policies(identity)
+        elif self.namespaced and _names_other_account(incoming.body, identity.account):
+            policies = _EVERYTHING  # (the root may do anything in its account; another's must let it in)
+        else:
             return None
-        access = Access(identity, self.identity.store.policies(identity),
-                        principal_context(identity, clock.now(), incoming.peer, caller.region), caller.region, request,
-                        lambda resource: statements_of(self.engine, resource))
+        context = principal_context(identity, clock.now(), incoming.peer, caller.region, self.secure)
+        namespaced = self.namespaced
+        access = Access(identity, policies, context, caller.region, request,
+                        lambda resource: statements_of(self.engine, resource, namespaced), namespaced)
         access.authorize(incoming.target.partition(b".")[2].decode(), request)
         return access
 
@@ -399,9 +425,10 @@ class Dispatcher:
         given, legacy = (request, None) if rewrite is None else rewrite(request)
         REQUEST_BYTES.set(len(incoming.body))
         request_id = incoming.request_id.decode()
+        namespace = caller.namespace
         for attempt in range(_CATALOG_ATTEMPTS):
             context = RequestContext(self.engine, record, caller.region, caller.account, request_id,
-                                     host=incoming.host, legacy=legacy, access=access)
+                                     host=incoming.host, legacy=legacy, access=access, namespace=namespace)
             record.attempts = attempt + 1
             try:
                 response = handler(context, given)

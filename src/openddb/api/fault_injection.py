@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from openddb.api.context import table_name_from, tables_named
+from openddb.api.incoming import Caller
 from openddb.errors import (
     DynamoDBError,
     InternalServerError,
@@ -89,7 +90,7 @@ class FaultInjector:
         self.faults = faults
         self.chance = chance or random.Random()
 
-    def check(self, target: bytes, request: dict[str, Any], engine: Engine, region: str, account: str) -> None:
+    def check(self, target: bytes, request: dict[str, Any], engine: Engine, caller: Caller) -> None:
         """Raise the injected error if this call is one of those refused."""
         if not target.startswith(_PREFIX):
             return
@@ -99,16 +100,15 @@ class FaultInjector:
         tables = [table_name_from(table) for table in tables_named(request)]
         for fault in self.faults:
             if fault.matches(operation, tables) and self.chance.random() < fault.rate:
-                raise self._error(self.chance.choice(fault.kinds), operation, tables, engine, region, account)
+                raise self._error(self.chance.choice(fault.kinds), operation, tables, engine, caller)
 
     @staticmethod
-    def _error(kind: Kind, operation: str, tables: list[str], engine: Engine, region: str,
-               account: str) -> DynamoDBError:
+    def _error(kind: Kind, operation: str, tables: list[str], engine: Engine, caller: Caller) -> DynamoDBError:
         if kind == "internal":
             return InternalServerError("Internal server error")
         if kind == "unavailable":
             return ServiceUnavailable()
-        meta = engine.get_table(tables[0]) if tables else None
+        meta = engine.get_table(caller.namespace + tables[0]) if tables else None
         access = "Write" if operation in _WRITES else "Read"
         on_demand = meta is not None and meta.billing_mode == "PAY_PER_REQUEST"
         error: DynamoDBError
@@ -118,5 +118,5 @@ class FaultInjector:
             error = ProvisionedThroughputExceededException(PROVISIONED_THROTTLE)
             member, limit = "ThrottlingReasons", "Provisioned"
         error.extra = {member: [{"reason": f"Table{access}{limit}ThroughputExceeded",
-                                 "resource": table_arn(region, account, tables[0])}] if tables else []}
+                                 "resource": table_arn(caller.region, caller.account, tables[0])}] if tables else []}
         return error

@@ -53,10 +53,11 @@ class Frame(NamedTuple):
 class Caller(NamedTuple):
     """Who made a call, as authentication found it: the region and account of its credential scope, its access
     key, and its principal's ARN and credentials once its signature was verified (None: not verified,
-    `--auth off`)."""
+    `--auth off`); the namespace its tables are in ("" shared, else "<account>/<region>/")."""
 
     region: str
     account: str
     access_key: str
     principal: str | None = None
     identity: Credentials | None = None
+    namespace: str = ""

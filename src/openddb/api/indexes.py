@@ -574,7 +574,7 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
     if job in _RUNNING:
         return
     _RUNNING.add(job)
-    name, uuid, index_id = meta.name, meta.uuid, index.index_id
+    name, uuid, index_id = meta.stored_name, meta.uuid, index.index_id
     after: StorageKey | None = None
     filled = False
 

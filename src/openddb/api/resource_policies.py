@@ -49,7 +49,8 @@ def _resource(context: RequestContext, arn: str) -> TableMeta:
         # best guess at the words (those TagResource answers an ARN of no table or stream with)
         raise ValidationException(f"Invalid resource arn provided, only table or stream is accepted. Provided "
                                   f"resource arn: {arn}")
-    meta = context.find_table(path[1])[1] if parts[3] == context.region else None
+    # (looked up in the namespace of the account the ARN names: another account's is authorized before)
+    meta = context.find_table(f"{':'.join(parts[:5])}:table/{path[1]}")[1] if parts[3] == context.region else None
     if meta is None or (len(path) == 4 and meta.stream_arn != arn) or (len(path) == 2 and meta.arn != arn):
         # best guess: the words TagResource answers a missing resource with
         raise ResourceNotFoundException(f"Requested resource not found: ResourceArn: {arn} not found")

@@ -105,7 +105,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         table_class=request.get("TableClass"),
         deletion_protection=bool(request.get("DeletionProtectionEnabled", False)), on_demand=on_demand,
         indexes=indexes, next_index_id=len(indexes) + len(vectors) + 1, region=context.region,
-        account=context.account, stream=stream, vector_indexes=vectors)
+        account=context.account, stream=stream, vector_indexes=vectors, namespace=context.namespace)
     vd.check_table_vectors(meta)
     check_throughput_quota(context.engine, meta, context.region)
     _clear_name(context, meta.name, now)
@@ -125,11 +125,11 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
 def _clear_name(context: RequestContext, name: str, now: float) -> None:
     """CreateTable's name must be free: a table still CREATING or DELETING under it is refused by its status (one
     in any other status by the engine, as existing); one whose deletion is over is removed now."""
-    existing = context.engine.get_table(name)
+    existing = context.engine.get_table(context.stored(name))
     if existing is None or existing.pending is None:
         return
     if transient.gone(existing, now):
-        context.engine.delete_table(name, existing)
+        context.engine.delete_table(existing.stored_name, existing)
     elif transient.table_status(existing, now) in ("CREATING", "DELETING"):
         transient.refuse_if_busy(existing, now)
 
@@ -147,7 +147,7 @@ def list_tables(context: RequestContext, request: dict[str, Any]) -> dict[str, A
     # A table whose delayed deletion is over is left out; only the names of this page (and the next one, which
     # says whether there is a next page) are looked up.
     names = []
-    for name in context.engine.list_tables():
+    for name in context.table_names():
         if (start is None or name > start) and context.find_table(name)[1] is not None:
             names.append(name)
             if len(names) > limit:
@@ -187,7 +187,7 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         held.pending, held.pending_until = "DELETING", transient.until(now)
         context.engine.update_table(held)
     else:
-        context.engine.delete_table(meta.name, meta)
+        context.engine.delete_table(meta.stored_name, meta)
     return {"TableDescription": description}
 
 

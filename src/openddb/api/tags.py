@@ -46,7 +46,8 @@ def _table_for_arn(context: RequestContext, arn: str) -> TableMeta:
         raise invalid(f"Invalid resource arn provided, only table or stream is accepted. Provided resource arn: {arn}")
     if parts[3] != context.region:
         raise ValidationException(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
-    meta = context.find_table(resource[1])[1] if len(resource) == 2 else None  # (no streams here)
+    # (no streams here; looked up in the namespace of the account the ARN names, authorized before)
+    meta = context.find_table(f"{':'.join(parts[:5])}:table/{resource[1]}")[1] if len(resource) == 2 else None
     if meta is None:
         raise ResourceNotFoundException(f"Requested resource not found: ResourceArn: {arn} not found")
     return meta

@@ -124,12 +124,12 @@ class Throttle:
     def table(self, meta: TableMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, meta.read_capacity, meta.write_capacity, meta.on_demand,
                        (meta.peak_read, meta.peak_write))
-        return self._get((meta.name, None), shape, meta.arn, meta.created_at)
+        return self._get((meta.stored_name, None), shape, meta.arn, meta.created_at)
 
     def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
                        (index.peak_read, index.peak_write))
-        return self._get((meta.name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        return self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
 
     def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
@@ -139,9 +139,9 @@ class Throttle:
             found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
         return found
 
-    def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine) -> None:
+    def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str = "") -> None:
         """Raise DynamoDB's throttling error if the operation of `record` may not run now on what `request` names
-        (noting on the record why, and the keys it named)."""
+        (tables of the caller's `namespace`), noting on the record why, and the keys it named."""
         operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
         if operation not in _READS and operation not in _WRITES:
@@ -150,7 +150,7 @@ class Throttle:
         refusals: list[tuple[Resource, str, str, str | None]] = []
         tables = 0
         for name in dict.fromkeys(table_name_from(named) for named in tables_named(request)):
-            meta = engine.get_table(name)
+            meta = engine.get_table(namespace + name)
             if meta is None:
                 continue
             tables += 1
@@ -161,7 +161,7 @@ class Throttle:
             return
         # (Contributor Insights counts the throttled keys)
         record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
-                                      for meta in (engine.get_table(name),) if meta is not None
+                                      for meta in (engine.get_table(namespace + name),) if meta is not None
                                       for _, pk, sk in _keys_named(meta, operation, request))
         record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
         raise _throttled(refusals)
@@ -194,11 +194,13 @@ class Throttle:
             return
         now = self._clock()
         resources = self._resources
+        namespace = record.namespace  # (buckets are keyed by stored names; charges name tables as clients do)
         for charge in record.charges:
             if charge.units <= 0:
                 continue
-            table = resources.get((charge.table, None))
-            resource = resources.get((charge.table, charge.index_name)) if charge.is_global else table
+            stored = namespace + charge.table
+            table = resources.get((stored, None))
+            resource = resources.get((stored, charge.index_name)) if charge.is_global else table
             if resource is None:
                 continue
             bucket = resource.write if charge.write else resource.read

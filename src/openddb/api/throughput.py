@@ -8,6 +8,7 @@ from typing import Any
 
 from openddb import clock
 from openddb.api import transient
+from openddb.api.context import names_in
 from openddb.api.figures import epoch_millis
 from openddb.errors import LimitExceededException
 from openddb.model.schema import IndexMeta, TableMeta
@@ -62,7 +63,7 @@ def check_throughput_quota(engine: Engine, meta: TableMeta, region: str, before:
             # As recorded: raising a table at 40,000 to 40,001 read "reserved by the account: 40136 ... Requested:
             # 40001", so what the table holds now counts in both.
             if requested > old_total:
-                reserved = _reserved_units(engine, units)
+                reserved = _reserved_units(engine, units, meta.namespace)
                 if reserved + requested > ACCOUNT_MAX_THROUGHPUT:
                     raise LimitExceededException(
                         f"This request would have caused the {unit} limit to be exceeded for the account in "
@@ -95,11 +96,12 @@ def _peak(of: TableMeta | IndexMeta, position: int) -> int:
     return of.peak_read if position == 0 else of.peak_write
 
 
-def _reserved_units(engine: Engine, units: Any) -> int:
-    """Units provisioned by every table (with its global indexes) as it stands."""
+def _reserved_units(engine: Engine, units: Any, namespace: str) -> int:
+    """Units provisioned by every table of the namespace (an account's quota is per region), with its global
+    indexes, as it stands."""
     total = 0
-    for name in engine.list_tables():
-        other = engine.get_table(name)
+    for name in names_in(engine, namespace):
+        other = engine.get_table(namespace + name)
         if other is not None and other.billing_mode == "PROVISIONED" and not transient.gone(other):
             total += units(other) + sum(units(index) for index in other.indexes if index.is_global)
     return total

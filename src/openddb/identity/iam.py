@@ -28,7 +28,7 @@ from openddb.identity.query import (
     timestamp,
 )
 from openddb.identity.sigv4 import Credentials
-from openddb.identity.store import Doc, IdentityStore
+from openddb.identity.store import Doc, IdentityStore, entity_name
 
 Result = Mapping[str, Value | None] | None
 # IAM quotas (IAM User Guide, "IAM and AWS STS quotas"): access keys per user; the aggregate size of a user's and of
@@ -58,6 +58,7 @@ class IamCall:
     caller: Credentials
     now: float
     action: Action
+    secure: bool = False  # the call came over TLS (aws:SecureTransport)
 
 
 def _no_user(name: str) -> QueryError:
@@ -96,6 +97,11 @@ def _user_name(call: IamCall, required: bool = True) -> str:
     return call.caller.arn.rpartition("/")[2]
 
 
+def _entity(call: IamCall, name: str) -> str:
+    """The store's name of a user or role of the caller's account (IAM compares names case-insensitively)."""
+    return entity_name(call.account, name)
+
+
 def _existing(doc: Doc | None, missing: QueryError) -> Doc:
     if doc is None:
         raise missing
@@ -117,7 +123,7 @@ def create_user(call: IamCall) -> Result:
             raise QueryError("EntityAlreadyExists", f"User with name {name} already exists.", 409)  # (IAM's words)
         return user
     # (IAM compares user names case-insensitively: the record is kept under the lower-case name)
-    call.store.write([("user", name.lower(), create)])
+    call.store.write([("user", _entity(call, name), create)])
     return {"User": _user_shape(user)}
 
 
@@ -126,8 +132,8 @@ def get_user(call: IamCall) -> Result:
     if name is None and call.caller.source == "root":
         # (the root's own: no name or path; its creation date is not known here, so none is given)
         return {"User": {"UserId": call.account, "Arn": call.caller.arn}}
-    name = name or _user_name(call)
-    return {"User": _user_shape(_existing(call.store.get("user", name.lower()), _no_user(name)))}
+    name = name or _user_name(call, required=False)  # (a user asking for itself: IAM names it from the key)
+    return {"User": _user_shape(_existing(call.store.get("user", _entity(call, name)), _no_user(name)))}
 
 
 def delete_user(call: IamCall) -> Result:
@@ -139,7 +145,7 @@ def delete_user(call: IamCall) -> Result:
             raise QueryError("DeleteConflict", "Cannot delete entity, must delete access keys first.", 409)
         if user["policies"]:  # (IAM's words for both, as reported from DeleteUser answers)
             raise QueryError("DeleteConflict", "Cannot delete entity, must delete policies first.", 409)
-    call.store.write([("user", name.lower(), delete)])
+    call.store.write([("user", _entity(call, name), delete)])
     return None
 
 
@@ -158,7 +164,8 @@ def _page(call: IamCall, items: list[Any], key: Callable[[Any], str]) -> tuple[l
 
 def list_users(call: IamCall) -> Result:
     prefix = call.action.text("PathPrefix", high=512, pattern=PATH_PREFIX_PATTERN) or "/"
-    users = [user for user in call.store.records("user") if user["Path"].startswith(prefix)]
+    users = [user for user in call.store.records("user")
+             if user["Path"].startswith(prefix) and user["Arn"].split(":", 5)[4] == call.account]
     page, more = _page(call, users, lambda user: str(user["UserName"]).lower())
     return {"Users": [_user_shape(user) for user in page], **more}
 
@@ -181,7 +188,7 @@ def create_access_key(call: IamCall) -> Result:
         user = made["user"]
         return {"user": user["UserName"], "secret": secret, "account": call.account, "arn": user["Arn"],
                 "user_id": user["UserId"], "source": "user", "created": call.now}
-    call.store.write([("user", name.lower(), add), ("key", key_id, store)])
+    call.store.write([("user", _entity(call, name), add), ("key", key_id, store)])
     return {"AccessKey": {"UserName": made["user"]["UserName"], "AccessKeyId": key_id, "Status": "Active",
                           "SecretAccessKey": secret, "CreateDate": timestamp(call.now)}}
 
@@ -197,14 +204,14 @@ def delete_access_key(call: IamCall) -> Result:
         if key_id not in user["keys"]:
             raise missing
         return {**user, "keys": [key for key in user["keys"] if key != key_id]}
-    call.store.write([("user", name.lower(), remove), ("key", key_id, lambda old: None)])
+    call.store.write([("user", _entity(call, name), remove), ("key", key_id, lambda old: None)])
     call.store.forget(key_id)
     return None
 
 
 def list_access_keys(call: IamCall) -> Result:
     name = _user_name(call, required=False)
-    user = _existing(call.store.get("user", name.lower()), _no_user(name))
+    user = _existing(call.store.get("user", _entity(call, name)), _no_user(name))
     keys = [key for key in (call.store.get("key", key_id) for key_id in user["keys"]) if key is not None]
     page, more = _page(call, sorted(user["keys"]), lambda key_id: str(key_id))
     created = {key_id: key["created"] for key_id, key in zip(user["keys"], keys, strict=False)}
@@ -258,14 +265,14 @@ def put_policy(call: IamCall, holder: _Holder) -> Result:
             raise QueryError("LimitExceeded", f"Maximum policy size of {holder.quota} bytes exceeded for "
                              f"{holder.kind} {name}", 409)
         return {**entity, "policies": policies}
-    call.store.write([(holder.kind, name.lower(), put)])
-    call.store.forget_policies(holder.kind, name)
+    call.store.write([(holder.kind, _entity(call, name), put)])
+    call.store.forget_policies(holder.kind, _entity(call, name))
     return None
 
 
 def get_policy(call: IamCall, holder: _Holder) -> Result:
     name, policy = _holder_name(call, holder), _policy_name(call)
-    entity = _existing(call.store.get(holder.kind, name.lower()), holder.missing(name))
+    entity = _existing(call.store.get(holder.kind, _entity(call, name)), holder.missing(name))
     document = entity["policies"].get(policy)
     if document is None:
         raise _no_policy(holder, policy)
@@ -280,14 +287,14 @@ def delete_policy(call: IamCall, holder: _Holder) -> Result:
         if policy not in entity["policies"]:
             raise _no_policy(holder, policy)
         return {**entity, "policies": {key: text for key, text in entity["policies"].items() if key != policy}}
-    call.store.write([(holder.kind, name.lower(), delete)])
-    call.store.forget_policies(holder.kind, name)
+    call.store.write([(holder.kind, _entity(call, name), delete)])
+    call.store.forget_policies(holder.kind, _entity(call, name))
     return None
 
 
 def list_user_policies(call: IamCall) -> Result:
     name = _holder_name(call, _USER)
-    user = _existing(call.store.get("user", name.lower()), _no_user(name))
+    user = _existing(call.store.get("user", _entity(call, name)), _no_user(name))
     page, more = _page(call, sorted(user["policies"]), str)
     return {"PolicyNames": page, **more}
 
@@ -313,13 +320,13 @@ def create_role(call: IamCall) -> Result:
         if old is not None:
             raise QueryError("EntityAlreadyExists", f"Role with name {name} already exists.", 409)  # (IAM's words)
         return role
-    call.store.write([("role", name.lower(), create)])
+    call.store.write([("role", _entity(call, name), create)])
     return {"Role": _role_shape(role)}
 
 
 def get_role(call: IamCall) -> Result:
     name = _holder_name(call, _ROLE)
-    return {"Role": _role_shape(_existing(call.store.get("role", name.lower()), _no_role(name)))}
+    return {"Role": _role_shape(_existing(call.store.get("role", _entity(call, name)), _no_role(name)))}
 
 
 def delete_role(call: IamCall) -> Result:
@@ -328,7 +335,7 @@ def delete_role(call: IamCall) -> Result:
     def delete(old: Doc | None) -> None:
         if _existing(old, _no_role(name))["policies"]:  # (IAM's words)
             raise QueryError("DeleteConflict", "Cannot delete entity, must delete policies first.", 409)
-    call.store.write([("role", name.lower(), delete)])
+    call.store.write([("role", _entity(call, name), delete)])
     return None
 
 

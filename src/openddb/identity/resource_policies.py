@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from openddb.identity.policies import Statement, compiled
 from openddb.identity.store import CACHE_SECONDS, Doc, IdentityStore
+from openddb.model.schema import namespace_of_arn
 from openddb.storage.base import Engine
 
 # The policy's largest size, white space counted (API Reference, PutResourcePolicy: "20 KB").
@@ -66,14 +67,15 @@ def attached(engine_of: Callable[[], Engine], arn: str, table_uuid: str) -> Atta
     return Attached(record["policy"], record["revision"])
 
 
-def statements_of(engine: Engine, resource: str) -> tuple[Statement, ...]:
-    """The statements of the policy that governs `resource` (none if it has none, or its table is gone)."""
+def statements_of(engine: Engine, resource: str, namespaced: bool = False) -> tuple[Statement, ...]:
+    """The statements of the policy that governs `resource` (none if it has none, or its table is gone);
+    `namespaced`: tables are kept by account and region, as the ARN names them."""
     arn = base_arn(resource)
     record = _record(lambda: engine, arn)
     if record is None:
         return ()
     name = arn.partition(":table/")[2].split("/", 1)[0]
-    meta = engine.get_table(name)
+    meta = engine.get_table(namespace_of_arn(arn, namespaced) + name)
     if meta is None or meta.uuid != record["table"]:
         return ()
     return compiled(record["policy"], "resource")

@@ -94,12 +94,14 @@ def _action_of(body: bytes) -> str:
 
 
 class IdentityService:
-    """IAM and STS for one account, over the store the dispatcher's engine holds."""
+    """IAM and STS over the store the dispatcher's engine holds: each call acts in its caller's account (with --auth
+    off every caller is the root of `account`)."""
 
     def __init__(self, engine_of: Callable[[], Engine], account: str) -> None:
         self.store = IdentityStore(engine_of)
         self.account = account
         self.root = Credentials("", "", account, f"arn:aws:iam::{account}:root", account)
+        self.secure = False  # every call comes over TLS (--tls-cert): aws:SecureTransport is true
 
     def handle(self, incoming: Incoming, verifier: Verifier | None, audit: AuditLog | None = None) -> tuple[int, bytes]:
         """(status, XML) for one IAM or STS call; with `audit`, changes and refused callers are recorded."""
@@ -119,7 +121,7 @@ class IdentityService:
             handler = actions.get(name)
             if handler is None:  # best guess at the words (the code is the Query protocol's)
                 raise QueryError("InvalidAction", f"Could not find operation {name} for version {version}")
-            call = IamCall(self.store, self.account, caller, clock.now(), Action(name, params))
+            call = IamCall(self.store, caller.account, caller, clock.now(), Action(name, params), self.secure)
             if iam:
                 self._authorize(call, incoming.peer)
             answer = render_result(name, namespace, self._run(handler, call), request_id)
@@ -163,7 +165,7 @@ class IdentityService:
             return
         operation = f"iam:{call.action.name}"
         resource = self._resource(call)
-        context = principal_context(caller, call.now, peer, "us-east-1")  # (IAM is global: us-east-1)
+        context = principal_context(caller, call.now, peer, "us-east-1", call.secure)  # (IAM is global: us-east-1)
         decision = decide(call.store.policies(caller), operation, resource, context)
         if decision == "allow":
             return
@@ -172,14 +174,15 @@ class IdentityService:
         raise QueryError("AccessDenied", f"User: {caller.arn} is not authorized to perform: {operation} on "
                          f"resource: {resource} {reason}", 403)
 
-    def _resource(self, call: IamCall) -> str:
+    @staticmethod
+    def _resource(call: IamCall) -> str:
         params = call.action.params
         if "RoleName" in params:
-            return f"arn:aws:iam::{self.account}:role/{params['RoleName']}"
+            return f"arn:aws:iam::{call.account}:role/{params['RoleName']}"
         name = params.get("UserName")
         if name is None and call.caller.source == "user":
             return call.caller.arn
-        return f"arn:aws:iam::{self.account}:user/{name or ''}"
+        return f"arn:aws:iam::{call.account}:user/{name or ''}"
 
     @staticmethod
     def _run(handler: Callable[[IamCall], Result], call: IamCall) -> Result:

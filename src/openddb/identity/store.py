@@ -7,9 +7,10 @@ Its name, `openddb/identity`, is one no DynamoDB client can reach: "/" is outsid
 ListTables, DescribeTable and the PartiQL planner leave it out by name (api/context.py, partiql/planner.py).
 
 Each record is one item: partition key `pk` the kind ("user", "role", "key", "session", "policy"), sort key `sk`
-its name (user or role name, access key id, the ARN of a table or stream with a resource-based policy), and `doc`
-the record as JSON text. Secrets are stored as they are (not encrypted: the store has no key yet; see README,
-Identity).
+its name (user or role name, lower case, prefixed by "<account>:" outside the default account `000000000000`;
+access key id; the ARN of a table or stream with a resource-based policy), and `doc` the record as JSON text.
+Access keys and ARNs are unique across accounts, and each key's record names its account. Secrets are stored as
+they are (not encrypted: the store has no key yet; see README, Identity).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from openddb.model.schema import KeyAttribute, TableMeta
 from openddb.storage.base import Engine, SortRange, StorageKey, WriteOp
 
 IDENTITY_TABLE = "openddb/identity"
+# The account of --root-credentials without @ACCOUNT, and of every --auth off call.
+DEFAULT_ACCOUNT = "000000000000"
 Kind = Literal["user", "role", "key", "session", "policy"]
 Doc = dict[str, Any]
 # A change of one record: the record as stored (None: absent) -> as it is to be (None: deleted; the very same
@@ -39,6 +42,13 @@ Change = Callable[[Doc | None], Doc | None]
 # How long a looked-up access key is trusted before the store is read again: a key deleted by another worker (or
 # node) stops working within this time; one deleted by this worker at once.
 CACHE_SECONDS = 1.0
+
+
+def entity_name(account: str, name: str) -> str:
+    """The sort key of a user or role `name` of `account` (":" is outside IAM's name pattern, so none collide; the
+    default account's keep the unprefixed names they had before there were several accounts)."""
+    name = name.lower()
+    return name if account == DEFAULT_ACCOUNT else f"{account}:{name}"
 
 
 def _key(kind: str, name: str) -> StorageKey:
@@ -123,12 +133,12 @@ class IdentityStore:
         CACHE_SECONDS (a policy changed by another worker or node applies within that time; by this one at once)."""
         kind: Kind = "role" if credentials.source == "role" else "user"
         name = (credentials.role or "") if kind == "role" else credentials.arn.rpartition("/")[2]
-        cached_key = (kind, name.lower())
+        cached_key = (kind, entity_name(credentials.account, name))
         now = time.monotonic()
         cached = self._policies.get(cached_key)
         if cached is not None and cached[0] > now:
             return cached[1]
-        record = self.get(kind, name.lower())
+        record = self.get(kind, entity_name(credentials.account, name))
         found = () if record is None else tuple(compiled(text) for text in record["policies"].values())
         if len(self._policies) > 4096:
             self._policies.clear()
@@ -136,7 +146,8 @@ class IdentityStore:
         return found
 
     def forget_policies(self, kind: Kind, name: str) -> None:
-        self._policies.pop((kind, name.lower()), None)
+        """`name`: as the store names it (`entity_name`)."""
+        self._policies.pop((kind, name), None)
 
 
 def _doc(data: bytes) -> Doc:

@@ -15,6 +15,7 @@ from openddb.identity.iam import IamCall, Result, new_id, new_secret
 from openddb.identity.policies import trusts
 from openddb.identity.query import SESSION_NAME_PATTERN, QueryError, timestamp
 from openddb.identity.sigv4 import Source
+from openddb.identity.store import entity_name
 
 # DurationSeconds (STS API Reference): GetSessionToken 900 s to 129,600 s (36 hours), 43,200 s by default, and for
 # the root at most 3,600 s (a longer request gets one hour); AssumeRole 900 s up to the role's MaxSessionDuration,
@@ -77,10 +78,11 @@ def assume_role(call: IamCall, verified: bool) -> Result:
     denied = QueryError("AccessDenied", f"User: {caller.arn} is not authorized to perform: sts:AssumeRole on "
                         f"resource: {role_arn}", 403)  # (STS's words)
     prefix = f"arn:aws:iam::{call.account}:role/"
-    role = call.store.get("role", role_arn.rpartition("/")[2].lower()) if role_arn.startswith(prefix) else None
+    role = call.store.get("role", entity_name(call.account, role_arn.rpartition("/")[2])) \
+        if role_arn.startswith(prefix) else None
     if role is None or role["Arn"] != role_arn or not trusts(
             role["AssumeRolePolicyDocument"], caller.account, caller.arn,
-            principal_context(caller, call.now, "", "us-east-1")):
+            principal_context(caller, call.now, "", "us-east-1", call.secure)):
         raise denied
     seconds = default if asked is None else asked
     if caller.source == "role" and seconds > CHAINED_ROLE_SECONDS:  # (STS's words)

@@ -23,6 +23,15 @@ ProjectionType = Literal["ALL", "KEYS_ONLY", "INCLUDE"]
 IndexKind = Literal["GLOBAL", "LOCAL"]
 
 
+def namespace_of_arn(arn: str, namespaced: bool) -> str:
+    """The namespace a table's (or its index's, stream's, backup's, export's) ARN puts it in where tables are kept
+    by account and region ("<account>/<region>/"), or the shared one ("")."""
+    if not namespaced:
+        return ""
+    parts = arn.split(":", 5)
+    return f"{parts[4]}/{parts[3]}/" if len(parts) == 6 else ""
+
+
 def table_arn(region: str, account: str, name: str) -> str:
     """A table's ARN (the API Reference's TableArn)."""
     return f"arn:aws:dynamodb:{region}:{account}:table/{name}"
@@ -191,6 +200,15 @@ class TableMeta:
     vector_indexes: list[VectorIndexMeta] = field(default_factory=list)
     # A restored table's RestoreSummary (SourceBackupArn, SourceTableArn, RestoreDateTime; see api/backups_restore)
     restore: dict[str, Any] | None = None
+    # The namespace the table belongs to: "" (the shared one: every account and region), or "<account>/<region>/"
+    # (docs/ACCOUNTS-AND-REGIONS.md). The engines keep it under `stored_name`; clients see `name`.
+    namespace: str = ""
+
+    @property
+    def stored_name(self) -> str:
+        """The table's name in the engine's catalog: its namespace, then its name ("/" is outside every name a
+        client can give, so no client names a namespaced table by its stored name)."""
+        return self.namespace + self.name
 
     @property
     def arn(self) -> str:

@@ -44,7 +44,7 @@ class Insights:
 
     def __init__(self, engine: Callable[[], Engine]) -> None:
         self._engine = engine
-        # table name -> (its description when last read, rule name by kind "PKC", "SKC", "PKT", "SKT")
+        # table's stored name -> (its description when last read, rule name by kind "PKC", "SKC", "PKT", "SKT")
         self.enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
         self.counts: dict[str, dict[str, float]] = {}  # rule name -> key text -> count
 
@@ -52,14 +52,15 @@ class Insights:
         """Count the keys of one answered request (a Listener: see observe/record.py)."""
         if not self.enabled:  # (refreshed once a second by the server: `refresh`; Metrics asks this first)
             return
+        namespace = record.namespace  # (`enabled` is keyed by stored names; charges name tables as clients do)
         for charge in record.charges:
-            found = self.enabled.get(charge.table)
+            found = self.enabled.get(namespace + charge.table)
             if found is None or charge.key is None or charge.index_name is not None:
                 continue
             meta, rules = found
             self._count(rules, "PKC", "SKC", meta, charge.key.pk, charge.key.sk)
         for table, pk, sk in record.throttled_keys:
-            found = self.enabled.get(table)
+            found = self.enabled.get(namespace + table)
             if found is not None:
                 self._count(found[1], "PKT", "SKT", found[0], pk, sk)
 

@@ -46,9 +46,11 @@ class RequestRecord:
     charges); `request_id`: its x-amzn-RequestId; `response_bytes`: the size of the answer's body; `throttled`:
     why the call was throttled, (reason, table, index or None) per ThrottlingReason, and `throttled_keys` the keys
     it named in the tables throttled, where it names keys (item requests); `access_key`: the caller's access key
-    ("" if it was refused before); `request`: the request as parsed (None if it could not be), and `response`: the
-    handler's answer (None if refused or empty), both as they are: a listener reads them during the call and keeps
-    none of them (the advisor reads expressions and items there rather than parse again)."""
+    ("" if it was refused before); `namespace`: the caller's ("" shared, else "<account>/<region>/": charges name a
+    table by the name clients see, and the namespace and that name are its stored name); `request`: the request as
+    parsed (None if it could not be), and `response`: the handler's answer (None if refused or empty), both as they
+    are: a listener reads them during the call and keeps none of them (the advisor reads expressions and items there
+    rather than parse again)."""
 
     # The members a request does not set keep these class-level values: a record is made on every request, and
     # setting only what differs keeps that cheap.
@@ -64,6 +66,7 @@ class RequestRecord:
     throttled: tuple[tuple[str, str, str | None], ...] = ()
     throttled_keys: tuple[tuple[str, bytes, bytes], ...] = ()  # (table, encoded partition key, sort key or b"")
     access_key = ""
+    namespace = ""
     request: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
 

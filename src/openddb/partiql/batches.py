@@ -68,8 +68,7 @@ def _error(error: DynamoDBError) -> dict[str, Any]:
 def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statement, capacity: bool) -> dict[str, Any]:
     bound = parameters(entry.get("Parameters"), parsed(entry["Statement"])[1])
     if isinstance(statement, ast.Select):
-        plan, names = plan_select(context.engine, entry["Statement"], statement, bound,
-                                  bool(entry.get("ConsistentRead")))
+        plan, names = plan_select(context, entry["Statement"], statement, bound, bool(entry.get("ConsistentRead")))
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         if context.access is not None:
@@ -82,7 +81,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         return answer
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)
-    write = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
+    write = plan_write(context, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     # charged as the native write of its kind, its secondary indexes' units included (as BatchWriteItem's are)
     charge_write(context.record, write, run_write(context, write))
     return {"TableName": write.operation.table.name}

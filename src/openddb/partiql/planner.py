@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openddb.api.context import visible_table
+from openddb.api.context import RequestContext, visible_table
 from openddb.api.keys import check_index_keys, check_key_untouched, item_key, parse_key
 from openddb.api.limits import exceeds_item_size
 from openddb.errors import ResourceNotFoundException, ValidationException
@@ -29,7 +29,7 @@ from openddb.operations import ConditionCheck, Delete, Get, Put, Update
 from openddb.partiql import ast
 from openddb.partiql.naming import Renaming, renaming, top_level
 from openddb.partiql.translate import Placeholders, bind, condition, update_text
-from openddb.storage.base import Engine, StorageKey
+from openddb.storage.base import StorageKey
 
 # DynamoDB's words for a write whose WHERE leaves part of the key open, as applications built on it quote its
 # ValidationException (clearskies-py/aws, its DynamoDB backend's note on indexed_columns; an UPDATE's comment in an
@@ -73,8 +73,8 @@ class WritePlan:
     insert: bool  # a failed condition is a DuplicateItemException
 
 
-def table_of(engine: Engine, name: str) -> TableMeta:
-    meta = visible_table(engine, name)
+def table_of(context: RequestContext, name: str) -> TableMeta:
+    meta = visible_table(context.engine, context.stored(name))
     if meta is None:
         raise ResourceNotFoundException("Requested resource not found")  # as the native reads say it
     return meta
@@ -145,10 +145,10 @@ _PLANS: dict[tuple[str, int, int], _SelectPlan] = {}
 _PLANS_MAX = 1024
 
 
-def plan_select(engine: Engine, text: str, select: ast.Select, parameters: list[AttributeValue],
+def plan_select(context: RequestContext, text: str, select: ast.Select, parameters: list[AttributeValue],
                 consistent: bool) -> tuple[Get | NativeRead, Renaming]:
     """What runs the SELECT, and how the items it reads are returned (`naming.renamed`)."""
-    meta = table_of(engine, select.table)
+    meta = table_of(context, select.table)
     cache_key = (text, meta.table_id, meta.version)
     plan = _PLANS.get(cache_key)
     if plan is None:
@@ -271,8 +271,8 @@ class _Target:
     rest: list[ast.Expr]
 
 
-def _target(engine: Engine, table: str, where: ast.Expr, parameters: list[AttributeValue]) -> _Target:
-    meta = table_of(engine, table)
+def _target(context: RequestContext, table: str, where: ast.Expr, parameters: list[AttributeValue]) -> _Target:
+    meta = table_of(context, table)
     refs = Placeholders()
     key, rest = _key_and_condition(meta, where, parameters)
     key_item, storage_key = parse_key(meta, key)
@@ -295,8 +295,9 @@ def _key_and_condition(meta: TableMeta, where: ast.Expr,
     return key, rest
 
 
-def plan_insert(engine: Engine, insert: ast.Insert, parameters: list[AttributeValue], capacity: bool) -> WritePlan:
-    meta = table_of(engine, insert.table)
+def plan_insert(context: RequestContext, insert: ast.Insert, parameters: list[AttributeValue],
+                capacity: bool) -> WritePlan:
+    meta = table_of(context, insert.table)
     value = bind(insert.item, parameters)
     if "M" not in value:
         # best guess at the wording for an INSERT whose VALUE is not a map
@@ -313,9 +314,9 @@ def plan_insert(engine: Engine, insert: ast.Insert, parameters: list[AttributeVa
     return WritePlan(put, None, True)
 
 
-def plan_update(engine: Engine, update: ast.Update, parameters: list[AttributeValue], on_failure: Any,
+def plan_update(context: RequestContext, update: ast.Update, parameters: list[AttributeValue], on_failure: Any,
                 capacity: bool) -> WritePlan:
-    target = _target(engine, update.table, update.where, parameters)
+    target = _target(context, update.table, update.where, parameters)
     meta, refs = target.meta, target.refs
     # UPDATE changes an item that exists: DynamoDB does not create one (a missing item fails the condition).
     text = f"attribute_exists({refs.name(meta.hash_key.name)})"
@@ -331,9 +332,9 @@ def plan_update(engine: Engine, update: ast.Update, parameters: list[AttributeVa
     return WritePlan(operation, update.returning, False)
 
 
-def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeValue], on_failure: Any,
+def plan_delete(context: RequestContext, delete: ast.Delete, parameters: list[AttributeValue], on_failure: Any,
                 capacity: bool) -> WritePlan:
-    target = _target(engine, delete.table, delete.where, parameters)
+    target = _target(context, delete.table, delete.where, parameters)
     extra = _joined(target.rest, target.refs)
     compiled = None
     if extra is not None:
@@ -348,7 +349,8 @@ def plan_delete(engine: Engine, delete: ast.Delete, parameters: list[AttributeVa
     return WritePlan(operation, delete.returning, False)
 
 
-def plan_exists(engine: Engine, exists: ast.Exists, parameters: list[AttributeValue], on_failure: Any) -> WritePlan:
+def plan_exists(context: RequestContext, exists: ast.Exists, parameters: list[AttributeValue],
+                on_failure: Any) -> WritePlan:
     """EXISTS(SELECT ... WHERE <the whole key> [AND ...]): a condition check that the item exists (and meets the
     rest of the WHERE)."""
     if exists.select.where is None:
@@ -357,7 +359,7 @@ def plan_exists(engine: Engine, exists: ast.Exists, parameters: list[AttributeVa
         # "The SELECT statement must specify a full primary key" (Developer Guide, "Using the EXISTS function with
         # PartiQL for DynamoDB"): an index has none. best guess at the wording of the refusal, not recorded
         raise ValidationException("EXISTS must read an item of a table by its full primary key, not an index")
-    target = _target(engine, exists.select.table, exists.select.where, parameters)
+    target = _target(context, exists.select.table, exists.select.where, parameters)
     refs = target.refs
     text = f"attribute_exists({refs.name(target.meta.hash_key.name)})"
     extra = _joined(target.rest, refs)
@@ -368,12 +370,12 @@ def plan_exists(engine: Engine, exists: ast.Exists, parameters: list[AttributeVa
                      False)
 
 
-def plan_write(engine: Engine, statement: ast.Insert | ast.Update | ast.Delete | ast.Exists,
+def plan_write(context: RequestContext, statement: ast.Insert | ast.Update | ast.Delete | ast.Exists,
                parameters: list[AttributeValue], on_failure: Any, capacity: bool) -> WritePlan:
     if isinstance(statement, ast.Exists):
-        return plan_exists(engine, statement, parameters, on_failure)
+        return plan_exists(context, statement, parameters, on_failure)
     if isinstance(statement, ast.Insert):
-        return plan_insert(engine, statement, parameters, capacity)
+        return plan_insert(context, statement, parameters, capacity)
     if isinstance(statement, ast.Update):
-        return plan_update(engine, statement, parameters, on_failure, capacity)
-    return plan_delete(engine, statement, parameters, on_failure, capacity)
+        return plan_update(context, statement, parameters, on_failure, capacity)
+    return plan_delete(context, statement, parameters, on_failure, capacity)

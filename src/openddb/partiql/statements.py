@@ -73,7 +73,7 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     bound = parameters(request.get("Parameters"), count)
     mode = request.get("ReturnConsumedCapacity")
     if isinstance(statement, ast.Select):
-        plan, names = plan_select(context.engine, text, statement, bound, bool(request.get("ConsistentRead")))
+        plan, names = plan_select(context, text, statement, bound, bool(request.get("ConsistentRead")))
         if isinstance(plan, Get):
             if context.access is not None:
                 check_statement_gets(context.access, (plan,))
@@ -82,7 +82,7 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     if isinstance(statement, ast.Exists):
         raise ValidationException(EXISTS_OUTSIDE)
     capacity = mode in ("TOTAL", "INDEXES")
-    write = plan_write(context.engine, statement, bound, request.get("ReturnValuesOnConditionCheckFailure"),
+    write = plan_write(context, statement, bound, request.get("ReturnValuesOnConditionCheckFailure"),
                        capacity)
     result = run_write(context, write)
     # "For the write operations this value will be empty" (API Reference, ExecuteStatement, Items), but for RETURNING

@@ -51,7 +51,7 @@ def execute_transaction(context: RequestContext, request: dict[str, Any]) -> dic
     inserts: list[bool] = []
     for entry, (statement, bound) in zip(entries, statements, strict=True):
         assert not isinstance(statement, ast.Select)
-        plan = plan_write(context.engine, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"),
+        plan = plan_write(context, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"),
                           False)
         operation = plan.operation
         if isinstance(operation, Update):  # held to the item size limit, as a TransactWriteItems Update is
@@ -76,7 +76,7 @@ def _read(context: RequestContext, texts: list[str], statements: list[tuple[Any,
     gets: list[Get] = []
     namings: list[Renaming] = []
     for text, (statement, bound) in zip(texts, statements, strict=True):
-        plan, names = plan_select(context.engine, text, statement, bound, True)
+        plan, names = plan_select(context, text, statement, bound, True)
         if not isinstance(plan, Get):
             raise ValidationException(NOT_ONE_ITEM)
         gets.append(plan)

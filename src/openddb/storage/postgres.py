@@ -499,13 +499,13 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         """Inside a DDL transaction: store a new table (CreateTable, and a restore's target)."""
         # Locking the counter row serialises DDL across nodes.
         tid = one_row(cur, "UPDATE openddb_catalog SET value = value + 1 WHERE key='next_tid' RETURNING value - 1")[0]
-        if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.name,)).fetchone():
+        if cur.execute("SELECT 1 FROM openddb_tables WHERE name=%s", (meta.stored_name,)).fetchone():
             raise ResourceInUseException(f"Table already exists: {meta.name}")
         meta.table_id = int(tid)
         if meta.stream is not None:  # (assigns the stream's id, which the stored description then holds)
             self._store_stream(cur, meta, clock.now())
         cur.execute("INSERT INTO openddb_tables (name, tid, version, meta) VALUES (%s, %s, 1, %s)",
-                    (meta.name, tid, meta.to_json()))
+                    (meta.stored_name, tid, meta.to_json()))
         self._ddl(cur)
 
     def _load_table(self, name: str) -> bytes | None:
@@ -521,7 +521,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def update_table(self, meta: TableMeta) -> None:
         with self._ddl_transaction() as cur:
             cur.execute("UPDATE openddb_catalog SET value = value WHERE key='next_tid'")
-            row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE", (meta.name,)).fetchone()
+            row = cur.execute("SELECT meta FROM openddb_tables WHERE name=%s FOR UPDATE",
+                              (meta.stored_name,)).fetchone()
             self._expect(None if row is None else bytes(row[0]), meta)
             # Creates, or disables, the table's stream; the writes that hold this table's catalog row have all
             # committed (FOR UPDATE above waited for them), and later ones will read the description stored here.
@@ -539,7 +540,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
                                          if i.index_id not in vectors])
             meta.version += 1
             cur.execute("UPDATE openddb_tables SET meta=%s, version = version + 1 WHERE name=%s",
-                        (meta.to_json(), meta.name))
+                        (meta.to_json(), meta.stored_name))
             self._ddl(cur)
 
     def _expect(self, stored: bytes | None, expected: TableMeta) -> None:

@@ -104,7 +104,7 @@ class PostgresBackups:
     def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
         self._backup_schema()
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") as cur:
-            found = cur.execute("SELECT tid, meta FROM openddb_tables WHERE name=%s", (table.name,)).fetchone()
+            found = cur.execute("SELECT tid, meta FROM openddb_tables WHERE name=%s", (table.stored_name,)).fetchone()
             if found is None or TableMeta.from_json(bytes(found[1])).uuid != table.uuid:
                 return None
             cur.execute("INSERT INTO openddb_backup_items (arn, h, pk, sk, pkx, size, data) "

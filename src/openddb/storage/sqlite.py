@@ -475,13 +475,13 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _insert_table(self, db: sqlite3.Connection, meta: TableMeta) -> None:
         """Inside a DDL transaction: store a new table (CreateTable, and a restore's target)."""
-        if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.name,)).fetchone():
+        if db.execute("SELECT 1 FROM tables WHERE name=?", (meta.stored_name,)).fetchone():
             raise ResourceInUseException(f"Table already exists: {meta.name}")
         tid = db.execute("SELECT value FROM catalog WHERE key='next_tid'").fetchone()[0]
         db.execute("UPDATE catalog SET value = value + 1 WHERE key='next_tid'")
         meta.table_id = tid
         self._sync_stream(meta, None, clock.now())
-        db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.name, tid, meta.to_json()))
+        db.execute("INSERT INTO tables (name, tid, meta) VALUES (?, ?, ?)", (meta.stored_name, tid, meta.to_json()))
         self._bump_catalog()
 
     def _load_table(self, name: str) -> bytes | None:
@@ -493,7 +493,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def update_table(self, meta: TableMeta) -> None:
         with self._transaction(ddl=True) as db:
-            row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.name,)).fetchone()
+            row = db.execute("SELECT meta FROM tables WHERE name=?", (meta.stored_name,)).fetchone()
             self._expect(None if row is None else row[0], meta)
             meta.version += 1
             stored = TableMeta.from_json(row[0])
@@ -506,7 +506,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             vectors = {index.index_id for index in meta.vector_indexes}
             self.drop_vector_entries(db, meta.table_id,
                                      [i.index_id for i in stored.vector_indexes if i.index_id not in vectors])
-            db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.name))
+            db.execute("UPDATE tables SET meta=? WHERE name=?", (meta.to_json(), meta.stored_name))
             self._bump_catalog()
 
     def delete_table(self, name: str, expected: TableMeta | None = None) -> None:

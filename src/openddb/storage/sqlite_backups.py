@@ -155,7 +155,7 @@ class SQLiteBackups:
         db.execute(f"INSERT INTO backups ({_RECORD}, meta) VALUES (?, ?, ?, ?, ?, 'CREATING', ?, 0, 0, x'')",
                    (record.arn, record.name, record.table_name, record.table_uuid, record.created_at,
                     record.backup_type))
-        found = db.execute(f"SELECT tid, meta FROM {store}.tables WHERE name=?", (table.name,)).fetchone()
+        found = db.execute(f"SELECT tid, meta FROM {store}.tables WHERE name=?", (table.stored_name,)).fetchone()
         if found is None or TableMeta.from_json(found[1]).uuid != table.uuid:
             return None
         db.execute(f"INSERT INTO backup_items (arn, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "

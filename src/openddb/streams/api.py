@@ -68,12 +68,18 @@ def _check_arn(arn: str) -> None:
         raise ValidationException("Invalid StreamArn")
 
 
-def _stream(engine: Engine, arn: str) -> StreamInfo:
+def _stream(context: RequestContext, arn: str) -> StreamInfo:
     _check_arn(arn)
-    stream = engine.get_stream(arn)
+    stream = context.engine.get_stream(arn) if _in_region(context, arn) else None
     if stream is None:
         raise stream_not_found(arn)
     return stream
+
+
+def _in_region(context: RequestContext, arn: str) -> bool:
+    """Whether a stream ARN is of the caller's region where tables are kept by account and region (another region's
+    stream is not found from this one; another account's is served if the authorize stage let the caller in)."""
+    return not context.namespace or arn.split(":", 4)[3:4] == [context.region]
 
 
 def stream_not_found(arn: str) -> ResourceNotFoundException:
@@ -106,8 +112,8 @@ def list_streams(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     start = request.get("ExclusiveStartStreamArn")
     if start is not None:
         _check_arn(start)
-    streams = context.engine.list_streams(table)
-    if table is not None and not streams and context.engine.get_table(table) is None:
+    streams = [stream for stream in context.engine.list_streams(table) if context.owns(stream.arn)]
+    if table is not None and not streams and context.engine.get_table(context.stored(table)) is None:
         # (best guess: the control plane's wording for a missing table)
         raise ResourceNotFoundException(f"Requested resource not found: Table: {table} not found")
     limit = request.get("Limit") or PAGE_LIMIT  # (null: not given)
@@ -134,7 +140,7 @@ def _shard_wire(shard: ShardInfo) -> dict[str, Any]:
 
 def describe_stream(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DESCRIBE_STREAM, request)
-    stream = _stream(context.engine, request["StreamArn"])
+    stream = _stream(context, request["StreamArn"])
     shards = context.engine.list_shards(stream.stream_id)
     shard_filter = request.get("ShardFilter")
     if shard_filter is not None:  # CHILD_SHARDS: the shards whose parent is the one named
@@ -166,7 +172,7 @@ def get_shard_iterator(context: RequestContext, request: dict[str, Any]) -> dict
     if not by_number and number is not None:
         raise ValidationException(f"Sequence number must not be specified with iterator type {kind}")
     engine = context.engine
-    stream = _stream(engine, request["StreamArn"])
+    stream = _stream(context, request["StreamArn"])
     shard = _shard(engine, stream, request["ShardId"])
     if kind == "TRIM_HORIZON":
         seq = _oldest(shard)
@@ -223,7 +229,7 @@ def get_records(context: RequestContext, request: dict[str, Any]) -> dict[str, A
         # DynamoDB's text, as its Kinesis adapter passes it on (spring-integration-aws pull request 59).
         raise ExpiredIteratorException("Shard iterator has expired")
     engine = context.engine
-    stream = engine.get_stream(arn) if _ARN.fullmatch(arn) else None
+    stream = engine.get_stream(arn) if _ARN.fullmatch(arn) and _in_region(context, arn) else None
     if stream is None:
         raise stream_not_found(arn)
     if stream.stream_id != position.stream_id:  # an iterator of an earlier stream of that name, or altered

@@ -118,7 +118,7 @@ def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndex
     state: dict[str, Any] = {"after": None, "filled": False}
 
     def step() -> bool:
-        current = engine.get_table(meta.name)
+        current = engine.get_table(meta.stored_name)
         target = None if current is None or current.uuid != meta.uuid else next(
             (i for i in current.vector_indexes if i.index_id == index.index_id), None)
         if current is None or target is None or target.status != "CREATING" or not engine.try_lease(
