@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from openddb import __version__
 from openddb.advisor import command as advise_command
 from openddb.advisor.settings import Settings, SettingsError, load
+from openddb.api import quotas
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.throttle import Throttle
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     _connection_options(serve)
     _auth_options(serve)
     _observation_options(serve)
+    _quota_options(serve)
     _tail_parser(commands)
     advise_command.add_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
@@ -148,6 +150,19 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
                             "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
     serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
                        help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
+
+
+def _quota_options(serve: argparse.ArgumentParser) -> None:
+    """The account's quotas: DynamoDB's defaults, changed, or lifted (api/quotas.py)."""
+    group = serve.add_argument_group("account quotas (see docs/TESTING.md)")
+    group.add_argument("--quotas", choices=("on", "off"), default=os.environ.get(quotas.APPLIED_VARIABLE, "on"),
+                       help="on (the default): the account's quotas apply as on a new AWS account (capacity per "
+                            "account and per table, decreases a day, switches to on-demand, table-class changes, "
+                            "2,500 tables); off: none of them does, for test suites that resize tables more than an "
+                            "account may ($OPENDDB_QUOTAS)")
+    group.add_argument("--quota", action="append", default=[], metavar="NAME=VALUE",
+                       help=f"set a quota as Service Quotas would (repeatable): {', '.join(quotas.NAMES)}; "
+                            "DescribeLimits reports the capacity ones")
 
 
 def _store_copy_parser(commands: Any) -> None:
@@ -606,6 +621,10 @@ def _start(args: argparse.Namespace) -> int:
         os.environ["OPENDDB_WORDING"] = args.wording
     if args.delay_transient_statuses is not None:  # (read by api/transient.py, in every worker)
         os.environ["OPENDDB_TRANSIENT_SECONDS"] = repr(args.delay_transient_statuses)
+    try:  # (read by api/quotas.py, in every worker)
+        quotas.export(args.quotas == "on", quotas.parse(args.quota))
+    except quotas.QuotaSpecError as error:
+        raise StartupError(str(error)) from None
     configs = _triggers(args)
     _stream_settings(args)
     _limits(args)
