@@ -25,6 +25,7 @@ from openddb.advisor.settings import Settings, SettingsError, load
 from openddb.api import quotas
 from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
@@ -143,7 +144,8 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
                             "docs/TESTING.md)")
     serve.add_argument("--throttling", choices=("on", "off"), default="off",
                        help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
-                            "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
+                            "limits are applied as DynamoDB applies them, with its throttling errors (the workers "
+                            "share the buckets); "
                             "off (the default): nothing is throttled, as local test suites expect")
     serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
                        help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
@@ -402,9 +404,11 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
-               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None) -> None:
+               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None,
+               buckets: str | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
-    the engine already opened for this process; `metrics`: this worker's counts, shared with the others."""
+    the engine already opened for this process; `metrics`: this worker's counts, shared with the others;
+    `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py)."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -425,7 +429,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     if args.throttling == "on":
-        dispatcher.throttle = Throttle()
+        dispatcher.throttle = Throttle(shared=SharedBuckets(buckets) if buckets else None)
         dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
@@ -700,13 +704,17 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
 
     # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads.
     share = tempfile.mkdtemp(prefix="openddb-metrics-")
+    # ... and with --throttling on, the token buckets every worker draws on, so a table's rate holds across them.
+    buckets = os.path.join(share, "throttle-buckets") if args.throttling == "on" else None
+    if buckets is not None:
+        create_buckets(buckets)
 
     def run_worker(index: int) -> int:
         # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
         own = sock if index == 0 else join(args.host, args.port)
         if index != 0:
             sock.close()
-        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index)))
+        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets))
         return 0
 
     try:

@@ -5,6 +5,7 @@ on-demand maximums, each refused with DynamoDB's error and ThrottlingReasons; of
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -145,3 +146,26 @@ def test_nothing_is_throttled_by_default(server: ServerProcess) -> None:
     table = unique_name("unthrottled")
     _table(ddb, table, 1, 1)
     assert _puts(ddb, table, [f"k{n}" for n in range(10)]) == (10, [])
+
+
+def test_workers_share_a_tables_buckets(tmp_path: Path) -> None:
+    """With --workers 2 a table is throttled at its own rate, not at that rate per worker: a 300 WCU item leaves a
+    5 WCU table a minute in debt, and every write after it is refused whichever worker serves it (each connection
+    goes to either; the request id's prefix tells which). With buckets per worker, the other one admitted writes."""
+    process = ServerProcess(str(tmp_path), "--throttling", "on", "--workers", "2")
+    try:
+        ddb = one_try_client(process)
+        table = unique_name("shared")
+        _table(ddb, table, 5, 5)
+        assert _puts(ddb, table, ["big"], 300 * 1024 - 100) == (1, [])
+        workers: set[str] = set()
+        for attempt in range(40):  # (a new client is a new connection, which the kernel gives to either worker)
+            done, refused = _puts(one_try_client(process), table, [f"k{attempt}"])
+            assert done == 0, "a worker admitted a write to a table in debt"
+            assert refused[0].response["ThrottlingReasons"][0]["reason"] == "TableWriteProvisionedThroughputExceeded"
+            workers.add(refused[0].response["ResponseMetadata"]["RequestId"][:36])
+            if len(workers) == 2 and attempt >= 5:
+                break
+        assert len(workers) == 2, "every connection went to one worker"
+    finally:
+        process.finish()
