@@ -44,6 +44,7 @@ from openddb.identity.audit import AUDITED, AuditLog
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
+from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.record import CURRENT, Listener, RequestRecord
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
@@ -262,6 +263,8 @@ class Dispatcher:
         self.faults: FaultInjector | None = None  # refuses a fraction of calls (`--inject-errors`)
         self.throttle: Throttle | None = None  # refuses calls past their tables' throughput (`--throttling on`)
         self.listeners: list[Listener] = []  # told of every request once answered (observe/record.py)
+        # answers CloudWatch's calls in the AWS JSON protocol (set by the server, which holds the metrics)
+        self.cloudwatch: Callable[[Incoming], tuple[int, bytes]] | None = None
         # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
         # at their first run (once per request, not per attempt).
         self.replaying = False
@@ -302,6 +305,9 @@ class Dispatcher:
                 if incoming.target in QUERY_TARGETS:  # IAM or STS (routed by the HTTP layer: server/http.py)
                     record.operation = ""  # (not a DynamoDB call: not observed)
                     return self.identity.handle(incoming, self.verifier, self.audit)
+                if self.cloudwatch is not None and incoming.target.startswith(CLOUDWATCH_TARGET):
+                    record.operation = ""  # (CloudWatch's reads of the metrics: server/cloudwatch_wire.py)
+                    return self.cloudwatch(incoming)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = record.request = self._parse(incoming)
