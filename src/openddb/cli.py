@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
+from openddb.api.throttle_exchange import DrawExchange
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
@@ -405,10 +407,11 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
                opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None,
-               buckets: str | None = None) -> None:
+               buckets: str | None = None, node: str = "") -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
     the engine already opened for this process; `metrics`: this worker's counts, shared with the others;
-    `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py)."""
+    `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py); `node`: this worker's
+    name among the PostgreSQL nodes that tell each other their draws (api/throttle_exchange.py)."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -429,7 +432,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     if args.throttling == "on":
-        dispatcher.throttle = Throttle(shared=SharedBuckets(buckets) if buckets else None)
+        dispatcher.throttle = _throttle(args, buckets, node)
         dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
@@ -450,6 +453,14 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     finally:
         dispatcher.engine.close()  # (the store in use: a reset replaces the one opened here)
         log.info("OpenDDB stopped")
+
+
+def _throttle(args: argparse.Namespace, buckets: str | None, node: str) -> Throttle:
+    """The throttle of `--throttling on`: on the buckets the workers share, if any, and on PostgreSQL telling the
+    other nodes its draws (worker 0 of each server takes theirs)."""
+    shared = SharedBuckets(buckets) if buckets else None
+    exchange = DrawExchange(shared, node, node.endswith("/0")) if shared is not None and args.engine else None
+    return Throttle(shared=shared, exchange=exchange)
 
 
 def _control(args: argparse.Namespace) -> Control | None:
@@ -696,32 +707,34 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
         runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
-    if workers == 1:
-        runner(_run(args, sock, opened=opened))
-        return 0
-    if args.port == 0:
-        args.port = sock.getsockname()[1]
-
-    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads.
-    share = tempfile.mkdtemp(prefix="openddb-metrics-")
-    # ... and with --throttling on, the token buckets every worker draws on, so a table's rate holds across them.
-    buckets = os.path.join(share, "throttle-buckets") if args.throttling == "on" else None
+    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads,
+    # and with --throttling on the token buckets every worker draws on, so a table's rate holds across them (and,
+    # on PostgreSQL, the draws the nodes tell each other are taken from them: one process has them too).
+    share = tempfile.mkdtemp(prefix="openddb-metrics-") if workers > 1 or args.engine else None
+    buckets = os.path.join(share, "throttle-buckets") if share and args.throttling == "on" else None
     if buckets is not None:
         create_buckets(buckets)
-
-    def run_worker(index: int) -> int:
-        # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
-        own = sock if index == 0 else join(args.host, args.port)
-        if index != 0:
-            sock.close()
-        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets))
-        return 0
-
+    server = uuid.uuid4().hex[:12]  # (this server's name among the nodes telling each other their draws)
     try:
+        if workers == 1:
+            runner(_run(args, sock, opened=opened, buckets=buckets, node=f"{server}/0"))
+            return 0
+        if args.port == 0:
+            args.port = sock.getsockname()[1]
+
+        def run_worker(index: int) -> int:
+            # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
+            own = sock if index == 0 else join(args.host, args.port)
+            if index != 0:
+                sock.close()
+            runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
+                        node=f"{server}/{index}"))
+            return 0
+
         return supervise(workers, run_worker)
     finally:
-        shutil.rmtree(share, ignore_errors=True)
-
+        if share is not None:
+            shutil.rmtree(share, ignore_errors=True)
 
 if __name__ == "__main__":
     raise SystemExit(main())

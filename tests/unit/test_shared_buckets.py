@@ -38,3 +38,18 @@ def test_a_full_probe_gives_up_the_least_recently_used_slot(tmp_path: Path, monk
     new = SharedBucket(store, "new", 2.0, 10.0, 6.0)
     assert new.offset == old.offset and new.level(6.0) == 2.0
     assert recent.level(5.0) == 1.0
+
+
+def test_what_other_nodes_drew_is_owed_by_a_bucket_made_or_yet_to_be(tmp_path: Path) -> None:
+    path = str(tmp_path / "buckets")
+    create_buckets(path)
+    store = SharedBuckets(path)
+    made = SharedBucket(store, "made", 5.0, 1500.0, 10.0)
+    store.owe("made", 12.0, 10.0)
+    assert made.level(10.0) == -7.0
+    store.owe("later", 4.0, 10.0)
+    store.owe("later", 3.0, 11.0)
+    later = SharedBucket(store, "later", 5.0, 1500.0, 12.0)  # starts with a second's 5, less the 7 owed
+    assert later.level(12.0) == -2.0
+    again = SharedBucket(SharedBuckets(path), "later", 5.0, 1500.0, 12.0)  # (found: owed once only)
+    assert again.level(12.0) == -2.0

@@ -26,7 +26,8 @@ batch with the exception only when none of it could be served; here a batch is s
 A Query's or Scan's partition is not known before it runs: they draw on the table's and index's buckets, and
 their partition after the fact. The workers of a host draw on the same buckets, in shared memory
 (api/shared_buckets.py: `openddb serve --workers N` makes them), so a table is throttled at its rate however many
-workers serve it; a Throttle without them (one process) keeps its own.
+workers serve it; a Throttle without them (one process) keeps its own. PostgreSQL nodes tell each other their draws
+through the store about once a second (api/throttle_exchange.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
 from openddb.api.shared_buckets import SharedBucket, SharedBuckets
+from openddb.api.throttle_exchange import DrawExchange
 from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -60,9 +62,10 @@ Access = Literal["Read", "Write"]
 class Bucket:
     """Tokens filled at `rate` a second up to `capacity`; admits while it holds any."""
 
-    __slots__ = ("capacity", "rate", "stamp", "tokens")
+    __slots__ = ("capacity", "key", "rate", "stamp", "tokens")
 
-    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0) -> None:
+    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0, key: str = "") -> None:
+        self.key = key  # (what names it among the shared buckets: see api/shared_buckets.py)
         self.rate = rate
         self.capacity = capacity
         # one second's worth, and what `unused` seconds left unused (best guess, see the module's doc)
@@ -82,6 +85,8 @@ class Bucket:
 class TokenBucket(Protocol):
     """A Bucket, in this process or in the host's shared memory (api/shared_buckets.py)."""
 
+    key: str
+
     def level(self, now: float) -> float: ...
 
     def take(self, amount: float, now: float) -> None: ...
@@ -92,7 +97,7 @@ MakeBucket = Callable[[str, float, float, float, float], TokenBucket]
 
 
 def _local(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
-    return Bucket(rate, capacity, now, unused)
+    return Bucket(rate, capacity, now, unused, key)
 
 
 class Resource:
@@ -138,10 +143,13 @@ def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float, make:
 class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None,
+                 exchange: DrawExchange | None = None) -> None:
         """`shared`: the host's buckets, which every worker draws on (then `monotonic` must be the host's clock,
-        time.monotonic); None: this process's own."""
+        time.monotonic); None: this process's own. `exchange`: the draws told across PostgreSQL nodes
+        (api/throttle_exchange.py; with `shared` only)."""
         self._clock = monotonic
+        self.exchange = exchange
         self._resources: dict[tuple[str, str | None], Resource] = {}
         self._shared = shared
         self._make: MakeBucket = _local
@@ -255,9 +263,14 @@ class Throttle:
             bucket = resource.write if charge.write else resource.read
             if bucket is not None:
                 bucket.take(charge.units, now)
+                if self.exchange is not None:
+                    self.exchange.drawn(bucket.key, charge.units)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                table.partition(charge.key.h).take(share, now)
+                partition = table.partition(charge.key.h)
+                partition.take(share, now)
+                if self.exchange is not None:
+                    self.exchange.drawn(partition.key, share)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:

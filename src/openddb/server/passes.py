@@ -12,6 +12,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -177,6 +178,12 @@ class ServerState:
         if self.metrics.insights is not None:
             self.metrics.insights.refresh()  # (which tables Contributor Insights counts: see observe/insights.py)
         self.metrics.sample(clock.now())  # (CloudWatch's one-minute data points: see observe/history.py)
+        throttle = self.dispatcher.throttle
+        if throttle is not None and throttle.exchange is not None:  # (draws told across nodes)
+            try:
+                throttle.exchange.run(self.engine, time.monotonic())
+            except Exception as error:  # (the store out of reach: the next round tries again)
+                log.warning("the throttle's draws were not exchanged with the other nodes: %s", error)
         self._share_metrics()
         self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
 
