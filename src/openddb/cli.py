@@ -28,7 +28,7 @@ from openddb.api.context import DEFAULT_ACCOUNT
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
 from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
-from openddb.api.throttle_exchange import DrawExchange
+from openddb.api.throttle_exchange import DrawExchange, Node
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
@@ -407,7 +407,7 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
                opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None,
-               buckets: str | None = None, node: str = "") -> None:
+               buckets: str | None = None, node: Node | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
     the engine already opened for this process; `metrics`: this worker's counts, shared with the others;
     `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py); `node`: this worker's
@@ -455,11 +455,11 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
         log.info("OpenDDB stopped")
 
 
-def _throttle(args: argparse.Namespace, buckets: str | None, node: str) -> Throttle:
+def _throttle(args: argparse.Namespace, buckets: str | None, node: Node | None) -> Throttle:
     """The throttle of `--throttling on`: on the buckets the workers share, if any, and on PostgreSQL telling the
     other nodes its draws (worker 0 of each server takes theirs)."""
     shared = SharedBuckets(buckets) if buckets else None
-    exchange = DrawExchange(shared, node, node.endswith("/0")) if shared is not None and args.engine else None
+    exchange = DrawExchange(shared, node) if shared is not None and node is not None and args.engine else None
     return Throttle(shared=shared, exchange=exchange)
 
 
@@ -668,6 +668,7 @@ def _start(args: argparse.Namespace) -> int:
         if workers > 1:
             log.warning("--advisor on with --workers %d: each worker advises on the requests it serves, and GET "
                         "/openddb/advisor answers from one of them", workers)
+    bound = time.time()  # (the throttle's draws other nodes made after this are new to this server)
     sock = bind(args.host, args.port, shared=workers > 1)
     try:
         # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,
@@ -684,7 +685,7 @@ def _start(args: argparse.Namespace) -> int:
         raise
     deliverer = _start_deliverer(args, configs, sock)
     try:
-        return _serve(args, sock, workers, opened)
+        return _serve(args, sock, workers, opened, bound)
     finally:
         _stop_deliverer(deliverer, sock)
 
@@ -699,8 +700,10 @@ def _optimize(engine: Engine) -> None:
         log.info("-optimizeDbBeforeStartup: nothing to do for this engine (it keeps its tables optimized itself)")
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: tuple[Engine, str] | None) -> int:
-    """Serve on the bound socket, in this process or in `workers` forked ones, until stopped."""
+def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: tuple[Engine, str] | None,
+           bound: float) -> int:
+    """Serve on the bound socket, in this process or in `workers` forked ones, until stopped; `bound`: when the
+    socket was bound (time.time()), from when clients may reach this server."""
     try:
         import uvloop
 
@@ -717,7 +720,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
     server = uuid.uuid4().hex[:12]  # (this server's name among the nodes telling each other their draws)
     try:
         if workers == 1:
-            runner(_run(args, sock, opened=opened, buckets=buckets, node=f"{server}/0"))
+            runner(_run(args, sock, opened=opened, buckets=buckets, node=Node(server, 0, bound)))
             return 0
         if args.port == 0:
             args.port = sock.getsockname()[1]
@@ -728,7 +731,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
             if index != 0:
                 sock.close()
             runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
-                        node=f"{server}/{index}"))
+                        node=Node(server, index, bound)))
             return 0
 
         return supervise(workers, run_worker)

@@ -191,7 +191,7 @@ def test_postgresql_nodes_tell_each_other_their_draws() -> None:
         while not refused and time.monotonic() < deadline:
             time.sleep(0.5)
             refused = _puts(client, table, ["small"])[1]
-        assert refused, "the other node never felt the first one's draws"
+        assert refused, f"the other node never felt the first one's draws: {one.output()} {two.output()}"
         assert refused[0].response["ThrottlingReasons"][0]["reason"] == "TableWriteProvisionedThroughputExceeded"
         one_try_client(one).delete_table(TableName=table)
     finally:

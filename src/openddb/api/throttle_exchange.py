@@ -5,31 +5,43 @@ across nodes too, within about a second of each node's traffic. Before the other
 admits on its own buckets: a burst spread over N nodes may pass up to N times a table's rate for that second, and
 is then owed, as DynamoDB's burst capacity would be drawn on.
 
-A node is `<server>/<worker>`: the workers of one server share their buckets already, so they publish their own
-draws but only worker 0 takes the other servers' (`applies`). A row made after this process started is new in
-full; one made before, what grew after it was first seen (a node restarting does not take the others' past as a
-debt).
+A node is `<server>/<worker>` (`Node`): the workers of one server share their buckets already, so they
+publish their own draws but only worker 0 takes the other servers' (`applies`). A row made after the server bound
+its socket (less CLOCK_SLACK seconds, for hosts' clocks) is new in full: its draws were made while this server could
+be reached; one made before, what grew after it was first seen (a node restarting does not take the others' past
+as a debt).
 """
 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from openddb.api.shared_buckets import SharedBuckets
 from openddb.storage.base import Engine
+
+CLOCK_SLACK = 2.0
+
+
+class Node(NamedTuple):
+    """A worker among the nodes: its server's name, its index, and when its server bound its socket (time.time())."""
+
+    server: str
+    worker: int
+    bound: float
 
 
 class DrawExchange:
     """One worker's side of the exchange."""
 
-    def __init__(self, shared: SharedBuckets, node: str, applies: bool) -> None:
+    def __init__(self, shared: SharedBuckets, node: Node) -> None:
         self._shared = shared
-        self._node = node
-        self._server = node.rsplit("/", 1)[0]
-        self._applies = applies
+        self._node = f"{node.server}/{node.worker}"
+        self._server = node.server
+        self._applies = node.worker == 0
         self._drawn: dict[str, float] = {}  # bucket key -> units this worker drew, since it started
         self._seen: dict[tuple[str, str], float] = {}  # (node, bucket key) -> its total when last read
-        self._started = time.time()
+        self._since = node.bound - CLOCK_SLACK
 
     def drawn(self, key: str, units: float) -> None:
         """Count units this worker took from a bucket (the throttle calls it per charge)."""
@@ -47,7 +59,7 @@ class DrawExchange:
                     continue
                 last = self._seen.get((node, key))
                 if last is None:
-                    last = 0.0 if created >= self._started else total
+                    last = 0.0 if created >= self._since else total
                 self._seen[(node, key)] = total
                 if total > last:
                     self._shared.owe(key, total - last, monotonic)
