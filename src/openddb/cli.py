@@ -16,14 +16,18 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from openddb import __version__
 from openddb.advisor import command as advise_command
 from openddb.advisor.settings import Settings, SettingsError, load
+from openddb.api import quotas
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
+from openddb.api.throttle_exchange import DrawExchange, Node
 from openddb.console.pages import Console
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
@@ -82,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     _connection_options(serve)
     _auth_options(serve)
     _observation_options(serve)
+    _quota_options(serve)
     _tail_parser(commands)
     advise_command.add_parser(commands)
     health_parser = commands.add_parser("health", help="check that a server answers (exit 0) or not (exit 1), as a "
@@ -141,13 +146,27 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
                             "docs/TESTING.md)")
     serve.add_argument("--throttling", choices=("on", "off"), default="off",
                        help="on: tables' provisioned throughput, burst capacity, on-demand maximums and partition "
-                            "limits are applied as DynamoDB applies them, with its throttling errors (per worker); "
+                            "limits are applied as DynamoDB applies them, with its throttling errors (the workers "
+                            "share the buckets); "
                             "off (the default): nothing is throttled, as local test suites expect")
     serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
                        help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
                             "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
     serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
                        help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
+
+
+def _quota_options(serve: argparse.ArgumentParser) -> None:
+    """The account's quotas: DynamoDB's defaults, changed, or lifted (api/quotas.py)."""
+    group = serve.add_argument_group("account quotas (see docs/TESTING.md)")
+    group.add_argument("--quotas", choices=("on", "off"), default=os.environ.get(quotas.APPLIED_VARIABLE, "on"),
+                       help="on (the default): the account's quotas apply as on a new AWS account (capacity per "
+                            "account and per table, decreases a day, switches to on-demand, table-class changes, "
+                            "2,500 tables); off: none of them does, for test suites that resize tables more than an "
+                            "account may ($OPENDDB_QUOTAS)")
+    group.add_argument("--quota", action="append", default=[], metavar="NAME=VALUE",
+                       help=f"set a quota as Service Quotas would (repeatable): {', '.join(quotas.NAMES)}; "
+                            "DescribeLimits reports the capacity ones")
 
 
 def _store_copy_parser(commands: Any) -> None:
@@ -408,9 +427,12 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
-               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None) -> None:
+               opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None,
+               buckets: str | None = None, node: Node | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
-    the engine already opened for this process; `metrics`: this worker's counts, shared with the others."""
+    the engine already opened for this process; `metrics`: this worker's counts, shared with the others;
+    `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py); `node`: this worker's
+    name among the PostgreSQL nodes that tell each other their draws (api/throttle_exchange.py)."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -433,7 +455,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     dispatcher.audit = _audit_log(args)
     dispatcher.faults = _fault_injector(args)
     if args.throttling == "on":
-        dispatcher.throttle = Throttle()
+        dispatcher.throttle = _throttle(args, buckets, node)
         dispatcher.listeners.append(dispatcher.throttle)
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
@@ -454,6 +476,14 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     finally:
         dispatcher.engine.close()  # (the store in use: a reset replaces the one opened here)
         log.info("OpenDDB stopped")
+
+
+def _throttle(args: argparse.Namespace, buckets: str | None, node: Node | None) -> Throttle:
+    """The throttle of `--throttling on`: on the buckets the workers share, if any, and on PostgreSQL telling the
+    other nodes its draws (worker 0 of each server takes theirs)."""
+    shared = SharedBuckets(buckets) if buckets else None
+    exchange = DrawExchange(shared, node) if shared is not None and node is not None and args.engine else None
+    return Throttle(shared=shared, exchange=exchange)
 
 
 def _control(args: argparse.Namespace) -> Control | None:
@@ -629,6 +659,10 @@ def _start(args: argparse.Namespace) -> int:
         os.environ["OPENDDB_WORDING"] = args.wording
     if args.delay_transient_statuses is not None:  # (read by api/transient.py, in every worker)
         os.environ["OPENDDB_TRANSIENT_SECONDS"] = repr(args.delay_transient_statuses)
+    try:  # (read by api/quotas.py, in every worker)
+        quotas.export(args.quotas == "on", quotas.parse(args.quota))
+    except quotas.QuotaSpecError as error:
+        raise StartupError(str(error)) from None
     configs = _triggers(args)
     _stream_settings(args)
     _limits(args)
@@ -657,6 +691,7 @@ def _start(args: argparse.Namespace) -> int:
         if workers > 1:
             log.warning("--advisor on with --workers %d: each worker advises on the requests it serves, and GET "
                         "/openddb/advisor answers from one of them", workers)
+    bound = time.time()  # (the throttle's draws other nodes made after this are new to this server)
     sock = bind(args.host, args.port, shared=workers > 1)
     try:
         # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,
@@ -673,7 +708,7 @@ def _start(args: argparse.Namespace) -> int:
         raise
     deliverer = _start_deliverer(args, configs, sock)
     try:
-        return _serve(args, sock, workers, opened)
+        return _serve(args, sock, workers, opened, bound)
     finally:
         _stop_deliverer(deliverer, sock)
 
@@ -688,36 +723,44 @@ def _optimize(engine: Engine) -> None:
         log.info("-optimizeDbBeforeStartup: nothing to do for this engine (it keeps its tables optimized itself)")
 
 
-def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: tuple[Engine, str] | None) -> int:
-    """Serve on the bound socket, in this process or in `workers` forked ones, until stopped."""
+def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: tuple[Engine, str] | None,
+           bound: float) -> int:
+    """Serve on the bound socket, in this process or in `workers` forked ones, until stopped; `bound`: when the
+    socket was bound (time.time()), from when clients may reach this server."""
     try:
         import uvloop
 
         runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
         runner = asyncio.run
-    if workers == 1:
-        runner(_run(args, sock, opened=opened))
-        return 0
-    if args.port == 0:
-        args.port = sock.getsockname()[1]
-
-    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads.
-    share = tempfile.mkdtemp(prefix="openddb-metrics-")
-
-    def run_worker(index: int) -> int:
-        # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
-        own = sock if index == 0 else join(args.host, args.port)
-        if index != 0:
-            sock.close()
-        runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index)))
-        return 0
-
+    # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads,
+    # and with --throttling on the token buckets every worker draws on, so a table's rate holds across them (and,
+    # on PostgreSQL, the draws the nodes tell each other are taken from them: one process has them too).
+    share = tempfile.mkdtemp(prefix="openddb-metrics-") if workers > 1 or args.engine else None
+    buckets = os.path.join(share, "throttle-buckets") if share and args.throttling == "on" else None
+    if buckets is not None:
+        create_buckets(buckets)
+    server = uuid.uuid4().hex[:12]  # (this server's name among the nodes telling each other their draws)
     try:
+        if workers == 1:
+            runner(_run(args, sock, opened=opened, buckets=buckets, node=Node(server, 0, bound)))
+            return 0
+        if args.port == 0:
+            args.port = sock.getsockname()[1]
+
+        def run_worker(index: int) -> int:
+            # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
+            own = sock if index == 0 else join(args.host, args.port)
+            if index != 0:
+                sock.close()
+            runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
+                        node=Node(server, index, bound)))
+            return 0
+
         return supervise(workers, run_worker)
     finally:
-        shutil.rmtree(share, ignore_errors=True)
-
+        if share is not None:
+            shutil.rmtree(share, ignore_errors=True)
 
 if __name__ == "__main__":
     raise SystemExit(main())

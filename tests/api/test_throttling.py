@@ -4,9 +4,12 @@ on-demand maximums, each refused with DynamoDB's error and ThrottlingReasons; of
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 
 from openddb.model.keys import encode_key, partition_hash
@@ -145,3 +148,52 @@ def test_nothing_is_throttled_by_default(server: ServerProcess) -> None:
     table = unique_name("unthrottled")
     _table(ddb, table, 1, 1)
     assert _puts(ddb, table, [f"k{n}" for n in range(10)]) == (10, [])
+
+
+def test_workers_share_a_tables_buckets(tmp_path: Path) -> None:
+    """With --workers 2 a table is throttled at its own rate, not at that rate per worker: a 300 WCU item leaves a
+    5 WCU table a minute in debt, and every write after it is refused whichever worker serves it (each connection
+    goes to either; the request id's prefix tells which). With buckets per worker, the other one admitted writes."""
+    process = ServerProcess(str(tmp_path), "--throttling", "on", "--workers", "2")
+    try:
+        ddb = one_try_client(process)
+        table = unique_name("shared")
+        _table(ddb, table, 5, 5)
+        assert _puts(ddb, table, ["big"], 300 * 1024 - 100) == (1, [])
+        workers: set[str] = set()
+        for attempt in range(40):  # (a new client is a new connection, which the kernel gives to either worker)
+            done, refused = _puts(one_try_client(process), table, [f"k{attempt}"])
+            assert done == 0, "a worker admitted a write to a table in debt"
+            assert refused[0].response["ThrottlingReasons"][0]["reason"] == "TableWriteProvisionedThroughputExceeded"
+            workers.add(refused[0].response["ResponseMetadata"]["RequestId"][:36])
+            if len(workers) == 2 and attempt >= 5:
+                break
+        assert len(workers) == 2, "every connection went to one worker"
+    finally:
+        process.finish()
+
+
+@pytest.mark.skipif(not os.environ.get("OPENDDB_TEST_POSTGRES"), reason="set OPENDDB_TEST_POSTGRES to a "
+                    "postgresql:// URL")
+def test_postgresql_nodes_tell_each_other_their_draws() -> None:
+    """Two nodes on one PostgreSQL: a 300 WCU item written through one leaves the 5 WCU table a minute in debt on the
+    other too, once the nodes have exchanged their draws (about a second each way, later on a busy machine). The
+    other node is sent a 1 WCU write every half second until one is refused: on its own buckets (a 5 WCU table
+    that starts with a second's capacity) it would admit them all."""
+    url = str(os.environ["OPENDDB_TEST_POSTGRES"])
+    one, two = (ServerProcess(None, "--engine", url, "--throttling", "on", "--workers", "1") for _ in range(2))
+    try:
+        table = unique_name("nodes")
+        _table(one_try_client(one), table, 5, 5)
+        assert _puts(one_try_client(one), table, ["big"], 300 * 1024 - 100) == (1, [])
+        client, refused = one_try_client(two), []
+        deadline = time.monotonic() + 20
+        while not refused and time.monotonic() < deadline:
+            time.sleep(0.5)
+            refused = _puts(client, table, ["small"])[1]
+        assert refused, f"the other node never felt the first one's draws: {one.output()} {two.output()}"
+        assert refused[0].response["ThrottlingReasons"][0]["reason"] == "TableWriteProvisionedThroughputExceeded"
+        one_try_client(one).delete_table(TableName=table)
+    finally:
+        for process in (one, two):
+            process.finish()

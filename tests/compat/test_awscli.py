@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -16,13 +18,13 @@ from tests.conftest import unique_name
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("awscli") is None, reason="awscli is not installed")
 
 
-def aws(endpoint: str, *args: str, fail: bool = False) -> dict:  # type: ignore[type-arg]
+def aws(endpoint: str, *args: str, fail: bool = False, service: str = "dynamodb") -> dict:  # type: ignore[type-arg]
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": os.devnull,
            "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_PAGER": ""}
     env.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
     done = subprocess.run([sys.executable, "-m", "awscli", "--endpoint-url", endpoint, "--output", "json",
-                           "dynamodb", *args], capture_output=True, text=True, env=env, timeout=60)
+                           service, *args], capture_output=True, text=True, env=env, timeout=60)
     if fail:
         assert done.returncode != 0, done.stdout
         return {"stderr": done.stderr}
@@ -54,4 +56,26 @@ def test_awscli_scenario(server):
                 "#s = :s", "--expression-attribute-names", '{"#s": "status"}',
                 "--expression-attribute-values", '{":s": {"S": "open"}}', "--max-items", "2")
     assert len(first["Items"]) == 2 and "NextToken" in first
+    aws(e, "delete-table", "--table-name", name)
+
+
+def test_awscli_reads_cloudwatch_metrics(server):
+    """`aws cloudwatch get-metric-statistics --endpoint-url` on the same port: the units a put consumed, once the
+    server has sampled its counts into the minute's data point (about a second)."""
+    name = unique_name("awscw")
+    e = server.endpoint
+    aws(e, "create-table", "--table-name", name, "--cli-input-json", json.dumps(KEYS))
+    aws(e, "put-item", "--table-name", name, "--item", json.dumps({"pk": {"S": "c"}, "sk": {"S": "o"}}))
+    now = datetime.datetime.now(datetime.UTC)
+    ask = ["get-metric-statistics", "--namespace", "AWS/DynamoDB", "--metric-name", "ConsumedWriteCapacityUnits",
+           "--dimensions", f"Name=TableName,Value={name}", "--period", "60", "--statistics", "Sum",
+           "--start-time", (now - datetime.timedelta(minutes=10)).isoformat(),
+           "--end-time", (now + datetime.timedelta(minutes=2)).isoformat()]
+    deadline = time.monotonic() + 10
+    answer = aws(e, *ask, service="cloudwatch")
+    while not answer["Datapoints"] and time.monotonic() < deadline:
+        time.sleep(0.3)
+        answer = aws(e, *ask, service="cloudwatch")
+    assert answer["Label"] == "ConsumedWriteCapacityUnits"
+    assert [(point["Sum"], point["Unit"]) for point in answer["Datapoints"]] == [(1.0, "Count")]
     aws(e, "delete-table", "--table-name", name)

@@ -45,6 +45,7 @@ from openddb.identity.policies import compiled
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
+from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.record import Listener, RequestRecord
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
 
@@ -278,6 +279,8 @@ class Dispatcher:
         self.secure = False  # every call comes over TLS (--tls-cert): aws:SecureTransport is true
         # Tables belong to the caller's account and region (--namespaces account-region), else to one namespace.
         self.namespaced = False
+        # answers CloudWatch's calls in the AWS JSON protocol (set by the server, which holds the metrics)
+        self.cloudwatch: Callable[[Incoming], tuple[int, bytes]] | None = None
         # Set by the server while it runs again the requests of a group commit that conflicted: they were observed
         # at their first run (once per request, not per attempt).
         self.replaying = False
@@ -314,6 +317,9 @@ class Dispatcher:
                 if incoming.target in QUERY_TARGETS:  # IAM or STS (routed by the HTTP layer: server/http.py)
                     record.operation = ""  # (not a DynamoDB call: not observed)
                     return self.identity.handle(incoming, self.verifier, self.audit)
+                if self.cloudwatch is not None and incoming.target.startswith(CLOUDWATCH_TARGET):
+                    record.operation = ""  # (CloudWatch's reads of the metrics: server/cloudwatch_wire.py)
+                    return self.cloudwatch(incoming)
                 raise UnknownOperationException()
             caller = self._authenticate(incoming)
             request = record.request = self._parse(incoming)

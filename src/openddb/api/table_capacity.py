@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from openddb.api import indexes as ix
+from openddb.api import quotas
 from openddb.api.context import RequestContext
 from openddb.api.throughput import (
     count_decrease,
@@ -136,7 +137,7 @@ def _count_class_update(meta: TableMeta, now: float, *, same: bool) -> None:
     """A table's class may change twice in 30 days (DynamoDB's recorded refusal). The class in use re-sent is
     free, but refused like a change once the two are spent (both recorded)."""
     meta.table_class_updates = [t for t in meta.table_class_updates if now - t < _CLASS_UPDATE_DAYS * 86400]
-    if len(meta.table_class_updates) >= _CLASS_UPDATES:
+    if len(meta.table_class_updates) >= _CLASS_UPDATES and quotas.current().applied:
         raise LimitExceededException(f"Subscriber limit exceeded: Updates to TableClass are limited to "
                                      f"{_CLASS_UPDATES} times in {_CLASS_UPDATE_DAYS} day(s).")
     if not same:
@@ -150,7 +151,7 @@ def _count_on_demand_switch(meta: TableMeta, now: float) -> None:
     """A table may switch to on-demand four times in a rolling 24 hours (the Developer Guide's quota). The refusal
     keeps the form DynamoDB gave when the quota was once a day, with Java's Date.toString times."""
     meta.on_demand_switches = [t for t in meta.on_demand_switches if now - t < 86400]
-    if len(meta.on_demand_switches) >= _ON_DEMAND_SWITCHES:
+    if len(meta.on_demand_switches) >= _ON_DEMAND_SWITCHES and quotas.current().applied:
         raise LimitExceededException(
             f"Subscriber limit exceeded: Update to PayPerRequest mode are limited to {_ON_DEMAND_SWITCHES} times in "
             f"1 day(s). Last update at {_java_date(meta.on_demand_switches[-1])}. Next update can be made at "

@@ -10,7 +10,7 @@ from typing import Any
 
 from openddb import clock
 from openddb.api import indexes as ix
-from openddb.api import transient
+from openddb.api import quotas, transient
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
 from openddb.api.resource_policies import attach_created, check_policy
@@ -21,11 +21,9 @@ from openddb.api.table_shapes import CREATE_TABLE, DELETE_TABLE, DESCRIBE_TABLE,
 from openddb.api.table_streams import created_stream
 from openddb.api.table_updates import update_table
 from openddb.api.tags import check_tags, with_tags
-from openddb.api.throughput import (
-    MAX_THROUGHPUT,
-    check_throughput_quota,
-)
+from openddb.api.throughput import check_throughput_quota
 from openddb.errors import (
+    LimitExceededException,
     ResourceInUseException,
     ValidationException,
     invalid,
@@ -109,6 +107,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     vd.check_table_vectors(meta)
     check_throughput_quota(context.engine, meta, context.region)
     _clear_name(context, meta.name, now)
+    _check_table_count(context)
     if transient.delayed():
         meta.pending, meta.pending_until = "CREATING", transient.until(now)
         if request.get("WarmThroughput"):
@@ -132,6 +131,21 @@ def _clear_name(context: RequestContext, name: str, now: float) -> None:
         context.engine.delete_table(existing.stored_name, existing)
     elif transient.table_status(existing, now) in ("CREATING", "DELETING"):
         transient.refuse_if_busy(existing, now)
+
+
+def _check_table_count(context: RequestContext) -> None:
+    """The account's quota of tables in the region (2,500 by default; api/quotas.py), counted as the store holds
+    them (tables being created or deleted included, as they are not yet or still there)."""
+    configured = quotas.current()
+    if not configured.applied:
+        return
+    held = sum(1 for name in context.engine.list_tables() if context.find_table(name)[1] is not None)
+    if held >= configured.tables:
+        # best guess: DynamoDB's words for this refusal were not found recorded; these follow its other
+        # "Subscriber limit exceeded" refusals and the quota's name in the API Reference (LimitExceededException)
+        raise LimitExceededException(f"Subscriber limit exceeded: The number of tables in the account in region "
+                                     f"{context.region} would exceed the account quota of {configured.tables} "
+                                     f"tables")
 
 
 def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -201,8 +215,12 @@ def describe_endpoints(context: RequestContext, request: dict[str, Any]) -> dict
 
 
 def describe_limits(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return {"AccountMaxReadCapacityUnits": 80000, "AccountMaxWriteCapacityUnits": 80000,
-            "TableMaxReadCapacityUnits": MAX_THROUGHPUT, "TableMaxWriteCapacityUnits": MAX_THROUGHPUT}
+    """The account's capacity quotas as configured (api/quotas.py), whether or not `--quotas off` lifts them."""
+    configured = quotas.current()
+    return {"AccountMaxReadCapacityUnits": configured.account_max_read,
+            "AccountMaxWriteCapacityUnits": configured.account_max_write,
+            "TableMaxReadCapacityUnits": configured.table_max_read,
+            "TableMaxWriteCapacityUnits": configured.table_max_write}
 
 
 HANDLERS = {

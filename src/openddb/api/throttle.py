@@ -24,19 +24,23 @@ large item may leave a bucket in debt, which later requests wait out, as on Dyna
 throttled; a batch (BatchGetItem, BatchWriteItem) only when every table it names is throttled (DynamoDB refuses a
 batch with the exception only when none of it could be served; here a batch is served whole or not at all).
 A Query's or Scan's partition is not known before it runs: they draw on the table's and index's buckets, and
-their partition after the fact. With `--workers N` each worker keeps its own buckets: each applies the limits to
-the requests it serves (use one worker to see a table's limits exactly).
+their partition after the fact. The workers of a host draw on the same buckets, in shared memory
+(api/shared_buckets.py: `openddb serve --workers N` makes them), so a table is throttled at its rate however many
+workers serve it; a Throttle without them (one process) keeps its own. PostgreSQL nodes tell each other their draws
+through the store about once a second (api/throttle_exchange.py).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
+from openddb.api.shared_buckets import SharedBucket, SharedBuckets
+from openddb.api.throttle_exchange import DrawExchange
 from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -58,9 +62,10 @@ Access = Literal["Read", "Write"]
 class Bucket:
     """Tokens filled at `rate` a second up to `capacity`; admits while it holds any."""
 
-    __slots__ = ("capacity", "rate", "stamp", "tokens")
+    __slots__ = ("capacity", "key", "rate", "stamp", "tokens")
 
-    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0) -> None:
+    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0, key: str = "") -> None:
+        self.key = key  # (what names it among the shared buckets: see api/shared_buckets.py)
         self.rate = rate
         self.capacity = capacity
         # one second's worth, and what `unused` seconds left unused (best guess, see the module's doc)
@@ -77,20 +82,38 @@ class Bucket:
         self.tokens -= amount
 
 
+class TokenBucket(Protocol):
+    """A Bucket, in this process or in the host's shared memory (api/shared_buckets.py)."""
+
+    key: str
+
+    def level(self, now: float) -> float: ...
+
+    def take(self, amount: float, now: float) -> None: ...
+
+
+# (key, rate, capacity, now, seconds unused) -> a bucket; the key names it among the host's shared buckets
+MakeBucket = Callable[[str, float, float, float, float], TokenBucket]
+
+
+def _local(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
+    return Bucket(rate, capacity, now, unused, key)
+
+
 class Resource:
     """A table's or a GSI's buckets, as its description sets them (`shape`: what they were made from)."""
 
-    def __init__(self, shape: tuple[Any, ...], arn: str, provisioned: bool, read: Bucket | None,
-                 write: Bucket | None, partitions: int, now: float) -> None:
+    def __init__(self, shape: tuple[Any, ...], arn: str, provisioned: bool, read: TokenBucket | None,
+                 write: TokenBucket | None, partitions: list[TokenBucket]) -> None:
         self.shape = shape
         self.arn = arn
         self.provisioned = provisioned
         self.read = read
         self.write = write
         # one bucket of partition-seconds per partition: a read unit is 1/3000 of it, a write unit 1/1000
-        self.partitions = [Bucket(1.0, 1.0, now) for _ in range(partitions)]
+        self.partitions = partitions
 
-    def partition(self, h: int) -> Bucket:
+    def partition(self, h: int) -> TokenBucket:
         return self.partitions[h * len(self.partitions) >> 32]
 
 
@@ -101,25 +124,40 @@ def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, 
             peaks, uuid)
 
 
-def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float) -> Resource:
+def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float, make: MakeBucket) -> Resource:
     """A resource's buckets; `unused`: seconds since the table was made, whose capacity its burst has kept."""
     billing, read, write, max_read, max_write, (peak_read, peak_write), _ = shape
     units = max(peak_read, read) / PARTITION_READ_UNITS + max(peak_write, write) / PARTITION_WRITE_UNITS
+    key = f"{arn} {shape!r}"
     if billing == "PROVISIONED":
-        partitions = max(1, -int(-units // 1))
-        return Resource(shape, arn, True, Bucket(read, read * BURST_SECONDS, now, unused),
-                        Bucket(write, write * BURST_SECONDS, now, unused), partitions, now)
-    partitions = max(ON_DEMAND_PARTITIONS, -int(-units // 1))
-    return Resource(shape, arn, False, Bucket(max_read, max_read, now) if max_read > 0 else None,
-                    Bucket(max_write, max_write, now) if max_write > 0 else None, partitions, now)
+        count = max(1, -int(-units // 1))
+        partitions = [make(f"{key} p{i}", 1.0, 1.0, now, 0.0) for i in range(count)]
+        return Resource(shape, arn, True, make(f"{key} r", read, read * BURST_SECONDS, now, unused),
+                        make(f"{key} w", write, write * BURST_SECONDS, now, unused), partitions)
+    count = max(ON_DEMAND_PARTITIONS, -int(-units // 1))
+    partitions = [make(f"{key} p{i}", 1.0, 1.0, now, 0.0) for i in range(count)]
+    return Resource(shape, arn, False, make(f"{key} r", max_read, max_read, now, 0.0) if max_read > 0 else None,
+                    make(f"{key} w", max_write, max_write, now, 0.0) if max_write > 0 else None, partitions)
 
 
 class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None,
+                 exchange: DrawExchange | None = None) -> None:
+        """`shared`: the host's buckets, which every worker draws on (then `monotonic` must be the host's clock,
+        time.monotonic); None: this process's own. `exchange`: the draws told across PostgreSQL nodes
+        (api/throttle_exchange.py; with `shared` only)."""
         self._clock = monotonic
+        self.exchange = exchange
         self._resources: dict[tuple[str, str | None], Resource] = {}
+        self._shared = shared
+        self._make: MakeBucket = _local
+        if shared is not None:
+            def make(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
+                return SharedBucket(shared, key, rate, capacity, now, unused)
+
+            self._make = make
 
     def table(self, meta: TableMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, meta.read_capacity, meta.write_capacity, meta.on_demand,
@@ -134,14 +172,26 @@ class Throttle:
     def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
         if found is None:  # first seen by this process: what it left unused since it was made is kept as burst
-            found = self._resources[key] = _resource(shape, arn, self._clock(), max(0.0, clock.now() - created))
+            unused = max(0.0, clock.now() - created)
+            found = self._resources[key] = _resource(shape, arn, self._clock(), unused, self._make)
         elif found.shape != shape:  # its capacity changed: buckets as it now is
-            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0)
+            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0, self._make)
         return found
 
     def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str = "") -> None:
         """Raise DynamoDB's throttling error if the operation of `record` may not run now on what `request` names
         (tables of the caller's `namespace`), noting on the record why, and the keys it named."""
+        shared = self._shared
+        if shared is None:
+            self._admit(record, request, engine, namespace)
+            return
+        shared.lock()
+        try:
+            self._admit(record, request, engine, namespace)
+        finally:
+            shared.unlock()
+
+    def _admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str) -> None:
         operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
         if operation not in _READS and operation not in _WRITES:
@@ -192,6 +242,17 @@ class Throttle:
         """Take what an answered request consumed from its buckets (a Listener: see observe/record.py)."""
         if not record.charges:
             return
+        shared = self._shared
+        if shared is None:
+            self._take(record)
+            return
+        shared.lock()
+        try:
+            self._take(record)
+        finally:
+            shared.unlock()
+
+    def _take(self, record: RequestRecord) -> None:
         now = self._clock()
         resources = self._resources
         namespace = record.namespace  # (buckets are keyed by stored names; charges name tables as clients do)
@@ -206,9 +267,14 @@ class Throttle:
             bucket = resource.write if charge.write else resource.read
             if bucket is not None:
                 bucket.take(charge.units, now)
+                if self.exchange is not None:
+                    self.exchange.drawn(bucket.key, charge.units)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                table.partition(charge.key.h).take(share, now)
+                partition = table.partition(charge.key.h)
+                partition.take(share, now)
+                if self.exchange is not None:
+                    self.exchange.drawn(partition.key, share)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from openddb.observe.history import History
 from openddb.observe.insights import Insights
 from openddb.observe.record import Charge, RequestRecord
 
@@ -72,6 +73,7 @@ class Metrics:
         # (TableName, GlobalSecondaryIndexName, "r" or "w") -> units, for charges outside the request's own series
         self.units: dict[tuple[str, str, str], float] = {}
         self.insights: Insights | None = None  # Contributor Insights' counts, served with the metrics
+        self.history = History()  # CloudWatch's one-minute data points (observe/history.py), sampled off the path
         self._share = Path(share) if share else None
         self._own = self._share / f"worker-{worker}.json" if self._share else None
         self._dirty = False
@@ -136,9 +138,15 @@ class Metrics:
         else:
             _add(counters["UserErrors"], ())
 
-    def snapshot(self) -> dict[str, Any]:
+    def sample(self, now: float) -> None:
+        """Add what this worker counted since the last sample to its one-minute history (about once a second)."""
+        if self.history.sample(self.snapshot(history=False), now):
+            self._dirty = True
+
+    def snapshot(self, history: bool = True) -> dict[str, Any]:
         """This worker's figures, as the other workers read them: {"counters": {name: [[labels, value]...]},
-        "latency": [[[TableName, Operation], bucket counts and sum]...], "cpu", "rss", "fds"}."""
+        "latency": [[[TableName, Operation], bucket counts and sum]...], "cpu", "rss", "fds", "insights",
+        "history" (observe/history.py; left out with `history` False)}."""
         counters = {name: dict(series) for name, series in self.counters.items()}
         read, write = counters["ConsumedReadCapacityUnits"], counters["ConsumedWriteCapacityUnits"]
         returned = counters["ReturnedItemCount"]
@@ -158,7 +166,8 @@ class Metrics:
         return {"counters": {name: [[list(labels), value] for labels, value in series.items()]
                              for name, series in counters.items()},
                 "latency": latency, "cpu": usage.ru_utime + usage.ru_stime, "rss": _resident_bytes(),
-                "fds": _open_fds(), "insights": self.insights.snapshot() if self.insights is not None else {}}
+                "fds": _open_fds(), "insights": self.insights.snapshot() if self.insights is not None else {},
+                "history": self.history.snapshot() if history else {}}
 
     def share(self) -> float:
         """Write this worker's snapshot for the others if it changed and the last is SNAPSHOT_SECONDS old; the

@@ -26,6 +26,7 @@ from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
 from openddb.observe.metrics import Metrics
+from openddb.server import cloudwatch_wire
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
 from openddb.server.cors import Cors
@@ -447,6 +448,12 @@ class HttpProtocol(asyncio.Protocol):
             # a best guess (the same routing failure).
             if self.server.control is not None and url.startswith(b"/openddb/"):
                 self._control(method, extra, request_id, keep_alive)
+                return
+            operation = cloudwatch_wire.operation_of(url)
+            if operation is not None:  # CloudWatch's reads of the metrics (server/cloudwatch_wire.py)
+                status, body, more = self.server.cloudwatch(operation, b"".join(self._body))
+                self._answer(render_extended(status, body, cloudwatch_wire.CONTENT_TYPE, request_id, keep_alive,
+                                             extra + more, None), keep_alive)
                 return
             if content_type is not None and _media_type(content_type) == FORM_TYPE and url.split(b"?", 1)[0] == b"/":
                 target = query_target(headers.get(b"authorization"))

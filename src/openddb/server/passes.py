@@ -12,19 +12,25 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
 
+from openddb import clock
 from openddb.advisor import report
 from openddb.advisor.listener import Advisor
 from openddb.advisor.state import ServerState as AdvisedState
+from openddb.api.context import visible_table
+from openddb.api.incoming import Incoming
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.observe import prometheus
-from openddb.observe.insights import Insights
+from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
+from openddb.observe.insights import Insights, rule_names
 from openddb.observe.metrics import Metrics
+from openddb.server import cloudwatch_wire
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
 from openddb.server.requests_log import LogFormat, RequestLog
@@ -76,6 +82,7 @@ class ServerState:
         self.metrics.insights = Insights(lambda: self.dispatcher.engine)
         self._sharing: asyncio.TimerHandle | None = None  # a later write of this worker's metrics, when one is due
         dispatcher.listeners.append(self.metrics)
+        dispatcher.cloudwatch = self.cloudwatch_json  # (CloudWatch's calls in the AWS JSON protocol)
         self.advisor = advisor  # (GET /openddb/advisor; told of every request; None: --advisor off)
         if advisor is not None:
             dispatcher.listeners.append(advisor)
@@ -124,6 +131,26 @@ class ServerState:
         """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
         return prometheus.render(self.metrics.collected(), self.engine)
 
+    def cloudwatch(self, operation: str, body: bytes) -> tuple[int, bytes, bytes]:
+        """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines."""
+        return cloudwatch_wire.answer(operation, body, self.metrics.collected, self._insight_rules)
+
+    def cloudwatch_json(self, incoming: Incoming) -> tuple[int, bytes]:
+        """A CloudWatch call in the AWS JSON protocol, as the dispatcher hands it over (its X-Amz-Target)."""
+        operation = incoming.target[len(CLOUDWATCH_TARGET):].decode("latin-1")
+        return cloudwatch_wire.answer_json(operation, incoming.body, self.metrics.collected, self._insight_rules)
+
+    def _insight_rules(self) -> set[str]:
+        """The Contributor Insights rules the tables' enabled insights have now (observe/insights.py)."""
+        engine = self.dispatcher.engine
+        found: set[str] = set()
+        for name in engine.list_tables():
+            meta = visible_table(engine, name)
+            for index, setting in (meta.contributor_insights if meta is not None else {}).items():
+                if meta is not None and setting["status"] == "ENABLED":
+                    found.update(rule_names(meta, index, setting))
+        return found
+
     def advisor_page(self, query: bytes) -> tuple[int, bytes]:
         """GET /openddb/advisor[?table=T&since=EPOCH]: the advisor's report as JSON (docs/ADVISOR.md); 404 with
         --advisor off, 400 for a `since` that is not a number."""
@@ -150,6 +177,14 @@ class ServerState:
         self.dispatcher.run_background()
         if self.metrics.insights is not None:
             self.metrics.insights.refresh()  # (which tables Contributor Insights counts: see observe/insights.py)
+        self.metrics.sample(clock.now())  # (CloudWatch's one-minute data points: see observe/history.py)
+        throttle = self.dispatcher.throttle
+        if throttle is not None and throttle.exchange is not None:  # (draws told across nodes)
+            try:
+                throttle.exchange.run(self.engine, time.monotonic())
+            except Exception as error:  # (the store out of reach: the next round tries again)
+                log.warning("the throttle's draws were not exchanged with the other nodes: %s", error)
+        self._share_metrics()
         self.background = loop.call_later(BACKGROUND_SECONDS, self.run_background)
 
     def sweep(self) -> None:

@@ -512,6 +512,12 @@ class Engine(ABC):
         never the test clock (openddb.clock): processes coordinate in the time they share, and a server whose
         clock a test moved ahead must not hold a lease the others then wait an hour for."""
 
+    def exchange_draws(self, node: str, totals: dict[str, float], now: float) -> list[tuple[str, str, float, float]]:
+        """Publish `node`'s cumulative draws on the throttle's buckets (key -> units) and return the other nodes':
+        (node, key, total, when its row was made), real time (time.time()) as `now`. Only an engine that nodes on
+        several hosts share has others to tell (storage/postgres_throttle.py); here there are none."""
+        return []
+
     @abstractmethod
     def get_token(self, token: str) -> RequestToken | None:
         """The committed record of a ClientRequestToken (possibly expired; the caller checks its age), or None."""

@@ -54,6 +54,7 @@ from openddb.errors import LimitExceededException, ResourceInUseException, Trans
 from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.model.values import item_size
+from openddb.storage import postgres_throttle
 from openddb.storage.base import (
     TOKEN_LIFETIME,
     CatalogChanged,
@@ -256,6 +257,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._catalog_version = -1
         self._stale = True
         self._token_writes = 0
+        self._draws_table = False  # the throttle's shared draws table is known to exist (postgres_throttle.py)
         self._conn = self._connect()
         self._replicas = Replicas([Replica(replica, _redact(replica)) for replica in replicas], self._wal_position,
                                   replica_max_lag) if replicas else None
@@ -842,6 +844,18 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def try_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         with self._transaction() as cur:
             return cur.execute(_LEASE, (name, holder, now + seconds, now)).fetchone() is not None
+
+    def exchange_draws(self, node: str, totals: dict[str, float], now: float) -> list[tuple[str, str, float, float]]:
+        with self._transaction() as cur:
+            if not self._draws_table:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (postgres_throttle.SCHEMA_LOCK,))
+                cur.execute(postgres_throttle.TABLE)
+            cur.executemany(postgres_throttle.PUBLISH, [(node, key, total, now, now) for key, total in totals.items()])
+            rows = cur.execute(postgres_throttle.READ, (node, now - postgres_throttle.STALE_SECONDS)).fetchall()
+            if not self._draws_table or int(now) % 60 == 0:
+                cur.execute(postgres_throttle.TRIM, (now - postgres_throttle.STALE_SECONDS,))
+        self._draws_table = True
+        return [(str(row[0]), str(row[1]), float(row[2]), float(row[3])) for row in rows]
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._cursor().execute("SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s",
