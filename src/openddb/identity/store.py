@@ -8,8 +8,8 @@ ListTables, DescribeTable and the PartiQL planner leave it out by name (api/cont
 
 Each record is one item: partition key `pk` the kind ("user", "role", "key", "session", "policy"), sort key `sk`
 its name (user or role name, access key id, the ARN of a table or stream with a resource-based policy), and `doc`
-the record as JSON text. Secrets are stored as they are (not encrypted: the store has no key yet; see README,
-Identity).
+the record as JSON text. Secrets are stored as they are: encrypted at rest with the whole store when the embedded
+store has a key (docs/ENCRYPTION.md), in plaintext otherwise (see README, Identity).
 """
 
 from __future__ import annotations
