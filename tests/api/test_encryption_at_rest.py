@@ -126,7 +126,14 @@ def test_nothing_written_under_the_data_dir_is_readable(tmp_path: Path) -> None:
         by_email = ddb.query(TableName=name, IndexName="byEmail", KeyConditionExpression="email = :e",
                              ExpressionAttributeValues={":e": {"S": "IndexKeyMarker@x.example"}})["Items"]
         assert [found["pk"]["S"] for found in by_email] == ["PartitionKeyMarker7"]
-        assert [backup["BackupName"] for backup in ddb.list_backups(TableName=name)["BackupSummaries"]] == ["known"]
+        (backup,) = ddb.list_backups(TableName=name)["BackupSummaries"]
+        details = ddb.describe_backup(BackupArn=backup["BackupArn"])["BackupDescription"]
+        assert details["SourceTableFeatureDetails"]["SSEDescription"]["Status"] == "ENABLED"
+        restored = unique_name("restored")  # (the backups file attached to the store's connection, with the key)
+        ddb.restore_table_from_backup(TargetTableName=restored, BackupArn=backup["BackupArn"])
+        ddb.get_waiter("table_exists").wait(TableName=restored, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        item = ddb.get_item(TableName=restored, Key={"pk": {"S": "PartitionKeyMarker7"}})["Item"]
+        assert item["note"] == {"S": "NewValueMarker"}
     finally:
         again.finish()
     copy = start(data / "copy", "--encryption-key-file", key)
