@@ -192,14 +192,17 @@ def refused(data_dir: Path | None, *args: str, **env: str) -> str:
 
 @pytest.fixture
 def encrypted(tmp_path: Path) -> tuple[Path, str]:
-    """A stopped store encrypted with a key, holding one table; its data dir and key file."""
+    """A stopped store encrypted with a key, holding one table with an item and an on-demand backup of it (so both
+    of the store's files); its data dir and key file."""
     data, key = tmp_path / "data", key_file(tmp_path)
     server = ServerProcess(str(data), "--workers", "1", "--encryption-key-file", key)
     try:
-        client(server, "dynamodb", "any", "any").create_table(
-            TableName="kept", BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        ddb = client(server, "dynamodb", "any", "any")
+        ddb.create_table(TableName="kept", BillingMode="PAY_PER_REQUEST",
+                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        ddb.put_item(TableName="kept", Item={"pk": {"S": "one"}})
+        ddb.create_backup(TableName="kept", BackupName="kept")
     finally:
         server.finish()
     return data, key
@@ -220,6 +223,10 @@ def test_a_wrong_key_or_none_is_refused(encrypted: tuple[Path, str], tmp_path: P
     (tmp_path / "empty").write_text("\n")
     assert refused(data, "--encryption-key-file", str(tmp_path / "empty")) == \
         f"openddb: the key file {tmp_path / 'empty'} is empty"
+    assert "an encryption key is for the embedded store: PostgreSQL's data is encrypted at rest by its own means" \
+        in refused(data, "--engine", "postgresql://me@127.0.0.1:1/db", "--encryption-key-file", key)
+    copied = openddb("backup", str(tmp_path / "copy"), "--data-dir", str(data))  # (no key: refused)
+    assert copied.returncode == 1 and "openddb.sqlite3 is encrypted (or is not a SQLite database)" in copied.stderr
     assert refused(None, "--encryption-key-file", key).endswith(
         "an --in-memory store writes none")
 
@@ -267,8 +274,8 @@ def test_rekey_rotates_the_key_and_turns_encryption_off_and_on(encrypted: tuple[
     data, old = encrypted
     new = key_file(tmp_path, "new")
     done = openddb("rekey", "--data-dir", str(data), "--encryption-key-file", old, "--new-key-file", new)
-    assert (done.returncode, done.stdout) == (0, "openddb rekey: openddb.sqlite3 encrypted with the new key\n"), \
-        done.stderr
+    assert (done.returncode, done.stdout) == (
+        0, "openddb rekey: openddb.sqlite3, openddb-backups.sqlite3 encrypted with the new key\n"), done.stderr
     again = openddb("rekey", "--data-dir", str(data), "--encryption-key-file", old, "--new-key-file", new)
     assert again.stdout.startswith("openddb rekey: every file opens with the new key already")  # (resumable)
     assert "the encryption key does not open" in refused(data, "--encryption-key-file", old)
@@ -277,7 +284,9 @@ def test_rekey_rotates_the_key_and_turns_encryption_off_and_on(encrypted: tuple[
     assert openddb("rekey", "--data-dir", str(data), "--new-key-file", old).returncode == 0
     server = ServerProcess(str(data), "--workers", "1", "--encryption-key-file", old)
     try:
-        assert client(server, "dynamodb", "any", "any").list_tables()["TableNames"] == ["kept"]
+        ddb = client(server, "dynamodb", "any", "any")
+        assert ddb.get_item(TableName="kept", Key={"pk": {"S": "one"}})["Item"] == {"pk": {"S": "one"}}
+        assert [backup["BackupName"] for backup in ddb.list_backups()["BackupSummaries"]] == ["kept"]
         busy = openddb("rekey", "--data-dir", str(data), "--encryption-key-file", old, "--new-key-file", new)
         assert (busy.returncode, busy.stderr) == (1, f"openddb: a server has the store at {data} open: stop it "
                                                      "first\n")
