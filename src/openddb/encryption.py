@@ -5,6 +5,7 @@ plaintext store, or decrypts one)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any
@@ -23,6 +24,7 @@ from openddb.storage.store_keys import (
 )
 
 FILE_VARIABLE = "OPENDDB_ENCRYPTION_KEY_FILE"
+log = logging.getLogger("openddb")
 
 
 def add_key_options(parser: argparse.ArgumentParser) -> None:
@@ -57,9 +59,20 @@ def store_key(args: argparse.Namespace) -> StoreKey | None:
     if provider is None:
         return None
     try:
-        return StoreKey.of(provider)
+        key = StoreKey.of(provider)
     except KeyUnavailable as error:
         raise StartupError(str(error)) from None
+    if isinstance(provider, KeyFile):
+        _warn_if_shared(provider.path)
+    return key
+
+
+def _warn_if_shared(path: str) -> None:
+    """A key file other users can read is as good as a plaintext store to them: said once at start (as ssh says of
+    a private key's mode), not refused, since the file's owner decides."""
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o077:
+        log.warning("the key file %s can be read by other users (mode %03o): chmod 600 %s", path, mode, path)
 
 
 def add_rekey_parser(commands: Any) -> None:

@@ -39,6 +39,7 @@ def openddb(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def key_file(folder: Path, name: str = "key") -> str:
     path = folder / name
     path.write_text(secrets.token_hex(32) + "\n")
+    path.chmod(0o600)
     return str(path)
 
 
@@ -240,6 +241,23 @@ def test_a_plaintext_store_is_not_opened_with_a_key(tmp_path: Path) -> None:
         server.finish()
     line = refused(plain, "--encryption-key-file", key_file(tmp_path))
     assert f"{plain / 'openddb.sqlite3'} is not encrypted: open it without a key, or encrypt it first" in line
+
+
+def test_a_key_file_others_can_read_is_warned_of(encrypted: tuple[Path, str]) -> None:
+    data, key = encrypted
+    Path(key).chmod(0o644)
+    server = ServerProcess(str(data), "--workers", "1", "--encryption-key-file", key)
+    try:
+        assert client(server, "dynamodb", "any", "any").list_tables()["TableNames"] == ["kept"]
+    finally:
+        log = server.finish()
+    assert f"the key file {key} can be read by other users (mode 644): chmod 600 {key}" in log
+    Path(key).chmod(0o600)
+    server = ServerProcess(str(data), "--workers", "1", "--encryption-key-file", key)
+    try:
+        assert client(server, "dynamodb", "any", "any").list_tables()["TableNames"] == ["kept"]
+    finally:
+        assert "can be read by other users" not in server.finish()
 
 
 def test_the_key_from_a_command_or_the_environment(encrypted: tuple[Path, str], tmp_path: Path,
