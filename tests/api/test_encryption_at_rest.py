@@ -278,6 +278,26 @@ def test_the_key_from_a_command_or_the_environment(encrypted: tuple[Path, str], 
         server.finish()
 
 
+def test_a_passphrase_is_a_key_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Text that is not 64 hex digits is a passphrase SQLCipher derives the key from (PBKDF2, a salt per file).
+    data = tmp_path / "data"
+    monkeypatch.setenv("OPENDDB_ENCRYPTION_KEY", "correct horse battery staple")
+    for round_ in range(2):
+        server = ServerProcess(str(data), "--workers", "1")
+        try:
+            ddb = client(server, "dynamodb", "any", "any")
+            if round_ == 0:
+                ddb.create_table(TableName="words", BillingMode="PAY_PER_REQUEST",
+                                 AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                                 KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+                ddb.put_item(TableName="words", Item={"pk": {"S": "PassphraseMarker"}})
+            assert ddb.get_item(TableName="words", Key={"pk": {"S": "PassphraseMarker"}})["Item"]
+        finally:
+            server.finish()
+    assert found_on_disk(data, [b"PassphraseMarker"]) == {}
+    assert "the encryption key does not open" in refused(data, OPENDDB_ENCRYPTION_KEY="correct horse battery")
+
+
 def test_sqlcipher_missing_names_the_extra(tmp_path: Path) -> None:
     # As if the encryption extra was not installed: importing sqlcipher3 fails.
     code = "import sys; sys.modules['sqlcipher3'] = None; from openddb.cli import main; sys.exit(main(sys.argv[1:]))"
