@@ -1,5 +1,6 @@
 # OpenDDB: a DynamoDB-compatible server. docs/CONTAINER.md shows docker run, docker-compose and Testcontainers.
-#   docker build -t openddb .                               (the PostgreSQL driver too: --build-arg EXTRAS=postgres)
+#   docker build -t openddb .                               (the PostgreSQL driver too: --build-arg EXTRAS=postgres;
+#                                                           encryption at rest: EXTRAS=encryption, or postgres,encryption)
 #   docker run -p 8000:8000 -v openddb-data:/data openddb   (durable, in the volume /data)
 #   docker run -p 8000:8000 openddb -inMemory               (DynamoDB Local's options work as its image's do)
 FROM python:3.12-slim-bookworm

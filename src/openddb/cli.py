@@ -10,7 +10,6 @@ import re
 import shutil
 import signal
 import socket
-import sqlite3
 import ssl
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
 from openddb.api.throttle_exchange import DrawExchange, Node
 from openddb.console.pages import Console
+from openddb.encryption import add_key_options, add_rekey_parser, rekey, store_key
 from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.identity.store import DEFAULT_ACCOUNT
@@ -40,6 +40,7 @@ from openddb.server.tls import TlsSetupError, server_context
 from openddb.server.workers import stop_with_parent, supervise
 from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite, remove_sqlite_store
 from openddb.storage.base import Engine, StreamSettings
+from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver
 from openddb.storage.sqlite_copy import StoreCopyError, backup_store, restore_store
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                                help="for an https:// endpoint: the certificate authority to trust (openddb-ca.pem)")
     _cert_parser(commands)
     _store_copy_parser(commands)
+    add_rekey_parser(commands)
     return parser
 
 
@@ -122,6 +124,7 @@ def _store_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--disk-reserve-mb", type=int, default=32, metavar="MB",
                        help="disk space the embedded store holds in reserve and gives up when the disk fills, so it "
                             "can checkpoint and recover once there is room (default 32; 0: none)")
+    add_key_options(serve)
 
 
 def _log_and_page_options(serve: argparse.ArgumentParser) -> None:
@@ -179,15 +182,22 @@ def _store_copy_parser(commands: Any) -> None:
     for command in (backup, restore):
         command.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
                              help="the store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+        add_key_options(command)  # (an encrypted store's copy is encrypted with its key)
 
 
 def _store_copy(args: argparse.Namespace) -> int:
     try:
+        key = store_key(args)
+        errors = driver(key).error  # (SQLCipher's errors are its own classes)
+    except (StartupError, EncryptionUnavailable) as error:
+        print(f"openddb: {error}", file=sys.stderr)
+        return 1
+    try:
         if args.command == "backup":
-            copied = backup_store(args.data_dir, args.path)
+            copied = backup_store(args.data_dir, args.path, key)
         else:
-            copied = restore_store(args.path, args.data_dir)
-    except (StoreCopyError, OSError, sqlite3.Error) as error:
+            copied = restore_store(args.path, args.data_dir, key)
+    except (StoreKeyRefused, StoreCopyError, OSError, errors) as error:
         print(f"openddb: {error}", file=sys.stderr)
         return 1
     print(f"openddb {args.command}: {', '.join(copied)}")
@@ -413,6 +423,9 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
     """The storage engine the options ask for, and how the start-up log line names it (StartupError if it cannot
     be opened)."""
     if args.engine:
+        if args.store_key is not None:
+            raise StartupError("an encryption key is for the embedded store: PostgreSQL's data is encrypted at rest "
+                               "by its own means, which its operator sets up (see docs/ENCRYPTION.md)")
         postgres = open_postgres(args.engine, args.engine_replicas, args.replica_max_lag)
         postgres.stream_settings = _stream_settings(args)
         mode = "LISTEN/NOTIFY" if postgres.listening else "polling"
@@ -421,9 +434,11 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
         return postgres, f"engine: postgresql {postgres.location}, catalog changes by {mode}{replicas}"
     if args.engine_replicas:
         raise StartupError("--engine-replica needs --engine postgresql://... (the primary)")
-    sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync, args.disk_reserve_mb << 20)
+    sqlite = open_sqlite(None if args.in_memory else args.data_dir, args.sync, args.disk_reserve_mb << 20,
+                         args.store_key)
     sqlite.stream_settings = _stream_settings(args)
-    return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(args.data_dir))
+    return sqlite, "engine: sqlite, data: " + ("memory" if args.in_memory else os.path.abspath(args.data_dir)) + \
+        (", encrypted at rest" if sqlite.encrypted else "")
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
@@ -520,7 +535,16 @@ def _triggers(args: argparse.Namespace) -> list[TriggerConfig]:
     for config in configs:
         if config.on_failure is None and not args.in_memory:
             config.on_failure = os.path.join(args.data_dir, "triggers", "failures.jsonl")
+        if args.store_key is not None and config.on_failure is not None and \
+                _inside(config.on_failure, args.data_dir):
+            config.payload = False  # (the batch's items would be plaintext beside the encrypted store)
     return configs
+
+
+def _inside(path: str, directory: str) -> bool:
+    """Whether `path` is under `directory`."""
+    return os.path.commonpath([os.path.realpath(path), os.path.realpath(directory)]) == \
+        os.path.realpath(directory)
 
 
 def _start_deliverer(args: argparse.Namespace, configs: list[TriggerConfig], sock: socket.socket) -> int | None:
@@ -629,6 +653,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cert(args)
     if args.command in ("backup", "restore"):
         return _store_copy(args)
+    if args.command == "rekey":
+        return rekey(args)
     if args.command == "advise":
         return advise_command.main(args)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT,
@@ -663,6 +689,7 @@ def _start(args: argparse.Namespace) -> int:
         quotas.export(args.quotas == "on", quotas.parse(args.quota))
     except quotas.QuotaSpecError as error:
         raise StartupError(str(error)) from None
+    args.store_key = store_key(args)  # (once, before the workers fork: a key command runs once)
     configs = _triggers(args)
     _stream_settings(args)
     _limits(args)

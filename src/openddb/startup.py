@@ -6,12 +6,13 @@ from __future__ import annotations
 import errno
 import os
 import re
-import sqlite3
 import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from openddb.server.listen import listen, port_owner
+from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver
+from openddb.storage.store_keys import StoreKey
 
 if TYPE_CHECKING:
     import socket
@@ -67,19 +68,27 @@ def check_data_dir(path: str) -> None:
             raise StartupError(f"the store file {store_file} is not writable by this user")
 
 
-def open_sqlite(path: str | None, sync: str, reserve_bytes: int | None = None) -> SQLiteEngine:
+def open_sqlite(path: str | None, sync: str, reserve_bytes: int | None = None,
+                key: StoreKey | None = None) -> SQLiteEngine:
     """The embedded engine on `path` (None: in memory), as a server uses it; `reserve_bytes`: disk space held
-    against a full disk (None: the engine's default)."""
+    against a full disk (None: the engine's default); `key`: the store is encrypted with it."""
     from openddb.storage.sqlite import SQLiteEngine
 
     if path is None:
+        if key is not None:
+            raise StartupError("an encryption key is for the data dir's files: an --in-memory store writes none")
         return SQLiteEngine(None, sync=sync, group_commit=True, shared_reads=True)
     check_data_dir(path)
     try:
+        errors = driver(key).error
+    except EncryptionUnavailable as error:
+        raise StartupError(str(error)) from None
+    try:
         if reserve_bytes is None:
-            return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True)
-        return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True, reserve_bytes=reserve_bytes)
-    except (sqlite3.Error, OSError) as error:
+            return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True, key=key)
+        return SQLiteEngine(path, sync=sync, group_commit=True, shared_reads=True, reserve_bytes=reserve_bytes,
+                            key=key)
+    except (StoreKeyRefused, errors, OSError) as error:
         raise StartupError(f"cannot open the store in {path}: {error}") from None
 
 

@@ -453,6 +453,34 @@ def test_ttl_deletion_reaches_the_trigger_with_lambdas_user_identity(receiver: R
         server.finish()
 
 
+@pytest.mark.skipif(bool(os.environ.get("OPENDDB_TEST_ENGINE")), reason="encrypts the embedded store")
+def test_an_encrypted_data_dir_keeps_no_items_in_the_failure_file(tmp_path: Path, receiver: Receiver) -> None:
+    # With a key, the default failure file (in the data dir) gets the batch's stream and sequence numbers only,
+    # as Lambda's SQS and SNS destinations do: the items would be plaintext beside the encrypted store.
+    table, data, key, config = unique_name("trig"), tmp_path / "data", tmp_path / "key", tmp_path / "triggers.json"
+    key.write_text("ab" * 32)
+    config.write_text(json.dumps({"trigger": [{"table": table, "url": receiver.url, "max_retries": 0}]}))
+    server = ServerProcess(str(data), "--workers", "1", "--encryption-key-file", str(key), "--stream-shards", "1",
+                           "--config", str(config))
+    failures = data / "triggers" / "failures.jsonl"
+    try:
+        ddb = make_client(server.endpoint)
+        stream_table(ddb, table)
+        receiver.failing = True
+        ddb.put_item(TableName=table, Item={"pk": {"S": "FailedKeyMarker"}, "v": {"S": "FailedValueMarker"}})
+        wait_for(lambda: failures.exists() and failures.read_text().endswith("\n"))
+        record = json.loads(failures.read_text().splitlines()[0])
+        assert "payload" not in record
+        assert record["DDBStreamBatchInfo"]["batchSize"] == 1
+        assert record["DDBStreamBatchInfo"]["streamArn"] == \
+            ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    finally:
+        server.finish()
+    for path in data.rglob("*"):
+        if path.is_file():
+            assert b"FailedKeyMarker" not in path.read_bytes() and b"FailedValueMarker" not in path.read_bytes()
+
+
 def test_a_failing_batch_holds_back_its_own_shard_only(receiver: Receiver) -> None:
     # As in Lambda, a batch being retried blocks the shard it came from; the other shards go on delivering, and
     # once the endpoint takes the batch everything arrives, in order per item.

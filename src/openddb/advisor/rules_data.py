@@ -142,9 +142,11 @@ def timestamp_format(advisor: Advisor, seen: TableObservations | None, meta: Tab
 
 
 def encryption_off(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    found: list[Outcome] = [NotChecked(
-        "encryption-off", meta.name, "encryption of the store at rest: OpenDDB does not encrypt its store itself, "
-        "and the server cannot read whether the disk under it is encrypted")]
+    # The store encrypted by the engine itself (the embedded store with a key) is checked; otherwise the disk's or
+    # the database server's own encryption may still be there, which the server cannot read.
+    found: list[Outcome] = [] if advisor.engine_of().encrypted else [NotChecked(
+        "encryption-off", meta.name, "encryption of the store at rest: this server's store is not encrypted by "
+        "OpenDDB (--encryption-key-file), and it cannot read whether the disk or database under it is")]
     if seen is not None and seen.secrets:
         found.append(Finding("encryption-off", seen.name,
                              "secret-named attributes hold plaintext: " + ", ".join(sorted(seen.secrets)),

@@ -71,7 +71,7 @@ def _details(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
             "BackupCreationDateTime": epoch_millis(record.created_at)}
 
 
-def _description(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
+def _description(record: BackupRecord, encrypted: bool, status: str | None = None) -> dict[str, Any]:
     """A BackupDescription: the backup, and its table as it was when the backup was taken."""
     meta = TableMeta.from_json(record.meta)
     source: dict[str, Any] = {
@@ -96,7 +96,7 @@ def _description(record: BackupRecord, status: str | None = None) -> dict[str, A
     if meta.ttl_attribute is not None:
         features["TimeToLiveDescription"] = {"TimeToLiveStatus": "ENABLED", "AttributeName": meta.ttl_attribute}
     if meta.sse is not None:
-        features["SSEDescription"] = sse_description(meta)
+        features["SSEDescription"] = sse_description(meta, encrypted)
     description: dict[str, Any] = {"BackupDetails": _details(record, status), "SourceTableDetails": source}
     if features:
         description["SourceTableFeatureDetails"] = features
@@ -108,7 +108,7 @@ def describe_backup(context: RequestContext, request: dict[str, Any]) -> dict[st
     record = visible_backup(context, request["BackupArn"])
     if record is None:
         raise backup_not_found(request["BackupArn"])
-    return {"BackupDescription": _description(record)}
+    return {"BackupDescription": _description(record, context.engine.encrypted)}
 
 
 def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str,
     record = visible_backup(context, request["BackupArn"])
     if record is None or not context.engine.delete_backup(record.arn):
         raise backup_not_found(request["BackupArn"])
-    return {"BackupDescription": _description(record, "DELETED")}
+    return {"BackupDescription": _description(record, context.engine.encrypted, "DELETED")}
 
 
 def list_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

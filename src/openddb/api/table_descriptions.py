@@ -75,9 +75,10 @@ def describe(context: RequestContext, meta: TableMeta, *, status: TableStatus | 
             "TableThroughputMode" if member == "BillingMode" else member: value for member, value in summary.items()}
     description.update(stream_description(meta))
     if now < meta.sse_until:  # a change of encryption still under way (--delay-transient-statuses)
-        description["SSEDescription"] = {**(sse_description(meta) if meta.sse else {}), "Status": "UPDATING"}
+        description["SSEDescription"] = {**(sse_description(meta, context.engine.encrypted) if meta.sse else {}),
+                                         "Status": "UPDATING"}
     elif meta.sse is not None:
-        description["SSEDescription"] = sse_description(meta)
+        description["SSEDescription"] = sse_description(meta, context.engine.encrypted)
     if meta.table_class is not None:
         description["TableClassSummary"] = class_summary(meta)
     description["DeletionProtectionEnabled"] = meta.deletion_protection

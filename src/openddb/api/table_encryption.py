@@ -54,11 +54,13 @@ def kms_key_arn(meta: TableMeta, sse: dict[str, Any] | None = None) -> str:
     return f"arn:aws:kms:{meta.region}:{meta.account}:key/{key}"
 
 
-def sse_description(meta: TableMeta) -> dict[str, Any]:
-    """The KMS encryption a table asked for, described as what it is here: the key is kept, but the store is not
-    encrypted with it (nor at all, yet), so its Status is DISABLED where DynamoDB would say ENABLED. A server
-    that showed encryption it does not do would mislead the teams who test their encryption settings here."""
-    return {"Status": "DISABLED", "SSEType": "KMS", "KMSMasterKeyArn": kms_key_arn(meta)}
+def sse_description(meta: TableMeta, encrypted: bool) -> dict[str, Any]:
+    """The KMS encryption a table asked for, described as what it is here. Its Status is ENABLED, as DynamoDB's,
+    only when the engine encrypts what it writes to disk (`encrypted`: the embedded store with a key); it is
+    encrypted with the store's key then, which plays the part of the table's KMS key (whose ARN is kept and shown).
+    Otherwise the data is plaintext as far as this server can tell, so DISABLED: a server that showed encryption it
+    does not do would mislead the teams who test their encryption settings here."""
+    return {"Status": "ENABLED" if encrypted else "DISABLED", "SSEType": "KMS", "KMSMasterKeyArn": kms_key_arn(meta)}
 
 
 def plan_sse(meta: TableMeta, request: dict[str, Any]) -> dict[str, Any] | None:

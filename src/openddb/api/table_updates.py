@@ -214,7 +214,8 @@ def _update_answer(context: RequestContext, request: dict[str, Any], changes: li
             description["TableClassSummary"] = class_summary(before)
     _answer_index_updates(description, request, before, meta, plan.created)
     if request.get("SSESpecification") is not None:  # the change takes a while: the encryption before it is shown
-        description["SSEDescription"] = {**(sse_description(before) if before.sse else {}), "Status": "UPDATING"}
+        description["SSEDescription"] = {**(sse_description(before, context.engine.encrypted) if before.sse else {}),
+                                         "Status": "UPDATING"}
     if plan.on_demand:  # a member just cleared is answered as -1
         shown = {**meta.on_demand, **plan.on_demand}
         description["OnDemandThroughput"] = {m: shown[m] for m in ix.ON_DEMAND_MEMBERS if m in shown}

@@ -10,7 +10,8 @@ Each record is one item: partition key `pk` the kind ("user", "role", "key", "se
 its name (user or role name, lower case, prefixed by "<account>:" outside the default account `000000000000`;
 access key id; the ARN of a table or stream with a resource-based policy), and `doc` the record as JSON text.
 Access keys and ARNs are unique across accounts, and each key's record names its account. Secrets are stored as
-they are (not encrypted: the store has no key yet; see README, Identity).
+they are: encrypted at rest with the whole store when the embedded store has a key (docs/ENCRYPTION.md), in
+plaintext otherwise (see README, Identity).
 """
 
 from __future__ import annotations

@@ -393,6 +393,10 @@ class Engine(ABC):
         """How many rows the open group would write (0 for engines that stage nothing)."""
         return 0
 
+    # Whether the engine encrypts everything it writes to disk itself (the embedded store with a key): tables'
+    # SSEDescription say ENABLED only then. PostgreSQL's at-rest encryption is its operator's, unseen from here.
+    encrypted: bool = False
+
     # True while the engine holds a read snapshot shared by the requests of this event-loop pass; the server
     # then calls `end_reads` once the pass is over, so that no snapshot outlives it.
     reading: bool = False

@@ -21,6 +21,8 @@ write without paying SQLite's read-lock set-up per statement.
 
 Durability: WAL with synchronous=NORMAL. A committed transaction is in the WAL file before `write` returns, so
 it survives a kill -9 of the server; `--sync full` also fsyncs every commit, for power loss.
+
+Encryption at rest: with a key, every connection is SQLCipher's (see sqlite_cipher), and nothing else changes.
 """
 
 from __future__ import annotations
@@ -52,11 +54,13 @@ from openddb.storage.base import (
     is_stored_version,
 )
 from openddb.storage.sqlite_backups import RECOVERY_SCHEMA, SQLiteBackups
+from openddb.storage.sqlite_cipher import Driver, driver
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
+from openddb.storage.store_keys import StoreKey
 
 
 class _WriterLock:
@@ -158,8 +162,9 @@ class _Checkpointer:
     and includes an fsync; here it runs beside the server (sqlite3 releases the GIL while it works). PASSIVE
     checkpoints never block writers or readers."""
 
-    def __init__(self, path: str, writer_lock: str, interval: float = 0.2) -> None:
+    def __init__(self, path: str, writer_lock: str, store_driver: Driver, interval: float = 0.2) -> None:
         self._path = path
+        self._driver = store_driver
         self._writer_lock = writer_lock
         self._interval = interval
         # One checkpointer per store is enough: the worker whose thread holds this flock copies, the others'
@@ -170,7 +175,7 @@ class _Checkpointer:
         self._thread.start()
 
     def _run(self) -> None:
-        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        db = self._driver.open(self._path, isolation_level=None, check_same_thread=False)
         writers = _WriterLock(self._writer_lock)
         try:
             db.execute("PRAGMA busy_timeout = 1000")
@@ -186,7 +191,7 @@ class _Checkpointer:
                     _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     if frames > _WAL_RESTART_FRAMES:
                         self._rewind(db, frames, writers)
-                except sqlite3.OperationalError:  # busy: the next round catches up
+                except self._driver.operational_error:  # busy: the next round catches up
                     pass
         finally:
             writers.close()
@@ -255,9 +260,12 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
 
 class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQLiteBackups, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
-                 shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES) -> None:
+                 shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES,
+                 key: StoreKey | None = None) -> None:
         """Open (creating if needed) the store at `path`, a directory; None keeps everything in memory.
-        `reserve_bytes`: disk space held against a full disk (see sqlite_reserve).
+        `reserve_bytes`: disk space held against a full disk (see sqlite_reserve); `key`: the store's files are
+        encrypted with it (see sqlite_cipher: EncryptionUnavailable without SQLCipher, StoreKeyRefused if it does
+        not open them).
 
         With `group_commit`, `write` leaves its transaction open for `commit` (see `WriteSession`); with
         `shared_reads`, reads share a snapshot until `end_reads` (see `_read`): for a server, which calls it at
@@ -285,11 +293,15 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             os.makedirs(path, mode=0o700, exist_ok=True)
             target = os.path.join(path, "openddb.sqlite3")
             os.close(os.open(target, os.O_RDWR | os.O_CREAT, 0o600))
+        if key is not None and path is None:
+            raise ValueError("a store in memory writes nothing to disk: it takes no encryption key")
         self.location = target
+        self._driver = driver(key)
+        self.encrypted = self._driver.encrypted
+        # (first: a key that does not open the store is refused before anything else is made)
+        self._db = self._driver.open(target, isolation_level=None, check_same_thread=False, cached_statements=256)
         self._lock = _WriterLock(None if path is None else os.path.join(path, "openddb.lock"))
         self._signal = _CatalogSignal(None if path is None else os.path.join(path, "openddb.catalog"))
-        self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
-                                   cached_statements=256)
         db = self._db
         # For the stream triggers (see sqlite_streams): the record's time and the change's origin.
         db.create_function("openddb_now", 0, lambda: clock.now())
@@ -309,7 +321,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         if path is not None:
             db.execute("PRAGMA wal_autocheckpoint = 0")
             db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
-            self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"))
+            self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"), self._driver)
         self._load_row = partial(stored, db)  # (a locked write's reads of its rows)
         self._create_schema()
         self._tables: dict[str, TableMeta] = {}
@@ -393,7 +405,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             raise CatalogChanged()
 
     def unavailable(self, error: BaseException) -> bool:
-        if isinstance(error, sqlite3.OperationalError) and \
+        if isinstance(error, self._driver.operational_error) and \
                 getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
             self._reserve.give_up()
             return True

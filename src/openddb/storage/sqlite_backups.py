@@ -5,7 +5,7 @@ connection of their own that attaches the store read-only as `store`: one transa
 record and copies the table's description and items from one read snapshot of the store (`INSERT ... SELECT`,
 in SQLite's C code). The store's writer lock is never taken, so every worker's writes go on during the copy; the
 backup commits whole or not at all (a kill -9 mid-copy leaves no trace of it). A store in memory keeps them in
-its own database instead.
+its own database instead. An encrypted store's backups file is encrypted with the store's key (see sqlite_cipher).
 
 Point-in-time recovery keeps, for each table that has it on, a log of the old image of every row change
 (`recovery_log`), appended by triggers on `items` as the stream records are (see sqlite_streams): in the
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from openddb.model.schema import TableMeta
 from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource
+from openddb.storage.sqlite_cipher import Driver
 from openddb.storage.sqlite_streams import statements
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class SQLiteBackups:
     """Backup and recovery storage; mixed into SQLiteEngine, whose connection and writer lock it uses."""
 
     _db: sqlite3.Connection
+    _driver: Driver
     location: str
     _backups: sqlite3.Connection | None = None
 
@@ -123,12 +125,12 @@ class SQLiteBackups:
         if self._backups is None:
             path = os.path.join(os.path.dirname(self.location), "openddb-backups.sqlite3")
             os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db = self._driver.open(path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout = 30000")
             db.execute("PRAGMA journal_mode = WAL")
             for statement in statements(BACKUP_SCHEMA):
                 db.execute(statement)
-            db.execute("ATTACH DATABASE ? AS store", (self.location,))
+            self._driver.attach(db, self.location, "store")
             self._backups = db
         return self._backups, "store"
 
@@ -227,8 +229,8 @@ class SQLiteBackups:
             return
         self._end_group()
         self.end_reads()
-        self._db.execute("ATTACH DATABASE ? AS backups", (os.path.join(os.path.dirname(self.location),
-                                                                        "openddb-backups.sqlite3"),))
+        self._driver.attach(self._db, os.path.join(os.path.dirname(self.location), "openddb-backups.sqlite3"),
+                            "backups")
         try:
             yield "backups"
         finally:

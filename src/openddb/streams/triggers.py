@@ -69,6 +69,10 @@ class TriggerConfig:
     max_retries: int = -1
     on_failure: str | None = None  # JSON-lines file of batches given up on (default: in the data dir)
     region: str = "us-east-1"
+    # The failure record carries the batch's records (`payload`, as Lambda's S3 destination has them); off for a
+    # file in an encrypted store's data dir, where they would be items in plaintext: the record then holds the
+    # batch's shard and sequence numbers only, as Lambda's SQS and SNS destinations do (read back from the stream).
+    payload: bool = True
 
     @property
     def name(self) -> str:
@@ -160,12 +164,12 @@ def _iso(epoch: float, millis: bool = False) -> str:
 def failure_record(config: TriggerConfig, shard: Shard, event: dict[str, Any], attempts: int,
                    status: int) -> dict[str, Any]:
     """What Lambda sends an on-failure destination for a stream batch it gave up on (docs: "Retaining discarded
-    records for a DynamoDB event source in Lambda"), with the event itself as `payload`, as Lambda adds it for an
-    S3 destination (the member's name is a best guess). The "function" is the trigger's URL; `statusCode` is the
-    endpoint's last answer, 0 if it could not be reached."""
+    records for a DynamoDB event source in Lambda"), with the event itself as `payload` (unless the config leaves it
+    out), as Lambda adds it for an S3 destination (the member's name is a best guess). The "function" is the
+    trigger's URL; `statusCode` is the endpoint's last answer, 0 if it could not be reached."""
     records = event["Records"]
     first, last = records[0]["dynamodb"], records[-1]["dynamodb"]
-    return {
+    record: dict[str, Any] = {
         "requestContext": {"requestId": str(uuid.uuid4()), "functionArn": config.url,
                            "condition": "RetryAttemptsExhausted", "approximateInvokeCount": attempts},
         "responseContext": {"statusCode": status, "executedVersion": "$LATEST", "functionError": "Unhandled"},
@@ -180,8 +184,10 @@ def failure_record(config: TriggerConfig, shard: Shard, event: dict[str, Any], a
             "batchSize": len(records),
             "streamArn": shard.stream_arn,
         },
-        "payload": event,
     }
+    if config.payload:
+        record["payload"] = event
+    return record
 
 
 class StateStore:
