@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from openddb import clock
+from openddb.api import backups_records as records
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, restorable
 from openddb.api.backups_shapes import Timestamp, timestamp
@@ -34,12 +35,10 @@ from openddb.errors import (
     ExportNotFoundException,
     InvalidExportTimeException,
     PointInTimeRecoveryUnavailableException,
-    ResourceInUseException,
     UnsupportedOperationException,
 )
-from openddb.model.keys import encode_key, partition_hash
-from openddb.model.schema import KeyAttribute, TableMeta
-from openddb.storage.base import HASH_SPACE, Engine, RestoreSource, SortRange, StorageKey, WriteOp
+from openddb.model.schema import TableMeta
+from openddb.storage.base import HASH_SPACE, Engine, RestoreSource
 
 EXPORTS_TABLE = "openddb/exports"
 EXPORT_TABLE_PREFIX = "openddb/export-"  # the internal tables an export reads its snapshot from
@@ -180,39 +179,12 @@ def _iso(seconds: float) -> str:
 
 
 # --- the records ---------------------------------------------------------------------------------------------
-def _records_table(engine: Engine, create: bool) -> TableMeta | None:
-    meta = engine.get_table(EXPORTS_TABLE)
-    if meta is None and create:
-        fresh = TableMeta(name=EXPORTS_TABLE, table_id=0, uuid=str(uuid.uuid4()), hash_key=KeyAttribute("pk", "S"),
-                          range_key=KeyAttribute("sk", "S"),
-                          attribute_definitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                                 {"AttributeName": "sk", "AttributeType": "S"}],
-                          created_at=time.time(), billing_mode="PAY_PER_REQUEST")
-        try:
-            meta = engine.create_table(fresh)
-        except ResourceInUseException:  # another worker made it meanwhile
-            meta = engine.get_table(EXPORTS_TABLE)
-    return meta
-
-
-_PARTITION = encode_key({"S": "export"})
-
-
 def _save(engine: Engine, description: dict[str, Any]) -> None:
-    meta = _records_table(engine, create=True)
-    assert meta is not None
-    arn = description["ExportArn"]
-    record = {"pk": {"S": "export"}, "sk": {"S": arn}, "doc": {"S": orjson.dumps(description).decode()}}
-    key = StorageKey(partition_hash(_PARTITION), _PARTITION, encode_key({"S": arn}))
-    engine.write([WriteOp(meta, key, lambda old: record)])
+    records.save(engine, EXPORTS_TABLE, "export", description["ExportArn"], description)
 
 
 def _records(engine: Engine) -> list[dict[str, Any]]:
-    meta = _records_table(engine, create=False)
-    if meta is None:
-        return []
-    rows = engine.query(meta, partition_hash(_PARTITION), _PARTITION, SortRange(), True, None)
-    return [orjson.loads(orjson.loads(row.data)["doc"]["S"]) for row in rows]
+    return records.records(engine, EXPORTS_TABLE, "export")
 
 
 def describe_export(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
