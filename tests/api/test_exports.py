@@ -9,6 +9,7 @@ import math
 import os
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tests.api.test_backups import items_of, load, put, refusal
@@ -31,6 +32,35 @@ def exported_items(root: str, manifest_key: str) -> tuple[dict[str, Any], list[d
     return summary, sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
 
 
+def wait_over(describe: Any, timeout: float = 60.0) -> dict[str, Any]:
+    """What `describe()` answers (an export's or an import's description) once its status is no longer
+    IN_PROGRESS."""
+    deadline = time.monotonic() + timeout
+    while True:
+        described = describe()
+        if described.get("ExportStatus", described.get("ImportStatus")) != "IN_PROGRESS" or \
+                time.monotonic() > deadline:
+            return described  # type: ignore[no-any-return]
+        time.sleep(0.05)
+
+
+def wait_export(ddb: Any, arn: str) -> dict[str, Any]:
+    """The export's description once it is over (COMPLETED or FAILED)."""
+    return wait_over(lambda: ddb.describe_export(ExportArn=arn)["ExportDescription"])
+
+
+def recovered_table(data: Path, items: int) -> tuple[ServerProcess, Any, str, str]:
+    """A server on `data` and a table of `items` items with point-in-time recovery on: (server, client, table
+    name, table ARN)."""
+    server = ServerProcess(str(data))
+    ddb = make_client(server.endpoint)
+    name = create_table(ddb, range_type=None)
+    ddb.update_continuous_backups(TableName=name,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    load(ddb, name, items)
+    return server, ddb, name, ddb.describe_table(TableName=name)["Table"]["TableArn"]
+
+
 def test_an_export_holds_the_table_at_export_time(ddb, tmp_path):
     name = create_table(ddb, range_type=None)
     arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
@@ -45,10 +75,12 @@ def test_an_export_holds_the_table_at_export_time(ddb, tmp_path):
     put(ddb, name, "k0", v="changed")
     put(ddb, name, "later")
     bucket = f"file://{tmp_path}"
-    answer = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=bucket, S3Prefix="nightly",
-                                               ExportTime=datetime.fromtimestamp(chosen, UTC))["ExportDescription"]
-    assert (answer["ExportStatus"], answer["ExportFormat"], answer["ExportType"], answer["ItemCount"]) == (
-        "COMPLETED", "DYNAMODB_JSON", "FULL_EXPORT", 29)
+    begun = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=bucket, S3Prefix="nightly",
+                                              ExportTime=datetime.fromtimestamp(chosen, UTC))["ExportDescription"]
+    assert (begun["ExportStatus"], begun["ExportFormat"], begun["ExportType"]) == (
+        "IN_PROGRESS", "DYNAMODB_JSON", "FULL_EXPORT")
+    answer = wait_export(ddb, begun["ExportArn"])
+    assert (answer["ExportStatus"], answer["ItemCount"]) == ("COMPLETED", 29)
     export_id = answer["ExportArn"].rsplit("/", 1)[1]
     assert answer["ExportArn"] == f"{arn}/export/{export_id}"
     assert answer["ExportManifest"] == f"nightly/AWSDynamoDB/{export_id}/manifest-summary.json"
@@ -57,8 +89,8 @@ def test_an_export_holds_the_table_at_export_time(ddb, tmp_path):
     assert items == expected
     assert (summary["exportArn"], summary["itemCount"], summary["outputFormat"]) == (answer["ExportArn"], 29,
                                                                                     "DYNAMODB_JSON")
-    assert ddb.describe_export(ExportArn=answer["ExportArn"])["ExportDescription"]["ExportStatus"] == "COMPLETED"
-    now = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(tmp_path))["ExportDescription"]
+    now = wait_export(ddb, ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(tmp_path))[
+        "ExportDescription"]["ExportArn"])
     assert exported_items(str(tmp_path), now["ExportManifest"])[1] == items_of(ddb, name)
     first = ddb.list_exports(TableArn=arn, MaxResults=1)
     assert [e["ExportArn"] for e in first["ExportSummaries"]] == [answer["ExportArn"]]
@@ -87,27 +119,52 @@ def test_export_errors(ddb, tmp_path):
                                                               f"Export not found: {unknown}")
 
 
-def test_an_export_cut_short_by_kill_9_is_absent(tmp_path):
-    """kill -9 while an export writes: after a restart the table is intact and the export is either recorded
-    (COMPLETED, its files holding every item) or absent, and no snapshot table is left visible."""
+def test_an_export_cut_short_by_kill_9_ends_failed(tmp_path):
+    """kill -9 while an export writes: after a restart the table is intact and the export is either COMPLETED
+    (its files holding every item) or, once its lease has run out, FAILED with no manifest written, never left
+    IN_PROGRESS; no snapshot table is left visible."""
     data, bucket = tmp_path / "data", tmp_path / "bucket"
-    server = ServerProcess(str(data))
-    ddb = make_client(server.endpoint)
-    name = create_table(ddb, range_type=None)
-    ddb.update_continuous_backups(TableName=name,
-                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
-    load(ddb, name, 4000)
-    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    server, ddb, name, arn = recovered_table(data, 4000)
     kill_during(server, lambda: ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(bucket)), 0.05)
     server = ServerProcess(str(data))
     ddb = make_client(server.endpoint)
     try:
         assert len(items_of(ddb, name)) == 4000
         for summary in ddb.list_exports(TableArn=arn)["ExportSummaries"]:
-            described = ddb.describe_export(ExportArn=summary["ExportArn"])["ExportDescription"]
-            assert described["ExportStatus"] == "COMPLETED"
-            assert len(exported_items(str(bucket), described["ExportManifest"])[1]) == 4000
+            described = wait_export(ddb, summary["ExportArn"])
+            if described["ExportStatus"] == "COMPLETED":
+                assert len(exported_items(str(bucket), described["ExportManifest"])[1]) == 4000
+            else:
+                export_id = summary["ExportArn"].rsplit("/", 1)[1]
+                assert described["ExportStatus"] == "FAILED" and "ExportManifest" not in described
+                assert not (bucket / "AWSDynamoDB" / export_id / "manifest-summary.json").exists()
         assert not any(table.startswith("openddb/") for table in ddb.list_tables()["TableNames"])
     finally:
         server.finish()
 
+
+def test_an_export_a_restart_cut_short_is_failed(tmp_path, monkeypatch):
+    """Deterministically cut short: the export has answered IN_PROGRESS and taken its snapshot, and waits between
+    its chunks (the pause index backfills take), when the server is killed. After a restart it is recorded FAILED
+    once its lease runs out, its directory holding no manifest; the table is intact."""
+    data, bucket = tmp_path / "data", tmp_path / "bucket"
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "60")
+    server, ddb, name, arn = recovered_table(data, 300)
+    begun = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(bucket))["ExportDescription"]
+    assert begun["ExportStatus"] == "IN_PROGRESS"
+    time.sleep(0.5)
+    assert ddb.describe_export(ExportArn=begun["ExportArn"])["ExportDescription"]["ExportStatus"] == "IN_PROGRESS"
+    server.stop(kill=True)
+    server.log.close()
+    monkeypatch.delenv("OPENDDB_BACKFILL_PAUSE")
+    server = ServerProcess(str(data))
+    ddb = make_client(server.endpoint)
+    try:
+        described = wait_export(ddb, begun["ExportArn"])
+        assert (described["ExportStatus"], described["FailureCode"]) == ("FAILED", "InternalServerError")
+        export_id = begun["ExportArn"].rsplit("/", 1)[1]
+        assert (bucket / "AWSDynamoDB" / export_id / "_started").exists()
+        assert not (bucket / "AWSDynamoDB" / export_id / "manifest-summary.json").exists()
+        assert len(items_of(ddb, name)) == 300
+    finally:
+        server.finish()

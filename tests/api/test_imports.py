@@ -14,20 +14,16 @@ from typing import Any
 import pytest
 
 from tests.api.test_backups import items_of, refusal
+from tests.api.test_exports import wait_export, wait_over
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
 STRING_KEY = {"AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
               "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"}
 
 
-def wait_import(ddb: Any, arn: str, timeout: float = 60.0) -> dict[str, Any]:
+def wait_import(ddb: Any, arn: str) -> dict[str, Any]:
     """The import's description once it is over (COMPLETED or FAILED)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        described = ddb.describe_import(ImportArn=arn)["ImportTableDescription"]
-        if described["ImportStatus"] != "IN_PROGRESS" or time.monotonic() > deadline:
-            return described  # type: ignore[no-any-return]
-        time.sleep(0.05)
+    return wait_over(lambda: ddb.describe_import(ImportArn=arn)["ImportTableDescription"])
 
 
 def start_import(ddb: Any, bucket: Path, prefix: str, table: str, input_format: str = "DYNAMODB_JSON",
@@ -70,8 +66,9 @@ def test_an_export_imported_into_a_new_table_holds_its_items(ddb, tmp_path):
             "m": {"M": {"l": {"L": [{"N": "1.5"}, {"NULL": True}, {"BOOL": i % 2 == 0}]}, "ss": {"SS": ["a", "b"]}}},
             "ns": {"NS": ["1", str(i + 2)]}})
     arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
-    export = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(tmp_path),
-                                               S3Prefix="exports")["ExportDescription"]
+    export = wait_export(ddb, ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(tmp_path),
+                                                                S3Prefix="exports")["ExportDescription"]["ExportArn"])
+    assert export["ExportStatus"] == "COMPLETED"
     export_id = export["ExportArn"].rsplit("/", 1)[1]
     target = unique_name("imp")
     parameters = {
@@ -190,16 +187,33 @@ def test_import_refusals_and_client_tokens(ddb, tmp_path):
                                "must both be specified when BillingMode is PROVISIONED")
     token, target = unique_name("token"), unique_name("tok")
     first = start_import(ddb, tmp_path, "one", target, ClientToken=token)
-    assert start_import(ddb, tmp_path, "one", target, ClientToken=token)["ImportArn"] == first["ImportArn"]
-    assert import_refusal(ddb, tmp_path, "one", unique_name(), ClientToken=token) == (
-        "ImportConflictException", "Import conflict: Duplicate request detected with conflicting parameters")
-    wait_import(ddb, first["ImportArn"])
-    assert import_refusal(ddb, tmp_path, "one", target, ClientToken=token)[0] == "ResourceInUseException"
+    wait_import(ddb, first["ImportArn"])  # (over: the same request again finds its table there)
+    assert import_refusal(ddb, tmp_path, "one", target, ClientToken=token) == ("ResourceInUseException",
+                                                                              f"Table already exists: {target}")
     unknown = f"{first['TableArn']}/import/01700000000000-00000000"
     assert refusal(ddb.describe_import, ImportArn=unknown) == ("ImportNotFoundException",
                                                                f"Import not found: {unknown}")
     assert refusal(ddb.describe_import, ImportArn=first["TableArn"] + "/x" * 10) == ("ValidationException",
                                                                                    "Invalid Import ARN")
+
+
+def test_a_client_token_while_the_import_runs(tmp_path, monkeypatch):
+    """While the import runs (kept running by the pause between chunks index backfills take, on a server of its
+    own), the same request with its ClientToken answers the same import, and the token with another TableName is
+    ImportConflictException (ack-api-quirks' DynamoDB catalogue, DDB-IMPORT-017)."""
+    (tmp_path / "one.json").write_bytes(json_lines({"Item": {"pk": {"S": "a"}}}))
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "60")
+    server = ServerProcess(str(tmp_path / "data"))
+    ddb = make_client(server.endpoint)
+    try:
+        token, target = unique_name("token"), unique_name("tok")
+        first = start_import(ddb, tmp_path, "one", target, ClientToken=token)
+        again = start_import(ddb, tmp_path, "one", target, ClientToken=token)
+        assert (again["ImportArn"], again["ImportStatus"]) == (first["ImportArn"], "IN_PROGRESS")
+        assert import_refusal(ddb, tmp_path, "one", unique_name(), ClientToken=token) == (
+            "ImportConflictException", "Import conflict: Duplicate request detected with conflicting parameters")
+    finally:
+        server.finish()
 
 
 def test_list_imports_pages(ddb, tmp_path):

@@ -1,6 +1,6 @@
 """Imports from a local directory in S3's place: ImportTable, DescribeImport, ListImports.
 
-S3BucketSource names a bucket as exports do (backups_export.bucket_directory: `file:///abs/dir`, an absolute
+S3BucketSource names a bucket as exports do (backups_buckets.py: `file:///abs/dir`, an absolute
 path, or a bucket name under $OPENDDB_EXPORT_ROOT) and S3KeyPrefix the objects to read, a raw prefix of their
 keys (paths under the directory). ImportTable checks the request and answers IN_PROGRESS at once; the import runs
 in the background (backups_import_runs.py), creating the table (CREATING) and filling it, then makes it ACTIVE

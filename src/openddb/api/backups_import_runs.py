@@ -25,7 +25,7 @@ import orjson
 from openddb import clock
 from openddb.api import backups_records as records
 from openddb.api import transient
-from openddb.api.backups_export import bucket_directory
+from openddb.api.backups_buckets import bucket_directory
 from openddb.api.backups_import_sources import Entry, Source, entries, object_keys
 from openddb.api.figures import epoch_millis
 from openddb.api.indexes import drive
@@ -64,17 +64,7 @@ def schedule_import(engine: Engine, arn: str) -> None:
     reading: list[_Reader] = []
 
     def step() -> bool:
-        # Under the writer lock and committed at once, as the TTL sweep's (a background duty's writes must not
-        # conflict: an optimistic group that did would be lost, no request runs it again), from a fresh snapshot.
-        engine.end_reads()
-        try:
-            with engine.session.serialized():
-                try:
-                    return chunk()
-                finally:
-                    engine.commit()  # (under the lock, waiting for it: it cannot conflict)
-        finally:
-            engine.end_reads()
+        return records.background_chunk(engine, chunk)
 
     def chunk() -> bool:
         document = records.record(engine, IMPORTS_TABLE, KIND, arn)

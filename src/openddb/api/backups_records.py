@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -68,3 +69,18 @@ def record(engine: Engine, table: str, kind: str, arn: str) -> dict[str, Any] | 
     partition = _partition(kind)
     row = engine.get(meta, StorageKey(partition_hash(partition), partition, encode_key({"S": arn})))
     return None if row is None else orjson.loads(orjson.loads(row.data)["doc"]["S"])
+
+
+def background_chunk(engine: Engine, chunk: Callable[[], bool]) -> bool:
+    """Run one chunk of a background run (an import's, an export's) as the TTL sweep runs its writes: from a fresh
+    read snapshot (one a pass left open would show an older record), under the writer lock, committed at once (an
+    optimistic group that conflicted would be lost: no request runs a duty's writes again)."""
+    engine.end_reads()
+    try:
+        with engine.session.serialized():
+            try:
+                return chunk()
+            finally:
+                engine.commit()  # (under the lock, waiting for it: it cannot conflict)
+    finally:
+        engine.end_reads()
