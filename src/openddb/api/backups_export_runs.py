@@ -59,7 +59,9 @@ class _Run:
     at: float
     directory: str = ""
     prefix: str = ""
-    snapshot: TableMeta | None = None
+    snapshot: TableMeta | None = None  # the table at `at`
+    before: TableMeta | None = None  # an incremental export's: the table at its ExportFromTime
+    changes: list[tuple[StorageKey, float]] = field(default_factory=list)  # (and the keys it changed since)
     after: StorageKey | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
     lines: list[bytes] = field(default_factory=list)
@@ -81,8 +83,7 @@ def schedule_export(engine: Engine, description: dict[str, Any], source: TableMe
 
     def failed() -> None:
         _RUNNING.discard(arn)
-        if run.snapshot is not None:
-            engine.delete_table(run.snapshot.name)
+        _drop_snapshots(engine, run)
         _fail(engine, description, ("InternalServerError", "The export failed (see the server's log)"))
 
     drive(lambda: records.background_chunk(engine, chunk), failed, f"export {arn}")
@@ -93,6 +94,8 @@ def _advance(engine: Engine, run: _Run) -> bool:
     if run.snapshot is None:
         _start(engine, run)
         return True
+    if run.before is not None:
+        return _advance_changes(engine, run)
     rows: list[Row] = []
     found = engine.scan(run.snapshot, 0, HASH_SPACE, run.after)
     for row in found:
@@ -115,6 +118,37 @@ def _advance(engine: Engine, run: _Run) -> bool:
     return False
 
 
+def _advance_changes(engine: Engine, run: _Run) -> bool:
+    """An incremental export's chunk: for each key changed in its span, one line (Developer Guide, "DynamoDB table
+    export output format"): the time of its last change, its key, its image at ExportToTime (none if deleted) and,
+    for NEW_AND_OLD_IMAGES, at ExportFromTime (none if inserted); nothing for one inserted and deleted inside it."""
+    assert run.snapshot is not None and run.before is not None
+    chunk, run.changes = run.changes[:EXPORT_CHUNK], run.changes[EXPORT_CHUNK:]
+    both = run.description["IncrementalExportSpecification"]["ExportViewType"] == "NEW_AND_OLD_IMAGES"
+    for key, at in chunk:
+        new, old = engine.get(run.snapshot, key), engine.get(run.before, key)
+        if new is None and old is None:
+            continue
+        image = new if new is not None else old
+        assert image is not None
+        item = orjson.loads(image.data)
+        keys = {name: item[name] for name in run.source.key_names}
+        line = b'{"Metadata":{"WriteTimestampMicros":{"N":"%d"}},"Keys":%s' % (int(at * 1e6), orjson.dumps(keys))
+        if new is not None:
+            line += b',"NewImage":' + bytes(new.data)
+        if old is not None and both:
+            line += b',"OldImage":' + bytes(old.data)
+        run.lines.append(line + b"}\n")
+        run.count, run.size = run.count + 1, run.size + image.size
+        if len(run.lines) == _FILE_ITEMS:
+            run.files.append(_data_file(run.directory, run.prefix, run.lines))
+            run.lines = []
+    if run.changes:
+        return True
+    _complete(engine, run)
+    return False
+
+
 def _start(engine: Engine, run: _Run) -> None:
     """The export's directory and `_started`, and the snapshot of the table at ExportTime."""
     description = run.description
@@ -125,11 +159,20 @@ def _start(engine: Engine, run: _Run) -> None:
     os.makedirs(os.path.join(run.directory, "data"), exist_ok=True)
     open(os.path.join(run.directory, "_started"), "wb").close()
     source = run.source
-    meta = TableMeta(name=f"{EXPORT_TABLE_PREFIX}{uuid.uuid4().hex}", table_id=0, uuid=str(uuid.uuid4()),
+    run.snapshot = engine.restore_table(_internal_table(source), RestoreSource(table=source, at=run.at))
+    specification = description.get("IncrementalExportSpecification")
+    if specification is not None:
+        since = float(specification["ExportFromTime"])
+        run.changes = engine.recovery_changes(source, since, run.at)
+        run.before = engine.restore_table(_internal_table(source), RestoreSource(table=source, at=since))
+
+
+def _internal_table(source: TableMeta) -> TableMeta:
+    """An internal table to restore `source` into, as it stood at some time (dropped once the export is written)."""
+    return TableMeta(name=f"{EXPORT_TABLE_PREFIX}{uuid.uuid4().hex}", table_id=0, uuid=str(uuid.uuid4()),
                      hash_key=source.hash_key, range_key=source.range_key,
                      attribute_definitions=list(source.attribute_definitions), created_at=time.time(),
                      billing_mode="PAY_PER_REQUEST")
-    run.snapshot = engine.restore_table(meta, RestoreSource(table=source, at=run.at))
 
 
 def _complete(engine: Engine, run: _Run) -> None:
@@ -147,13 +190,24 @@ def _complete(engine: Engine, run: _Run) -> None:
                "s3SseAlgorithm": description.get("S3SseAlgorithm", "AES256"),
                "s3SseKmsKeyId": description.get("S3SseKmsKeyId"),
                "manifestFilesS3Key": f"{run.prefix}/manifest-files.json", "billedSizeBytes": run.size,
-               "itemCount": run.count, "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT"}
+               "itemCount": run.count, "outputFormat": "DYNAMODB_JSON", "exportType": description["ExportType"]}
+    specification = description.get("IncrementalExportSpecification")
+    if specification is not None:  # best guess: the names of an incremental export's span in its manifest
+        del summary["exportTime"]
+        summary.update({"exportFromTime": _iso(specification["ExportFromTime"]),
+                        "exportToTime": _iso(specification["ExportToTime"]),
+                        "exportViewType": specification["ExportViewType"]})
     _with_checksum(os.path.join(run.directory, "manifest-summary.json"), orjson.dumps(summary))
-    assert run.snapshot is not None
-    engine.delete_table(run.snapshot.name)
+    _drop_snapshots(engine, run)
     description.update({"ExportStatus": "COMPLETED", "ExportManifest": f"{run.prefix}/manifest-summary.json",
                         "EndTime": epoch_millis(clock.now()), "ItemCount": run.count, "BilledSizeBytes": run.size})
     save_export(engine, description)
+
+
+def _drop_snapshots(engine: Engine, run: _Run) -> None:
+    for snapshot in (run.snapshot, run.before):
+        if snapshot is not None:
+            engine.delete_table(snapshot.name)
 
 
 def _data_file(directory: str, prefix: str, lines: list[bytes]) -> dict[str, Any]:

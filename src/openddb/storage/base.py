@@ -674,6 +674,11 @@ class Engine(ABC):
         """Drop recovery-log records older than each table's window."""
         raise NotImplementedError
 
+    def recovery_changes(self, meta: TableMeta, since: float, until: float) -> list[tuple[StorageKey, float]]:
+        """The keys of the table (recovery on) changed after `since` up to `until` (the log's times), each with
+        the time of its last change in that span, in key order: what an incremental export holds."""
+        raise NotImplementedError
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release the store; called once at shutdown."""
