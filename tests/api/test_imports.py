@@ -5,6 +5,7 @@ records, the failures DynamoDB reports after answering, the refusals, and an imp
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import time
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_backups import items_of, refusal
+from tests.api.test_backups import aws, items_of, refusal
 from tests.api.test_exports import wait_export, wait_over
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
@@ -277,3 +278,34 @@ def test_fifty_imports_at_once(tmp_path, monkeypatch):
             "LimitExceededException", "Too many concurrent imports: the limit is 50")
     finally:
         server.finish()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("awscli") is None, reason="awscli is not installed")
+def test_aws_cli_export_then_import(server, ddb, tmp_path):
+    """`aws dynamodb export-table-to-point-in-time`, `describe-export`, `import-table`, `describe-import` and
+    `list-imports` as the README shows them: the imported table holds the exported items."""
+    name = create_table(ddb, range_type=None)
+    for key in "abc":
+        ddb.put_item(TableName=name, Item={"pk": {"S": key}, "n": {"N": "1"}})
+    e = server.endpoint
+    aws(e, "update-continuous-backups", "--table-name", name, "--point-in-time-recovery-specification",
+        "PointInTimeRecoveryEnabled=true")
+    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    # (an absolute path: the CLI reads an argument starting with file:// as a parameter file)
+    export = aws(e, "export-table-to-point-in-time", "--table-arn", arn, "--s3-bucket", str(tmp_path),
+                 "--s3-prefix", "nightly")["ExportDescription"]
+    wait_export(ddb, export["ExportArn"])  # (polled through boto3: each CLI call starts a process)
+    done = aws(e, "describe-export", "--export-arn", export["ExportArn"])["ExportDescription"]
+    assert done["ExportStatus"] == "COMPLETED"
+    target = unique_name("cli")
+    export_id = export["ExportArn"].rsplit("/", 1)[1]
+    begun = aws(e, "import-table", "--input-format", "DYNAMODB_JSON", "--input-compression-type", "GZIP",
+                "--s3-bucket-source", f"S3Bucket=file://{tmp_path},S3KeyPrefix=nightly/AWSDynamoDB/{export_id}/data/",
+                "--table-creation-parameters", json.dumps({"TableName": target, **STRING_KEY}))
+    arn = begun["ImportTableDescription"]["ImportArn"]
+    wait_import(ddb, arn)
+    imported = aws(e, "describe-import", "--import-arn", arn)["ImportTableDescription"]
+    assert (imported["ImportStatus"], imported["ImportedItemCount"]) == ("COMPLETED", 3)
+    assert items_of(ddb, target) == items_of(ddb, name)
+    listed = aws(e, "list-imports", "--table-arn", imported["TableArn"])["ImportSummaryList"]
+    assert [summary["ImportArn"] for summary in listed] == [arn]
