@@ -117,9 +117,7 @@ def _check_target(context: RequestContext, name: str) -> None:
 def _check_restores(context: RequestContext) -> None:
     """"Any number of users can execute up to 50 concurrent restores (any type of restore) in a given account"
     (API Reference, RestoreTableFromBackup): a restored table still CREATING is one."""
-    engine = context.engine
-    running = sum(1 for name in engine.list_tables()
-                  if (meta := engine.get_table(name)) is not None and in_progress(meta))
+    running = sum(1 for meta in context.engine.restored_tables() if in_progress(meta))
     if running >= CONCURRENT_RESTORES:
         # best guess: DynamoDB's wording of this refusal is not recorded
         raise LimitExceededException(f"Too many concurrent restores: the limit is {CONCURRENT_RESTORES}")

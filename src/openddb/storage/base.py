@@ -468,6 +468,11 @@ class Engine(ABC):
     def list_tables(self) -> list[str]:
         """All table names in ascending order."""
 
+    def restored_tables(self) -> list[TableMeta]:
+        """The current descriptions of the tables made by a restore (their `restore` set), as their restores'
+        limit counts them."""
+        return [meta for meta in map(self.get_table, self.list_tables()) if meta is not None and meta.restore]
+
     @abstractmethod
     def update_table(self, meta: TableMeta) -> None:
         """Replace a table's stored description with `meta` if the stored one is still the one `meta` was derived
