@@ -124,7 +124,9 @@ def test_export_errors(ddb, tmp_path):
         "TableNotFoundException"
     unknown = f"{arn}/export/01700000000000-00000000"
     assert refusal(ddb.describe_export, ExportArn=unknown) == ("ExportNotFoundException",
-                                                              f"Export not found: {unknown}")
+                                                              f"Export not found: Export not found: {unknown}")
+    imported = f"{arn}/import/01700000000000-00000000"
+    assert refusal(ddb.describe_export, ExportArn=imported) == ("ValidationException", "Invalid Export ARN")
 
 
 def test_an_export_cut_short_by_kill_9_ends_failed(tmp_path):

@@ -153,11 +153,15 @@ def _second(seconds: float) -> str:
 
 def describe_export(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DESCRIBE_EXPORT, request)
+    arn = request["ExportArn"]
+    if ":table/" not in arn or "/export/" not in arn:
+        # (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-006: a table's or an import's ARN, or no ARN)
+        raise ValidationException("Invalid Export ARN")
     for description in export_records(context.engine):
-        if description["ExportArn"] == request["ExportArn"]:
+        if description["ExportArn"] == arn:
             return {"ExportDescription": description}
-    # best guess: DynamoDB's wording (the API Reference says "The specified export was not found.")
-    raise ExportNotFoundException(f"Export not found: {request['ExportArn']}")
+    # (DDB-EXPORT-006: DynamoDB's message names the export twice so)
+    raise ExportNotFoundException(f"Export not found: Export not found: {arn}")
 
 
 def list_exports(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
