@@ -309,3 +309,7 @@ class ImportNotFoundException(DynamoDBError):
 
 class ImportConflictException(DynamoDBError):
     """An ImportTable whose ClientToken an earlier import used, with other parameters."""
+
+
+class ExportConflictException(DynamoDBError):
+    """An ExportTableToPointInTime whose ClientToken an earlier export used, with other parameters."""

@@ -268,3 +268,25 @@ def test_incremental_export_refusals(ddb):
     later = datetime.fromtimestamp(time.time() + 3600, UTC)
     assert refused(ExportType="INCREMENTAL_EXPORT", IncrementalExportSpecification={**span, "ExportToTime": later})[
         0] == "InvalidExportTimeException"
+
+
+def test_an_export_client_token(ddb, tmp_path):
+    """The same request with its ClientToken answers the same export; the token with another prefix or format is
+    ExportConflictException (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-009); without a token, a new export."""
+    name = create_table(ddb, range_type=None)
+    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    ddb.update_continuous_backups(TableName=name,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    request = {"TableArn": arn, "S3Bucket": str(tmp_path), "S3Prefix": "a", "ClientToken": unique_name("token")}
+    first = ddb.export_table_to_point_in_time(**request)["ExportDescription"]
+    assert ddb.export_table_to_point_in_time(**request)["ExportDescription"]["ExportArn"] == first["ExportArn"]
+    conflict = ("ExportConflictException", "Export conflict: Duplicate request detected with conflicting parameters")
+    assert refusal(ddb.export_table_to_point_in_time, **{**request, "S3Prefix": "b"}) == conflict
+    assert refusal(ddb.export_table_to_point_in_time, **{**request, "ExportFormat": "DYNAMODB_JSON",
+                                                         "ExportType": "INCREMENTAL_EXPORT",
+                                                         "IncrementalExportSpecification": {
+                                                             "ExportFromTime": datetime(2020, 1, 1, tzinfo=UTC)}}) \
+        == conflict
+    without = {key: value for key, value in request.items() if key != "ClientToken"}
+    assert ddb.export_table_to_point_in_time(**without)["ExportDescription"]["ExportArn"] != first["ExportArn"]
+    wait_export(ddb, first["ExportArn"])

@@ -24,6 +24,7 @@ from openddb.api.backups_shapes import Timestamp, timestamp
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
 from openddb.errors import (
+    ExportConflictException,
     ExportNotFoundException,
     InvalidExportTimeException,
     PointInTimeRecoveryUnavailableException,
@@ -49,6 +50,7 @@ EXPORT_TABLE_TO_POINT_IN_TIME = v.Struct({
         "ExportViewType": v.Str(enum=("NEW_IMAGE", "NEW_AND_OLD_IMAGES"))}),
     "FilterSpecification": v.Any_(),
 })
+TOKEN_SECONDS = 8 * 3600.0  # "A client token is valid for 8 hours after the first request that uses it"
 _SHORTEST, _LONGEST = 15 * 60.0, 24 * 3600.0  # an incremental export's span (DDB-EXPORT-004, the quotas page)
 DESCRIBE_EXPORT = v.Struct({"ExportArn": v.Str(required=True, min_len=37, max_len=1024)})
 LIST_EXPORTS = v.Struct({"TableArn": v.Str(min_len=1, max_len=1024),
@@ -61,6 +63,9 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
         raise UnsupportedOperationException("ExportTableToPointInTime in ION", "exports are written in DYNAMODB_JSON")
     incremental = _incremental(request)
     source = backed_up_table(context, request["TableArn"])
+    earlier = _replayed(context, request)
+    if earlier is not None:
+        return {"ExportDescription": earlier}
     window = context.engine.recovery_window(source)
     started = clock.now()
     export_id = f"{int(started * 1000):014d}-{os.urandom(4).hex()}"
@@ -85,6 +90,27 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
         engine.commit()
     schedule_export(engine, description, source, at)
     return {"ExportDescription": description}
+
+
+def _replayed(context: RequestContext, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The export an ExportTableToPointInTime with this ClientToken started within 8 hours (the API Reference's
+    idempotency window), if any: the same request answers it again; one with another table, bucket, prefix, format
+    or type is ExportConflictException (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-009). (ExportTime and the
+    incremental span are not compared: an earlier export holds them resolved, not as asked.)"""
+    token = request.get("ClientToken")
+    if token is None:
+        return None
+    asked = (request["TableArn"], request["S3Bucket"], request.get("S3Prefix"),
+             request.get("ExportFormat") or "DYNAMODB_JSON", request.get("ExportType") or "FULL_EXPORT")
+    since = clock.now() - TOKEN_SECONDS
+    for earlier in export_records(context.engine):
+        if earlier.get("ClientToken") != token or earlier["StartTime"] < since:
+            continue
+        if asked != (earlier["TableArn"], earlier["S3Bucket"], earlier.get("S3Prefix"), earlier["ExportFormat"],
+                     earlier["ExportType"]):
+            raise ExportConflictException("Export conflict: Duplicate request detected with conflicting parameters")
+        return earlier
+    return None
 
 
 def _incremental(request: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ its directory holds no manifest, so no reader takes it for whole; the snapshot i
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import os
@@ -152,10 +153,7 @@ def _advance_changes(engine: Engine, run: _Run) -> bool:
 def _start(engine: Engine, run: _Run) -> None:
     """The export's directory and `_started`, and the snapshot of the table at ExportTime."""
     description = run.description
-    export_id = description["ExportArn"].rsplit("/", 1)[1]
-    run.prefix = "/".join(part for part in (description.get("S3Prefix", "").strip("/"), "AWSDynamoDB", export_id)
-                          if part)
-    run.directory = os.path.join(bucket_directory(description["S3Bucket"]), *run.prefix.split("/"))
+    run.prefix, run.directory = _place(description)
     os.makedirs(os.path.join(run.directory, "data"), exist_ok=True)
     open(os.path.join(run.directory, "_started"), "wb").close()
     source = run.source
@@ -236,7 +234,21 @@ def _iso(seconds: float) -> str:
         f"{int(seconds * 1000) % 1000:03d}Z"
 
 
+def _place(description: dict[str, Any]) -> tuple[str, str]:
+    """An export's key prefix (`S3Prefix/AWSDynamoDB/<ExportId>`) and its directory."""
+    export_id = description["ExportArn"].rsplit("/", 1)[1]
+    prefix = "/".join(part for part in (description.get("S3Prefix", "").strip("/"), "AWSDynamoDB", export_id) if part)
+    return prefix, os.path.join(bucket_directory(description["S3Bucket"]), *prefix.split("/"))
+
+
 def _fail(engine: Engine, description: dict[str, Any], failure: tuple[str, str]) -> None:
+    """The export recorded FAILED; its manifests removed if a crash came between writing them and recording the
+    export COMPLETED (a directory with them would pass for a whole export)."""
+    directory = _place(description)[1]
+    for name in ("manifest-summary.json", "manifest-summary.checksum", "manifest-files.json",
+                 "manifest-files.checksum"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, name))
     description.update({"ExportStatus": "FAILED", "FailureCode": failure[0], "FailureMessage": failure[1],
                         "EndTime": epoch_millis(clock.now())})
 
