@@ -13,6 +13,13 @@ server CPU µs per request (the robust figure on a shared machine). Part 2: a `-
 RestoreTableToPointInTime to the latest time (copy only) and to a time before the load (copy and undo of every
 item), and `openddb backup` of the whole store. Runs from a clone alone, on the repository's client
 (ddbclient.py, via streams.py's workload driver).
+
+    url=$(scripts/postgres-start /tmp/pg-bench)
+    python benchmarks/backups.py --engine "$url" --postgres-pid "$(head -1 /tmp/pg-bench/data/postmaster.pid)"
+
+On PostgreSQL (`--engine`), recovery's log is written by triggers in PostgreSQL's backends: with
+`--postgres-pid` (the postmaster's), the CPU per request counts those processes' CPU too (the postmaster and its
+children), so the figure is the whole cost of a write; `openddb backup` (SQLite only) is left out.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import streams
+from ddbclient import processes_cpu_seconds
 from streams import DYNAMODB, ROOT, Sample, Server, connect, create_table, drive, load
 
 PITR = "bench-pitr"
@@ -100,6 +109,8 @@ async def large_table(server: Server, args: argparse.Namespace) -> dict[str, flo
             figures[label] = time.perf_counter() - started
     finally:
         connection.close()
+    if args.engine:
+        return figures
     copy = Path(tempfile.mkdtemp(prefix="openddb-copy-")) / "copy"
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "openddb", "backup", str(copy), "--data-dir", str(server.data_dir)],
@@ -108,13 +119,21 @@ async def large_table(server: Server, args: argparse.Namespace) -> dict[str, flo
     return figures
 
 
+def postgres_cpu(args: argparse.Namespace) -> Callable[[], float] | None:
+    """CPU seconds of the PostgreSQL server `--postgres-pid` names (the postmaster and its children), if given."""
+    master = args.postgres_pid
+    if master is None:
+        return None
+    return lambda: processes_cpu_seconds(lambda pid, fields: pid == master or int(fields[1]) == master)
+
+
 async def rounds(server: Server, args: argparse.Namespace) -> list[Sample]:
     samples: list[Sample] = []
     group = server.process.pid if server.process else 0
     for round_ in range(args.rounds):
         for pair in PAIRS:
             for label in pair if round_ % 2 == 0 else reversed(pair):
-                sample = await drive(server.port, label, round_, "new", args, group)
+                sample = await drive(server.port, label, round_, "new", args, group, postgres_cpu(args))
                 samples.append(sample)
                 print(f"  round {round_ + 1} {label:12} {sample.rate:9,.0f} ops/s  {sample.server_us:6.0f} µs/op",
                       flush=True)
@@ -151,10 +170,12 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10000)
     parser.add_argument("--large", type=int, default=100000)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--engine", help="a PostgreSQL URL to serve from (default: SQLite in a temporary dir)")
+    parser.add_argument("--postgres-pid", type=int, help="the PostgreSQL postmaster's pid, to count its CPU")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="openddb-bench-") as scratch:
         server = Server("new", ROOT / "src", Path(scratch) / "new")
-        server.start(args.workers)
+        server.start(args.workers, extra=("--engine", args.engine) if args.engine else ())
         try:
             server.wait_ready()
             asyncio.run(prepare(server, args))

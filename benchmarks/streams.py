@@ -216,10 +216,10 @@ def percentile_ms(ordered: list[float], fraction: float) -> float:
 
 
 async def drive(port: int, label: str, round_: int, server: str, args: argparse.Namespace,
-                group: int = 0) -> Sample:
+                group: int = 0, also: Callable[[], float] | None = None) -> Sample:
     """Run workload `label` from `args.connections` connections for warm-up + duration seconds; requests begun
     during the warm-up are not counted in the rate (they are in the server's CPU per request, over process group
-    `group`)."""
+    `group`, plus the CPU seconds `also` counts: a PostgreSQL server's, whose backends do part of the work)."""
     operation, table = WORKLOADS[label]
     make, expect = request_maker(operation, table, args.items)
     target = DYNAMODB + operation
@@ -251,14 +251,17 @@ async def drive(port: int, label: str, round_: int, server: str, args: argparse.
         finally:
             connection.close()
 
-    cpu, server_cpu = cpu_seconds(), group_cpu_seconds(group)
+    def server_seconds() -> float:
+        return group_cpu_seconds(group) + (also() if also is not None else 0.0)
+
+    cpu, server_cpu = cpu_seconds(), server_seconds()
     try:
         await asyncio.gather(*(worker(connection) for connection in connections))
     finally:
         for connection in connections:
             connection.close()
     cpu_share = 100 * (cpu_seconds() - cpu) / (time.perf_counter() - start)
-    server_us = 1e6 * (group_cpu_seconds(group) - server_cpu) / max(1, answered[0])
+    server_us = 1e6 * (server_seconds() - server_cpu) / max(1, answered[0])
     latencies.sort()
     return Sample(round_, server, label, len(latencies), args.duration, errors, percentile_ms(latencies, 0.5),
                   percentile_ms(latencies, 0.99), cpu_share, server_us)

@@ -298,3 +298,18 @@ class ExportNotFoundException(DynamoDBError):
 
 class InvalidExportTimeException(DynamoDBError):
     """ExportTime is outside the point-in-time recovery window."""
+
+
+# --- imports (API Reference: ImportTable, DescribeImport) ------------------------------------------------------
+
+
+class ImportNotFoundException(DynamoDBError):
+    """The specified import was not found."""
+
+
+class ImportConflictException(DynamoDBError):
+    """An ImportTable whose ClientToken an earlier import used, with other parameters."""
+
+
+class ExportConflictException(DynamoDBError):
+    """An ExportTableToPointInTime whose ClientToken an earlier export used, with other parameters."""

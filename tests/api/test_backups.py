@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.test_test_control import control
 from tests.api.writers import kill_during, wait_for, writing
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
@@ -388,5 +389,33 @@ def test_restores_go_through_creating_with_delayed_statuses():
         assert refusal(ddb.get_item, TableName=target, Key={"pk": {"S": "a"}})[0] == "ResourceNotFoundException"
         table = wait_active(ddb, target)
         assert (table["TableStatus"], table["RestoreSummary"]["RestoreInProgress"]) == ("ACTIVE", False)
+    finally:
+        server.finish()
+
+
+def test_fifty_restores_at_once(tmp_path):
+    """Up to 50 restores of any kind run at once (API Reference, RestoreTableFromBackup); the 51st is
+    LimitExceededException. The restored tables stay CREATING for a minute with --delay-transient-statuses (the
+    source made ACTIVE first by moving the clock of --dev), on a server of its own (on the shared store of
+    OPENDDB_TEST_ENGINE other tests' restores would count, so it does not run there)."""
+    if os.environ.get("OPENDDB_TEST_ENGINE"):
+        pytest.skip("the limit counts every restore of the store: not on a store shared with other tests")
+    server = ServerProcess(str(tmp_path / "data"), "--dev", "--delay-transient-statuses", "60")
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        control(server, "POST", "/openddb/clock", {"advance": 61})
+        put(ddb, name, "a")
+        ddb.update_continuous_backups(TableName=name,
+                                      PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+        arn = ddb.create_backup(TableName=name, BackupName="many")["BackupDetails"]["BackupArn"]
+        for n in range(50):
+            status = ddb.restore_table_from_backup(TargetTableName=f"{name}-{n}", BackupArn=arn)
+            assert status["TableDescription"]["TableStatus"] == "CREATING"
+        message = "Too many concurrent restores: the limit is 50"
+        assert refusal(ddb.restore_table_from_backup, TargetTableName=f"{name}-x", BackupArn=arn) == (
+            "LimitExceededException", message)
+        assert refusal(ddb.restore_table_to_point_in_time, TargetTableName=f"{name}-y", SourceTableName=name,
+                       UseLatestRestorableTime=True) == ("LimitExceededException", message)
     finally:
         server.finish()

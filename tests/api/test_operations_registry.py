@@ -114,21 +114,21 @@ def test_every_unimplemented_operation_answers_501_naming_it(server):
 
 def test_unsupported_operation_over_raw_http(server):
     """The raw answer: 501 Not Implemented, DynamoDB's JSON error shape, a request id and a CRC32 like any answer."""
-    response, data = call(server, json.dumps({"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/t/import/1"}),
-                          target="DynamoDB_20120810.DescribeImport")
+    response, data = call(server, json.dumps({"GlobalTableName": "some-table"}),
+                          target="DynamoDB_20120810.DescribeGlobalTable")
     assert response.status == 501
     assert response.getheader("Content-Type") == "application/x-amz-json-1.0"
     assert int(response.getheader("x-amz-crc32")) == zlib.crc32(data)
     assert response.getheader("x-amzn-RequestId")
-    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "DescribeImport is not supported by OpenDDB yet "
+    assert json.loads(data) == {"__type": UNSUPPORTED, "message": "DescribeGlobalTable is not supported by OpenDDB yet "
                                                                   "(docs/OPERATIONS.md lists the operations it "
                                                                   "implements)"}
 
 
 @pytest.mark.parametrize(("operation", "arguments"), [
-    ("list_imports", {}),
-    ("list_imports", {"TableArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table"}),
-    ("describe_import", {"ImportArn": "arn:aws:dynamodb:us-east-1:000000000000:table/some-table/import/0123"}),
+    ("list_global_tables", {}),
+    ("describe_global_table", {"GlobalTableName": "some-table"}),
+    ("describe_global_table_settings", {"GlobalTableName": "some-table"}),
 ])
 def test_unsupported_operation_through_boto3(ddb, operation, arguments):
     """boto3 shows the operation's name, "not supported by OpenDDB" and HTTP 501, not a misleading unknown
@@ -150,17 +150,17 @@ def test_clients_do_not_retry_it(server, mode):
         "dynamodb", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="test",
         aws_secret_access_key="test", config=Config(retries={"mode": mode, "max_attempts": 4}))
     with pytest.raises(ClientError) as caught:
-        ddb.list_imports()
+        ddb.list_global_tables()
     assert caught.value.response["ResponseMetadata"]["RetryAttempts"] == 0
 
 
 def test_checks_before_it_are_dynamodbs(server):
     """DynamoDB knows the operation, so a request to it is authenticated and its body read first, as any other:
     no Authorization is MissingAuthenticationTokenException, a body that is not JSON a SerializationException."""
-    response, data = call(server, "{}", target="DynamoDB_20120810.ListImports", auth=None)
+    response, data = call(server, "{}", target="DynamoDB_20120810.ListGlobalTables", auth=None)
     assert response.status == 400
     assert json.loads(data)["__type"] == "com.amazon.coral.service#MissingAuthenticationTokenException"
-    response, data = call(server, "{not json", target="DynamoDB_20120810.ListImports")
+    response, data = call(server, "{not json", target="DynamoDB_20120810.ListGlobalTables")
     assert response.status == 400
     assert json.loads(data)["__type"] == "com.amazon.coral.service#SerializationException"
 

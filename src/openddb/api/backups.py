@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from openddb import clock
-from openddb.api import backups_continuous, backups_export, backups_restore, transient
+from openddb.api import backups_continuous, backups_export, backups_import, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
 from openddb.api.backups_shapes import (
@@ -160,4 +160,5 @@ HANDLERS = {
     **backups_restore.HANDLERS,
     **backups_continuous.HANDLERS,
     **backups_export.HANDLERS,
+    **backups_import.HANDLERS,
 }

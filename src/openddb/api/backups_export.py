@@ -1,50 +1,38 @@
-"""Exports to a local directory in DynamoDB's S3 export layout: ExportTableToPointInTime (FULL_EXPORT in
-DYNAMODB_JSON), DescribeExport, ListExports.
+"""Exports to a local directory in DynamoDB's S3 export layout: ExportTableToPointInTime (FULL_EXPORT and
+INCREMENTAL_EXPORT in DYNAMODB_JSON), DescribeExport, ListExports.
 
-The bucket is a directory: `file:///abs/dir` or an absolute path as S3Bucket is taken as it is (the SDKs do not
-check the bucket pattern), a bucket name as the directory of that name under $OPENDDB_EXPORT_ROOT (default
-./openddb-exports of the server's working directory). Under it, as on S3 (Developer Guide, "DynamoDB table export
+The bucket is a directory (backups_buckets.py). Under it, as on S3 (Developer Guide, "DynamoDB table export
 output format"): `S3Prefix/AWSDynamoDB/<ExportId>/` holds `_started`, `data/<id>.json.gz` (gzipped lines
 `{"Item": {...}}`), `manifest-files.json` (one line per data file), `manifest-summary.json`, and a `.checksum` of
-each manifest. The export reads the table as it stood at ExportTime (default: now) through point-in-time recovery,
-which it needs as on DynamoDB: the table is restored into an internal table, written out, and dropped. An export
-is recorded (in the internal table `openddb/exports`) only once its manifest is written, so one cut short by a
-crash is absent, and its directory holds no manifest."""
+each manifest. A full export reads the table as it stood at ExportTime (default: now) through point-in-time
+recovery, which it needs as on DynamoDB; an incremental one, the keys the recovery log shows changed in its span
+(15 minutes to 24 hours), with their images at both ends. ExportTableToPointInTime answers IN_PROGRESS; the
+export is written in the background (backups_export_runs.py), then COMPLETED, or FAILED if a crash cut it short
+(its directory then holds no manifest). The records live in the internal table `openddb/exports`."""
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
 import os
-import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
-
-import orjson
 
 from openddb import clock
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, restorable
+from openddb.api.backups_export_runs import export_records, save_export, schedule_export, take_lease
 from openddb.api.backups_shapes import Timestamp, timestamp
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
 from openddb.errors import (
+    ExportConflictException,
     ExportNotFoundException,
     InvalidExportTimeException,
     PointInTimeRecoveryUnavailableException,
-    ResourceInUseException,
     UnsupportedOperationException,
+    ValidationException,
 )
-from openddb.model.keys import encode_key, partition_hash
-from openddb.model.schema import KeyAttribute, TableMeta
-from openddb.storage.base import HASH_SPACE, Engine, RestoreSource, SortRange, StorageKey, WriteOp
-
-EXPORTS_TABLE = "openddb/exports"
-EXPORT_TABLE_PREFIX = "openddb/export-"  # the internal tables an export reads its snapshot from
-ROOT_VARIABLE = "OPENDDB_EXPORT_ROOT"
-_FILE_ITEMS = 100_000  # items per data file
+from openddb.model.schema import TableMeta
+from openddb.storage.base import RecoveryWindow
 
 EXPORT_TABLE_TO_POINT_IN_TIME = v.Struct({
     "TableArn": v.Str(required=True, min_len=1, max_len=1024),
@@ -57,177 +45,155 @@ EXPORT_TABLE_TO_POINT_IN_TIME = v.Struct({
     "S3SseKmsKeyId": v.Str(min_len=1, max_len=2048),
     "ExportFormat": v.Str(enum=("DYNAMODB_JSON", "ION")),
     "ExportType": v.Str(enum=("FULL_EXPORT", "INCREMENTAL_EXPORT")),
-    "IncrementalExportSpecification": v.Any_(),
+    "IncrementalExportSpecification": v.Struct({
+        "ExportFromTime": Timestamp(), "ExportToTime": Timestamp(),
+        "ExportViewType": v.Str(enum=("NEW_IMAGE", "NEW_AND_OLD_IMAGES"))}),
     "FilterSpecification": v.Any_(),
 })
+TOKEN_SECONDS = 8 * 3600.0  # "A client token is valid for 8 hours after the first request that uses it"
+_SHORTEST, _LONGEST = 15 * 60.0, 24 * 3600.0  # an incremental export's span (DDB-EXPORT-004, the quotas page)
 DESCRIBE_EXPORT = v.Struct({"ExportArn": v.Str(required=True, min_len=37, max_len=1024)})
 LIST_EXPORTS = v.Struct({"TableArn": v.Str(min_len=1, max_len=1024),
                          "MaxResults": v.Int(minimum=1, maximum=25, java="Integer"), "NextToken": v.Str()})
 
 
-def bucket_directory(bucket: str) -> str:
-    """The local directory an S3Bucket stands for (see the module docstring)."""
-    if bucket.startswith("file://"):
-        return bucket[len("file://"):]
-    if os.path.isabs(bucket):
-        return bucket
-    return os.path.join(os.environ.get(ROOT_VARIABLE) or "openddb-exports", bucket)
-
-
 def export_table_to_point_in_time(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(EXPORT_TABLE_TO_POINT_IN_TIME, request)
-    if (request.get("ExportType") or "FULL_EXPORT") != "FULL_EXPORT" or request.get("ExportFormat") == "ION":
-        raise UnsupportedOperationException("ExportTableToPointInTime of an INCREMENTAL_EXPORT or in ION",
-                                            "only full exports in DYNAMODB_JSON are written")
+    if request.get("ExportFormat") == "ION":
+        raise UnsupportedOperationException("ExportTableToPointInTime in ION", "exports are written in DYNAMODB_JSON")
+    incremental = _incremental(request)
     source = backed_up_table(context, request["TableArn"])
+    earlier = _replayed(context, request)
+    if earlier is not None:
+        return {"ExportDescription": earlier}
     window = context.engine.recovery_window(source)
+    started = clock.now()
+    export_id = f"{int(started * 1000):014d}-{os.urandom(4).hex()}"
+    description = {
+        "ExportArn": f"{source.arn}/export/{export_id}", "ExportStatus": "IN_PROGRESS",
+        "StartTime": epoch_millis(started), "TableArn": source.arn, "TableId": source.uuid,
+        "S3Bucket": request["S3Bucket"], "ExportFormat": "DYNAMODB_JSON",
+        **{member: request[member] for member in ("ClientToken", "S3BucketOwner", "S3Prefix", "S3SseAlgorithm",
+                                                  "S3SseKmsKeyId") if request.get(member) is not None}}
+    if incremental is None:
+        at = _export_time(request, source, window, started)
+        description.update({"ExportType": "FULL_EXPORT", "ExportTime": epoch_millis(at)})
+    else:
+        since, at = _window(incremental, window, started)
+        description.update({"ExportType": "INCREMENTAL_EXPORT", "IncrementalExportSpecification": {
+            "ExportFromTime": epoch_millis(since), "ExportToTime": epoch_millis(at),
+            "ExportViewType": incremental.get("ExportViewType") or "NEW_AND_OLD_IMAGES"}})
+    engine = context.engine
+    take_lease(engine, description["ExportArn"])  # (before it is recorded: no duty may take it for abandoned)
+    with engine.session.serialized():  # (committed now, for the run's first chunk to find it)
+        save_export(engine, description)
+        engine.commit()
+    schedule_export(engine, description, source, at)
+    return {"ExportDescription": description}
+
+
+def _replayed(context: RequestContext, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The export an ExportTableToPointInTime with this ClientToken started within 8 hours (the API Reference's
+    idempotency window), if any: the same request answers it again; one with another table, bucket, prefix, format
+    or type is ExportConflictException (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-009). (ExportTime and the
+    incremental span are not compared: an earlier export holds them resolved, not as asked.)"""
+    token = request.get("ClientToken")
+    if token is None:
+        return None
+    asked = (request["TableArn"], request["S3Bucket"], request.get("S3Prefix"),
+             request.get("ExportFormat") or "DYNAMODB_JSON", request.get("ExportType") or "FULL_EXPORT")
+    since = clock.now() - TOKEN_SECONDS
+    for earlier in export_records(context.engine):
+        if earlier.get("ClientToken") != token or earlier["StartTime"] < since:
+            continue
+        if asked != (earlier["TableArn"], earlier["S3Bucket"], earlier.get("S3Prefix"), earlier["ExportFormat"],
+                     earlier["ExportType"]):
+            raise ExportConflictException("Export conflict: Duplicate request detected with conflicting parameters")
+        return earlier
+    return None
+
+
+def _incremental(request: dict[str, Any]) -> dict[str, Any] | None:
+    """An INCREMENTAL_EXPORT's IncrementalExportSpecification, None for a FULL_EXPORT; their couplings checked in
+    DynamoDB's words (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-003)."""
+    specification, export_type = request.get("IncrementalExportSpecification"), request.get("ExportType")
+    if specification is not None and export_type is None:
+        raise ValidationException("Invalid Request: Export Type expected to be Incremental Export when incremental "
+                                  "export specification is provided")
+    if specification is not None and export_type == "FULL_EXPORT":
+        raise ValidationException("Invalid Request: When Export Type is Full Export , Incremental Export "
+                                  "Specification should not be provided")
+    if export_type != "INCREMENTAL_EXPORT":
+        return None
+    if specification is None:
+        raise ValidationException("Invalid Request: Incremental Export Specification expected when export type is "
+                                  "set as Incremental Export")
+    if specification.get("ExportFromTime") is None:
+        raise ValidationException("Invalid Request: ExportFromTime must be provided in IncrementalExportSpecification")
+    return specification  # type: ignore[no-any-return]
+
+
+def _export_time(request: dict[str, Any], source: TableMeta, window: RecoveryWindow | None, now: float) -> float:
+    """A full export's ExportTime (now by default), in the recovery window."""
     if window is None:
         # best guess: as RestoreTableToPointInTime words it (see backups_restore)
         raise PointInTimeRecoveryUnavailableException(
             f"Point in time recovery is not enabled for table '{source.name}'")
-    started = clock.now()
-    earliest, latest = restorable(window, started)
+    earliest, latest = restorable(window, now)
     at = timestamp(request, "ExportTime")
     if at is None:
-        at = latest
-    elif not earliest <= at <= latest:
+        return latest
+    if not earliest <= at <= latest:
         # The API Reference's description of InvalidExportTimeException (its message is not recorded in public)
         raise InvalidExportTimeException("The specified ExportTime is outside of the point in time recovery window.")
-    export_id = f"{int(started * 1000):014d}-{os.urandom(4).hex()}"
-    description = {
-        "ExportArn": f"{source.arn}/export/{export_id}", "ExportStatus": "COMPLETED",
-        "StartTime": epoch_millis(started), "TableArn": source.arn, "TableId": source.uuid,
-        "ExportTime": epoch_millis(at), "S3Bucket": request["S3Bucket"], "ExportFormat": "DYNAMODB_JSON",
-        "ExportType": "FULL_EXPORT",
-        **{member: request[member] for member in ("ClientToken", "S3BucketOwner", "S3Prefix", "S3SseAlgorithm",
-                                                  "S3SseKmsKeyId") if request.get(member) is not None}}
-    count, size = _write_export(context.engine, source, at, description, export_id)
-    description.update({"EndTime": epoch_millis(clock.now()), "ItemCount": count, "BilledSizeBytes": size})
-    _save(context.engine, description)
-    return {"ExportDescription": description}
+    return at
 
 
-def _snapshot(engine: Engine, source: TableMeta, at: float) -> TableMeta:
-    """The table as it stood at `at`, restored into an internal table (the caller drops it)."""
-    meta = TableMeta(name=f"{EXPORT_TABLE_PREFIX}{uuid.uuid4().hex}", table_id=0, uuid=str(uuid.uuid4()),
-                     hash_key=source.hash_key, range_key=source.range_key,
-                     attribute_definitions=list(source.attribute_definitions), created_at=time.time(),
-                     billing_mode="PAY_PER_REQUEST")
-    return engine.restore_table(meta, RestoreSource(table=source, at=at))
+def _window(specification: dict[str, Any], window: RecoveryWindow | None, now: float) -> tuple[float, float]:
+    """An incremental export's span (ExportFromTime, ExportToTime: now by default), its refusals in DynamoDB's
+    words (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-001 and -004: without recovery too, the first one)."""
+    since = timestamp(specification, "ExportFromTime")
+    until = timestamp(specification, "ExportToTime")
+    assert since is not None
+    until = now if until is None else until
+    if window is None or since < restorable(window, now)[0] or since >= until:
+        # (best guess: the time it prints, the from time in the captures)
+        raise InvalidExportTimeException("Incremental export period from time cannot be less than the table creation "
+                                         f"time : {_second(since)}")
+    if until > now:
+        raise InvalidExportTimeException("Incremental export period to time cannot be greater than the current time "
+                                         f": {_second(until)}")
+    if until - since < _SHORTEST:
+        raise InvalidExportTimeException("Difference between export period from time and export period to time is "
+                                         "less than 15 minutes")
+    if until - since > _LONGEST:
+        # best guess: the wording of the 24-hour limit (the quotas page's "Maximum Incremental Export period window")
+        raise InvalidExportTimeException("Difference between export period from time and export period to time is "
+                                         "more than 24 hours")
+    return since, until
 
 
-def _write_export(engine: Engine, source: TableMeta, at: float, description: dict[str, Any],
-                  export_id: str) -> tuple[int, int]:
-    """The export's files (manifests last); (item count, bytes)."""
-    prefix = "/".join(part for part in (description.get("S3Prefix", "").strip("/"), "AWSDynamoDB", export_id) if part)
-    directory = os.path.join(bucket_directory(description["S3Bucket"]), *prefix.split("/"))
-    os.makedirs(os.path.join(directory, "data"), exist_ok=True)
-    open(os.path.join(directory, "_started"), "wb").close()
-    snapshot = _snapshot(engine, source, at)
-    files: list[dict[str, Any]] = []
-    count = size = 0
-    try:
-        lines: list[bytes] = []
-        for row in engine.scan(snapshot, 0, HASH_SPACE, None):
-            lines.append(b'{"Item":' + bytes(row.data) + b"}\n")
-            count, size = count + 1, size + row.size
-            if len(lines) == _FILE_ITEMS:
-                files.append(_data_file(directory, prefix, lines))
-                lines = []
-        if lines or not files:
-            files.append(_data_file(directory, prefix, lines))
-    finally:
-        engine.delete_table(snapshot.stored_name)
-    manifest = b"".join(orjson.dumps(entry) + b"\n" for entry in files)
-    _with_checksum(os.path.join(directory, "manifest-files.json"), manifest)
-    summary = {"version": "2020-06-30", "exportArn": description["ExportArn"],
-               "startTime": _iso(description["StartTime"]), "endTime": _iso(clock.now()),
-               "tableArn": source.arn, "tableId": source.uuid, "exportTime": _iso(at),
-               "s3Bucket": description["S3Bucket"], "s3Prefix": description.get("S3Prefix"),
-               "s3SseAlgorithm": description.get("S3SseAlgorithm", "AES256"),
-               "s3SseKmsKeyId": description.get("S3SseKmsKeyId"),
-               "manifestFilesS3Key": f"{prefix}/manifest-files.json", "billedSizeBytes": size,
-               "itemCount": count, "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT"}
-    _with_checksum(os.path.join(directory, "manifest-summary.json"), orjson.dumps(summary))
-    description["ExportManifest"] = f"{prefix}/manifest-summary.json"
-    return count, size
-
-
-def _data_file(directory: str, prefix: str, lines: list[bytes]) -> dict[str, Any]:
-    name = f"{uuid.uuid4().hex[:26]}.json.gz"
-    data = gzip.compress(b"".join(lines))
-    with open(os.path.join(directory, "data", name), "wb") as out:
-        out.write(data)
-        os.fsync(out.fileno())
-    digest = hashlib.md5(data, usedforsecurity=False).digest()
-    return {"itemCount": len(lines), "md5Checksum": base64.b64encode(digest).decode(), "etag": digest.hex(),
-            "dataFileS3Key": f"{prefix}/data/{name}"}
-
-
-def _with_checksum(path: str, data: bytes) -> None:
-    """A manifest and its `.checksum` (best guess at its content: the MD5 of the manifest, base64, as S3's
-    Content-MD5 is written; the Developer Guide names the file but does not show it)."""
-    for target, content in ((path, data), (path.rsplit(".", 1)[0] + ".checksum",
-                                           base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()))):
-        with open(target, "wb") as out:
-            out.write(content)
-            os.fsync(out.fileno())
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + \
-        f"{int(seconds * 1000) % 1000:03d}Z"
-
-
-# --- the records ---------------------------------------------------------------------------------------------
-def _records_table(engine: Engine, create: bool) -> TableMeta | None:
-    meta = engine.get_table(EXPORTS_TABLE)
-    if meta is None and create:
-        fresh = TableMeta(name=EXPORTS_TABLE, table_id=0, uuid=str(uuid.uuid4()), hash_key=KeyAttribute("pk", "S"),
-                          range_key=KeyAttribute("sk", "S"),
-                          attribute_definitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                                 {"AttributeName": "sk", "AttributeType": "S"}],
-                          created_at=time.time(), billing_mode="PAY_PER_REQUEST")
-        try:
-            meta = engine.create_table(fresh)
-        except ResourceInUseException:  # another worker made it meanwhile
-            meta = engine.get_table(EXPORTS_TABLE)
-    return meta
-
-
-_PARTITION = encode_key({"S": "export"})
-
-
-def _save(engine: Engine, description: dict[str, Any]) -> None:
-    meta = _records_table(engine, create=True)
-    assert meta is not None
-    arn = description["ExportArn"]
-    record = {"pk": {"S": "export"}, "sk": {"S": arn}, "doc": {"S": orjson.dumps(description).decode()}}
-    key = StorageKey(partition_hash(_PARTITION), _PARTITION, encode_key({"S": arn}))
-    engine.write([WriteOp(meta, key, lambda old: record)])
-
-
-def _records(engine: Engine) -> list[dict[str, Any]]:
-    meta = _records_table(engine, create=False)
-    if meta is None:
-        return []
-    rows = engine.query(meta, partition_hash(_PARTITION), _PARTITION, SortRange(), True, None)
-    return [orjson.loads(orjson.loads(row.data)["doc"]["S"]) for row in rows]
+def _second(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def describe_export(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(DESCRIBE_EXPORT, request)
-    for description in _records(context.engine):
-        if description["ExportArn"] == request["ExportArn"] and context.owns(description["ExportArn"]):
+    arn = request["ExportArn"]
+    if ":table/" not in arn or "/export/" not in arn:
+        # (ack-api-quirks' DynamoDB catalogue, DDB-EXPORT-006: a table's or an import's ARN, or no ARN)
+        raise ValidationException("Invalid Export ARN")
+    for description in export_records(context.engine):
+        if description["ExportArn"] == arn and context.owns(arn):
             return {"ExportDescription": description}
-    # best guess: DynamoDB's wording (the API Reference says "The specified export was not found.")
-    raise ExportNotFoundException(f"Export not found: {request['ExportArn']}")
+    # (DDB-EXPORT-006: DynamoDB's message names the export twice so)
+    raise ExportNotFoundException(f"Export not found: Export not found: {arn}")
 
 
 def list_exports(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Exports oldest first (of one table with TableArn), MaxResults a page, NextToken the last one's ARN."""
     v.validate(LIST_EXPORTS, request)
-    chosen = sorted((d for d in _records(context.engine)
+    chosen = sorted((d for d in export_records(context.engine)
                      if request.get("TableArn") in (None, d["TableArn"]) and context.owns(d["ExportArn"])),
                     key=lambda d: (d["StartTime"], d["ExportArn"]))
     token = request.get("NextToken")
@@ -240,15 +206,6 @@ def list_exports(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if len(chosen) > limit:
         answer["NextToken"] = chosen[limit - 1]["ExportArn"]
     return answer
-
-
-def drop_abandoned_snapshots(engine: Engine) -> None:
-    """A background duty: the internal snapshot tables of exports a crash cut short (older than an hour)."""
-    for name in engine.list_tables():
-        if name.startswith(EXPORT_TABLE_PREFIX):
-            meta = engine.get_table(name)
-            if meta is not None and meta.created_at < time.time() - 3600:
-                engine.delete_table(name, meta)
 
 
 HANDLERS = {

@@ -25,6 +25,7 @@ from openddb.api.table_descriptions import describe
 from openddb.api.table_encryption import sse_enabled, sse_of
 from openddb.errors import (
     InvalidRestoreTimeException,
+    LimitExceededException,
     PointInTimeRecoveryUnavailableException,
     ResourceInUseException,
     TableAlreadyExistsException,
@@ -54,6 +55,7 @@ RESTORE_TO_POINT_IN_TIME = v.Struct({
     "RestoreDateTime": Timestamp(),
     **_OVERRIDES,
 })
+CONCURRENT_RESTORES = 50
 _UNTIL_RESTORED = 1e15  # a restore's CREATING lasts until `finish_restores` ends it (far beyond any clock)
 
 
@@ -63,6 +65,7 @@ def restore_table_from_backup(context: RequestContext, request: dict[str, Any]) 
     if record is None:
         raise backup_not_found(request["BackupArn"])
     _check_target(context, request["TargetTableName"])
+    _check_restores(context)
     source = TableMeta.from_json(record.meta)
     summary = {"SourceBackupArn": record.arn, "SourceTableArn": source.arn, "RestoreDateTime": record.created_at}
     meta = _target(context, source, request, summary)
@@ -94,6 +97,7 @@ def restore_table_to_point_in_time(context: RequestContext, request: dict[str, A
         raise InvalidRestoreTimeException("An invalid restore time was specified. RestoreDateTime must be between "
                                           "EarliestRestorableDateTime and LatestRestorableDateTime.")
     _check_target(context, request["TargetTableName"])
+    _check_restores(context)
     summary = {"SourceTableArn": source.arn, "RestoreDateTime": at}
     meta = _target(context, source, request, summary)
     return _restore(context, meta, RestoreSource(table=source, at=at))
@@ -108,6 +112,15 @@ def _check_target(context: RequestContext, name: str) -> None:
         raise TableInUseException(f"Table is being created or deleted: {name}")
     # best guess: DynamoDB's wording for a target name in use follows CreateTable's ("Table already exists: T")
     raise TableAlreadyExistsException(f"Table already exists: {name}")
+
+
+def _check_restores(context: RequestContext) -> None:
+    """"Any number of users can execute up to 50 concurrent restores (any type of restore) in a given account"
+    (API Reference, RestoreTableFromBackup): a restored table still CREATING is one."""
+    running = sum(1 for meta in context.engine.restored_tables() if in_progress(meta))
+    if running >= CONCURRENT_RESTORES:
+        # best guess: DynamoDB's wording of this refusal is not recorded
+        raise LimitExceededException(f"Too many concurrent restores: the limit is {CONCURRENT_RESTORES}")
 
 
 def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) -> dict[str, Any]:

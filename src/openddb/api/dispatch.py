@@ -462,7 +462,15 @@ class Dispatcher:
         """The store's background duties (TTL expiry; index backfills a restart cut short and tables whose delayed
         deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
         between event-loop passes that left no group of writes open."""
-        from openddb.api import backups_continuous, backups_export, backups_restore, indexes, transient, ttl
+        from openddb.api import (
+            backups_continuous,
+            backups_export_runs,
+            backups_import_runs,
+            backups_restore,
+            indexes,
+            transient,
+            ttl,
+        )
         from openddb.vectors import updates
 
         now = clock.now()
@@ -473,8 +481,10 @@ class Dispatcher:
                            updates.resume_vector_backfills)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
                 self._duty("finishing restores", backups_restore.finish_restores, self.engine, True)
-                self._duty("dropping abandoned export snapshots", backups_export.drop_abandoned_snapshots,
+                self._duty("dropping abandoned export snapshots", backups_export_runs.drop_abandoned_snapshots,
                            self.engine)
+                self._duty("failing abandoned exports", backups_export_runs.fail_abandoned, self.engine)
+                self._duty("resuming imports", backups_import_runs.resume_imports, self.engine)
             self._duty("finishing restores", backups_restore.finish_restores, self.engine)
             self._duty("recovery log upkeep", backups_continuous.trim_recovery_logs, self.engine, now)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)

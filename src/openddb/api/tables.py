@@ -59,6 +59,26 @@ def _key_schema(schema: list[dict[str, str]], types: dict[str, str]) -> tuple[Ke
 
 def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(CREATE_TABLE, request)
+    meta = new_table_meta(context, request)
+    now = meta.created_at
+    _clear_name(context, meta.name, now)
+    _check_table_count(context)
+    if transient.delayed():
+        meta.pending, meta.pending_until = "CREATING", transient.until(now)
+        if request.get("WarmThroughput"):
+            meta.warm_until = meta.pending_until
+    meta = context.engine.create_table(meta)
+    if request.get("ResourcePolicy") is not None:
+        attach_created(context, meta, request["ResourcePolicy"])
+    description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
+    if request.get("WarmThroughput"):  # asked for: answered as being set up
+        description["WarmThroughput"] = {**warm_throughput(meta), "Status": "UPDATING"}
+    return {"TableDescription": description}
+
+
+def new_table_meta(context: RequestContext, request: dict[str, Any]) -> TableMeta:
+    """The description of the table a validated CreateTable request (or ImportTable's TableCreationParameters, a
+    subset of it) asks for, every rule of CreateTable's checked; nothing is stored."""
     throughput_mode_as_billing_mode(request)
     definitions = request["AttributeDefinitions"]
     types: dict[str, str] = {}
@@ -106,19 +126,7 @@ def create_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
         account=context.account, stream=stream, vector_indexes=vectors, namespace=context.namespace)
     vd.check_table_vectors(meta)
     check_throughput_quota(context.engine, meta, context.region)
-    _clear_name(context, meta.name, now)
-    _check_table_count(context)
-    if transient.delayed():
-        meta.pending, meta.pending_until = "CREATING", transient.until(now)
-        if request.get("WarmThroughput"):
-            meta.warm_until = meta.pending_until
-    meta = context.engine.create_table(meta)
-    if request.get("ResourcePolicy") is not None:
-        attach_created(context, meta, request["ResourcePolicy"])
-    description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
-    if request.get("WarmThroughput"):  # asked for: answered as being set up
-        description["WarmThroughput"] = {**warm_throughput(meta), "Status": "UPDATING"}
-    return {"TableDescription": description}
+    return meta
 
 
 def _clear_name(context: RequestContext, name: str, now: float) -> None:

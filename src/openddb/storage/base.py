@@ -472,6 +472,11 @@ class Engine(ABC):
     def list_tables(self) -> list[str]:
         """All table names in ascending order."""
 
+    def restored_tables(self) -> list[TableMeta]:
+        """The current descriptions of the tables made by a restore (their `restore` set), as their restores'
+        limit counts them."""
+        return [meta for meta in map(self.get_table, self.list_tables()) if meta is not None and meta.restore]
+
     @abstractmethod
     def update_table(self, meta: TableMeta) -> None:
         """Replace a table's stored description with `meta` if the stored one is still the one `meta` was derived
@@ -682,6 +687,11 @@ class Engine(ABC):
 
     def trim_recovery(self, now: float) -> None:
         """Drop recovery-log records older than each table's window."""
+        raise NotImplementedError
+
+    def recovery_changes(self, meta: TableMeta, since: float, until: float) -> list[tuple[StorageKey, float]]:
+        """The keys of the table (recovery on) changed after `since` up to `until` (the log's times), each with
+        the time of its last change in that span, in key order: what an incremental export holds."""
         raise NotImplementedError
 
     @abstractmethod

@@ -516,6 +516,13 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         row = self._cur.execute("SELECT meta FROM openddb_tables WHERE name=%s", (name,)).fetchone()
         return None if row is None else bytes(row[0])
 
+    def restored_tables(self) -> list[TableMeta]:
+        # One query, filtered in the database (a description's JSON says "restore":null unless a restore made the
+        # table): a store other nodes keep changing keeps emptying the cache of descriptions.
+        rows = self._cursor().execute("SELECT meta FROM openddb_tables "
+                                      "WHERE position('\"restore\":null'::bytea IN meta) = 0")
+        return [TableMeta.from_json(bytes(row[0])) for row in rows]
+
     def list_tables(self) -> list[str]:
         # Sorted here, by code point like the embedded engine, whatever the database's collation.
         return sorted(row[0] for row in self._cursor().execute("SELECT name FROM openddb_tables"))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from openddb.model.schema import TableMeta
-from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource
+from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource, StorageKey
 
 _SCHEMA_LOCK = 0x0DDB_BAC0  # the advisory lock that serialises nodes making the tables
 _SCHEMA = [
@@ -153,6 +153,13 @@ class PostgresBackups:
         row = self._cursor().execute("SELECT enabled_at, days FROM openddb_recovery WHERE tid=%s",
                                      (meta.table_id,)).fetchone()
         return None if row is None else RecoveryWindow(float(row[0]), int(row[1]))
+
+    def recovery_changes(self, meta: TableMeta, since: float, until: float) -> list[tuple[StorageKey, float]]:
+        self._backup_schema()
+        rows = self._cursor().execute(
+            "SELECT h, pk, sk, max(created_at) FROM openddb_recovery_log WHERE tid=%s AND created_at > %s "
+            "AND created_at <= %s GROUP BY h, pk, sk ORDER BY h, pk, sk", (meta.table_id, since, until)).fetchall()
+        return [(StorageKey(int(h), bytes(pk), bytes(sk)), float(at)) for h, pk, sk, at in rows]
 
     def set_recovery(self, meta: TableMeta, days: int | None, now: float) -> RecoveryWindow | None:
         self._backup_schema()

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from openddb.model.schema import TableMeta
-from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource
+from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource, StorageKey
 from openddb.storage.sqlite_cipher import Driver
 from openddb.storage.sqlite_streams import statements
 
@@ -288,6 +288,13 @@ class SQLiteBackups:
             for tid, days in db.execute("SELECT tid, days FROM recovery").fetchall():
                 db.execute("DELETE FROM recovery_log WHERE seq < ? AND tid=?", (self._first_after(now - days * _DAY),
                                                                                tid))
+
+    def recovery_changes(self, meta: TableMeta, since: float, until: float) -> list[tuple[StorageKey, float]]:
+        db = self._read()
+        rows = db.execute("SELECT h, pk, sk, max(created_at) FROM recovery_log WHERE seq >= ? AND tid=? "
+                          "AND created_at <= ? GROUP BY h, pk, sk ORDER BY h, pk, sk",
+                          (self._first_after(since), meta.table_id, until)).fetchall()
+        return [(StorageKey(int(h), bytes(pk), bytes(sk)), float(at)) for h, pk, sk, at in rows]
 
     def _close_backups(self) -> None:
         if self._backups is not None and self._backups is not self._db:

@@ -1,0 +1,158 @@
+"""What an import reads: the objects under a bucket's key prefix, each decompressed and parsed into items (Developer
+Guide, "Amazon S3 import formats for DynamoDB" and "Import format quotas and validation").
+
+A bucket is a local directory, as for exports (`bucket_directory`); an object's key is its path under it, with
+`/` between the parts. S3KeyPrefix is a raw key prefix, as on S3: "data" also matches "data2/x.json" and
+"data.bak" (ack-api-quirks' DynamoDB catalogue, DDB-IMPORT-014), so an export is imported from its `.../data/`
+folder with GZIP (DDB-IMPORT-020: from the export's root its manifests are read too, each an error).
+
+An object yields `Entry`s: an item, or the error that kept a line from being one. A line that is no JSON (or no
+CSV), and an object that does not decompress, end the object: "if the Amazon S3 object itself is malformed ...
+we may skip processing the remaining portion of the object" (an unparseable 6th line of 10: 6 processed, 1
+error, DDB-IMPORT-013); an item that breaks a rule is one error and the next line is read. ZSTD needs a library
+outside Python 3.11's standard one and ION a parser of Amazon Ion: both are refused by ImportTable (see
+backups_import.py)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from openddb.api.keys import check_index_keys, item_key
+from openddb.api.limits import exceeds_item_size
+from openddb.errors import DynamoDBError, ValidationException
+from openddb.model import Item
+from openddb.model.schema import TableMeta
+from openddb.model.values import MSG_ITEM_SIZE, validate_item
+from openddb.storage.base import StorageKey
+
+InputFormat = Literal["DYNAMODB_JSON", "ION", "CSV"]
+Compression = Literal["GZIP", "ZSTD", "NONE"]
+MAX_OBJECTS = 50_000  # "Each import job can take up to 50,000 Amazon S3 objects" (the quotas page)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """How the objects are read: the format, its CSV options, the compression."""
+
+    input_format: InputFormat
+    compression: Compression
+    delimiter: str = ","
+    header: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One record read from an object: its item (its size counted), or why it is none."""
+
+    size: int  # bytes of the object it took (uncompressed): ProcessedSizeBytes
+    item: Item | None = None
+    key: StorageKey | None = None  # the item's
+    error: str | None = None
+
+
+def object_keys(directory: str, prefix: str) -> list[str] | None:
+    """The keys of the objects (files) under `directory` whose key starts with `prefix`, sorted; None if the bucket
+    (directory) does not exist."""
+    if not os.path.isdir(directory):
+        return None
+    keys: list[str] = []
+    for root, _, files in os.walk(directory):
+        relative = os.path.relpath(root, directory)
+        for name in files:
+            key = name if relative == "." else f"{relative.replace(os.sep, '/')}/{name}"
+            if key.startswith(prefix):
+                keys.append(key)
+    return sorted(keys)
+
+
+def entries(path: str, source: Source, meta: TableMeta) -> Iterator[Entry]:
+    """The entries of one object, in order (see the module docstring)."""
+    with open(path, "rb") as raw:
+        lines: Iterable[bytes] = gzip.GzipFile(fileobj=raw) if source.compression == "GZIP" else raw
+        try:
+            if source.input_format == "CSV":
+                yield from _csv_entries(lines, source, meta)
+            else:
+                yield from _json_entries(lines, meta)
+        except (OSError, EOFError, zlib.error):  # not GZIP (gzip.BadGzipFile is an OSError), or cut short
+            # best guess: the wording of a decompression failure is not recorded
+            yield Entry(0, error="The object could not be decompressed as GZIP")
+
+
+def _json_entries(lines: Iterable[bytes], meta: TableMeta) -> Iterator[Entry]:
+    """DynamoDB JSON: one `{"Item": {...}}` a line (blank lines skipped)."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            # best guess: the wording of an unparseable line is not recorded
+            yield Entry(len(line), error="Unexpected token in the object: the line is not DynamoDB JSON")
+            return
+        if not isinstance(document, dict) or set(document) != {"Item"}:
+            # best guess (as above): a JSON value other than {"Item": {...}}
+            yield Entry(len(line), error="The line is not a DynamoDB JSON item: {\"Item\": {...}} expected")
+            continue
+        yield _checked(document["Item"], len(line), meta)
+
+
+def _csv_entries(lines: Iterable[bytes], source: Source, meta: TableMeta) -> Iterator[Entry]:
+    """CSV: the first row is the header unless HeaderList is given; the key attributes of the table and its
+    indexes (every attribute AttributeDefinitions names) take their defined type, every other column is a string
+    (the formats page); an empty cell is no attribute (best guess: not documented)."""
+    sizes = [0]
+
+    def text() -> Iterator[str]:
+        for line in lines:
+            sizes[0] += len(line)
+            yield line.decode("utf-8")
+
+    reader = csv.reader(text(), delimiter=source.delimiter, strict=True)
+    types = {d["AttributeName"]: d["AttributeType"] for d in meta.attribute_definitions}
+    header = source.header
+    taken = 0
+    try:
+        for row in reader:
+            size, taken = sizes[0] - taken, sizes[0]
+            if header is None:
+                header = tuple(row)
+                continue
+            if len(row) != len(header):
+                # best guess: the formats page says headers apply "as long as they match the number of columns"
+                yield Entry(size, error=f"The row has {len(row)} columns; the header has {len(header)}")
+                continue
+            raw = {name: _csv_value(types.get(name), cell) for name, cell in zip(header, row, strict=True) if cell}
+            yield _checked(raw, size, meta)
+    except (csv.Error, UnicodeDecodeError) as error:
+        yield Entry(sizes[0] - taken, error=f"The object is not CSV: {error}")  # best guess (as above)
+
+
+def _csv_value(kind: str | None, cell: str) -> dict[str, Any]:
+    if kind == "B":
+        return {"B": cell}  # (base64, checked as any B value)
+    return {kind or "S": cell}
+
+
+def _checked(raw: Any, size: int, meta: TableMeta) -> Entry:
+    """An item checked as PutItem checks one: its values, its table and index keys, its size."""
+    try:
+        item = validate_item(raw)
+        key = item_key(meta, item)[1]
+        check_index_keys(meta, item)
+        if exceeds_item_size(meta, item):
+            raise ValidationException(MSG_ITEM_SIZE)
+    except DynamoDBError as error:
+        return Entry(size, error=error.message or type(error).__name__)
+    except (ValueError, TypeError) as error:  # (a value no check named)
+        return Entry(size, error=str(error))
+    return Entry(size, item=item, key=key)
+
