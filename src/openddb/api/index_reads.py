@@ -309,48 +309,64 @@ def _still_indexed(index: IndexMeta, entry: Item, item: Item) -> bool:
     return all(item.get(key.name) == entry.get(key.name) for key in (*index.hash_keys, *index.range_keys))
 
 
-def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
-                    budget: PageBytes | None = None) -> dict[str, Any]:
-    """Evaluate entries until Limit or 1 MB (both before the filter; `budget`: what is left of a page several
-    reads share) and build the response."""
+def _entries(rows: Any, limit: int | None, most: int) -> tuple[list[IndexRow], int, bool]:
+    """The page's entries, up to `limit` or `most` bytes: (entries, their size, whether the page is full)."""
     page: list[IndexRow] = []
     size = 0
-    most = MAX_PAGE_BYTES if budget is None else budget.left
     try:
         for row in rows:
             page.append(row)
             size += row.size
-            if len(page) == plan.limit or size >= most:
+            if len(page) == limit or size >= most:
                 break
-        full = len(page) == plan.limit or size >= most
+        return page, size, len(page) == limit or size >= most
     finally:
         close = getattr(rows, "close", None)
         if close is not None:
             close()
+
+
+def _fetch(context: RequestContext, plan: IndexReadPlan, page: list[IndexRow],
+           most: int) -> tuple[list[Item | None], float, int, bool]:
+    """The table's items of a page's entries (None: gone), the read units they cost, the blocks the page read, and
+    whether `most` cut the page short (the entries past the cut are dropped from `page`). The items fetched from the
+    table count toward the page's 1 MB too, so it may end sooner. As the Developer Guide counts it (local secondary
+    indexes, read capacity units): the entries' size rounded up to 4 KB, plus each fetched item's size rounded up
+    to 4 KB."""
+    fetched: list[Item | None] = []
+    table_units = 0.0
+    entries = fetched_blocks = read = 0
+    for start in range(0, len(page), _FETCH_BATCH):
+        chunk = page[start:start + _FETCH_BATCH]
+        found = context.engine.get_many([(plan.meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in chunk])
+        for row, table_row in zip(chunk, found, strict=True):
+            fetched.append(None if table_row is None else orjson.loads(table_row.data))
+            table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
+            entries += row.size
+            fetched_blocks += _in_blocks(table_row.size) if table_row is not None else 0
+            read = _in_blocks(entries) + fetched_blocks
+            if read >= most:
+                break
+        if read >= most:
+            del page[len(fetched):]
+            return fetched, table_units, read, True
+    return fetched, table_units, read, False
+
+
+def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
+                    budget: PageBytes | None = None) -> dict[str, Any]:
+    """Evaluate entries until Limit or 1 MB (both before the filter; `budget`: what is left of a page several
+    reads share) and build the response."""
+    most = MAX_PAGE_BYTES if budget is None else budget.left
+    page, size, full = _entries(rows, plan.limit, most)
     meta, index = plan.meta, plan.index
     table_units = 0.0
     fetched: list[Item | None] = []
     if plan.fetch and page:
-        # The items fetched from the table count toward the page's 1 MB too, so it may end sooner. As the Developer
-        # Guide counts it (local secondary indexes, read capacity units): the entries' size rounded up to 4 KB, plus
-        # each fetched item's size rounded up to 4 KB.
-        entries = fetched_blocks = read = 0
-        for start in range(0, len(page), _FETCH_BATCH):
-            chunk = page[start:start + _FETCH_BATCH]
-            found = context.engine.get_many([(meta, StorageKey(r.key.h, r.key.tpk, r.key.tsk)) for r in chunk])
-            for row, table_row in zip(chunk, found, strict=True):
-                fetched.append(None if table_row is None else orjson.loads(table_row.data))
-                table_units += read_units(table_row.size if table_row is not None else 0, plan.consistent)
-                entries += row.size
-                fetched_blocks += _in_blocks(table_row.size) if table_row is not None else 0
-                read = _in_blocks(entries) + fetched_blocks
-                if read >= most:
-                    break
-            if read >= most:
-                full = True
-                del page[len(fetched):]
-                size = sum(row.size for row in page)
-                break
+        fetched, table_units, read, cut = _fetch(context, plan, page, most)
+        if cut:
+            full = True
+            size = sum(row.size for row in page)
         if budget is not None:
             budget.left -= read
     elif budget is not None:
