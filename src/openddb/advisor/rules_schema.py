@@ -62,11 +62,7 @@ def gsi_projection_all(advisor: Advisor, seen: TableObservations | None, meta: T
 
 
 def pitr_off(state: ServerState, meta: TableMeta) -> list[Outcome]:
-    enabled = state.pitr(meta.name)
-    if enabled is None:
-        return [NotChecked("pitr-off", meta.name, "this server cannot turn point-in-time recovery on "
-                           "(RestoreTableToPointInTime is not implemented), so its state is not a finding")]
-    if enabled:
+    if state.pitr(meta):
         return []
     return [Finding("pitr-off", meta.name, "point-in-time recovery is off",
                     {"PointInTimeRecoveryStatus": "DISABLED"})]
