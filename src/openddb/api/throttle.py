@@ -181,6 +181,9 @@ class Throttle:
     def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str = "") -> None:
         """Raise DynamoDB's throttling error if the operation of `record` may not run now on what `request` names
         (tables of the caller's `namespace`), noting on the record why, and the keys it named."""
+        operation = record.operation
+        if operation not in _READS and operation not in _WRITES:
+            return  # (the control plane draws on no bucket: no lock to take)
         shared = self._shared
         if shared is None:
             self._admit(record, request, engine, namespace)
@@ -194,8 +197,6 @@ class Throttle:
     def _admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str) -> None:
         operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
-        if operation not in _READS and operation not in _WRITES:
-            return
         now = self._clock()
         refusals: list[tuple[Resource, str, str, str | None]] = []
         tables = 0
