@@ -8,7 +8,6 @@ by a crash is absent, never listed half made."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from openddb import clock
@@ -20,6 +19,7 @@ from openddb.api.backups_shapes import (
     BACKUP_NAME,
     Timestamp,
     backup_not_found,
+    stamped_id,
     timestamp,
     visible_backup,
 )
@@ -44,9 +44,8 @@ LIST_BACKUPS = v.Struct({
 
 
 def backup_arn(meta: TableMeta, now: float) -> str:
-    """A backup's ARN in DynamoDB's form: the table's ARN, "/backup/", 14 digits of creation time in milliseconds,
-    "-" and 8 hex digits."""
-    return f"{meta.arn}/backup/{int(now * 1000):014d}-{os.urandom(4).hex()}"
+    """A backup's ARN in DynamoDB's form: the table's ARN, "/backup/" and the stamped id."""
+    return f"{meta.arn}/backup/{stamped_id(now)}"
 
 
 def create_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

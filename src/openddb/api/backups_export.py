@@ -12,7 +12,6 @@ export is written in the background (backups_export_runs.py), then COMPLETED, or
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +19,7 @@ from openddb import clock
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, restorable
 from openddb.api.backups_export_runs import export_records, save_export, schedule_export, take_lease
-from openddb.api.backups_shapes import Timestamp, timestamp
+from openddb.api.backups_shapes import Timestamp, stamped_id, timestamp
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
 from openddb.errors import (
@@ -68,7 +67,7 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
         return {"ExportDescription": earlier}
     window = context.engine.recovery_window(source)
     started = clock.now()
-    export_id = f"{int(started * 1000):014d}-{os.urandom(4).hex()}"
+    export_id = stamped_id(started)
     description = {
         "ExportArn": f"{source.arn}/export/{export_id}", "ExportStatus": "IN_PROGRESS",
         "StartTime": epoch_millis(started), "TableArn": source.arn, "TableId": source.uuid,

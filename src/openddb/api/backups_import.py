@@ -13,13 +13,13 @@ the server's log, logger `openddb.imports`, one JSON line an error in CloudWatch
 from __future__ import annotations
 
 import copy
-import os
 from typing import Any
 
 from openddb import clock
 from openddb.api import backups_records as records
 from openddb.api import validation as v
 from openddb.api.backups_import_runs import IMPORTS_TABLE, IN_PROGRESS_LIMIT, KIND, schedule_import
+from openddb.api.backups_shapes import stamped_id
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
 from openddb.api.table_shapes import CREATE_TABLE
@@ -82,7 +82,7 @@ def import_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
     if sum(d["Description"]["ImportStatus"] == "IN_PROGRESS" for d in _documents(context)) >= IN_PROGRESS_LIMIT:
         # best guess: the quotas page allows 50 concurrent imports; the refusal's wording is not recorded
         raise LimitExceededException(f"Too many concurrent imports: the limit is {IN_PROGRESS_LIMIT}")
-    arn = f"{meta.arn}/import/{int(now * 1000):014d}-{os.urandom(4).hex()}"
+    arn = f"{meta.arn}/import/{stamped_id(now)}"
     description = _description(context, request, parameters, arn, meta.arn, meta.uuid, now)
     with context.engine.session.serialized():  # (committed now, for the run's first step to find)
         records.save(context.engine, IMPORTS_TABLE, KIND, arn,

@@ -3,6 +3,7 @@ and their not-found error."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,12 @@ from openddb.storage.base import BackupRecord
 # botocore's model: BackupName 3-255 of [a-zA-Z0-9_.-]+, BackupArn 37-1024 characters.
 BACKUP_NAME = v.Str(required=True, min_len=3, max_len=255, pattern=v.TABLE_NAME_PATTERN)
 BACKUP_ARN = v.Str(required=True, min_len=37, max_len=1024)
+
+
+def stamped_id(now: float) -> str:
+    """The tail DynamoDB gives a backup's, an export's and an import's ARN: 14 digits of the creation time in
+    milliseconds, "-" and 8 hex digits."""
+    return f"{int(now * 1000):014d}-{os.urandom(4).hex()}"
 
 
 def backup_not_found(arn: str) -> BackupNotFoundException:
