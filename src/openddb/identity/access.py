@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from openddb.errors import AccessDeniedException
 from openddb.identity.policies import Context, Statement, decide, epoch_text, principal_names
 from openddb.identity.sigv4 import Credentials
+from openddb.model import schema
 
 if TYPE_CHECKING:
     from openddb.model.schema import TableMeta
@@ -103,9 +104,7 @@ def _principal_context(credentials: Credentials, now: float, peer: str, region: 
 
 def table_arn(region: str, account: str, name_or_arn: str) -> str:
     """The ARN of a table named by its name or its ARN (an ARN as given)."""
-    if name_or_arn.startswith("arn:"):
-        return name_or_arn
-    return f"arn:aws:dynamodb:{region}:{account}:table/{name_or_arn}"
+    return name_or_arn if name_or_arn.startswith("arn:") else schema.table_arn(region, account, name_or_arn)
 
 
 def _arns_named(request: Mapping[str, Any]) -> list[str]:
@@ -186,9 +185,10 @@ class Access:
         self.context: Context = {**context, **keys} if keys else context
         self.resource_policy = resource_policy  # the statements of the policy governing a resource
 
-    def require(self, action: str, resource: str, extra: Context | None = None) -> None:
+    def require(self, action: str, resource: str, extra: Context | None = None,
+                statements: tuple[Statement, ...] | None = None) -> None:
         """AccessDeniedException unless the identity policies or the resource's policy allow `action` on
-        `resource` and neither denies it."""
+        `resource` and neither denies it (`statements`: the resource's policy, if the caller looked it up)."""
         context: Context = self.context if extra is None else {**self.context, **extra}
         if self.namespaced and resource != "*" and resource.split(":", 5)[4:5] != [self.account]:
             self._require_across(action, resource, context)
@@ -196,7 +196,7 @@ class Access:
         decision = decide(self.policies, action, resource, context)
         denied_by = "an identity-based policy"
         attached = () if decision == "deny" or self.resource_policy is None or resource == "*" else \
-            self.resource_policy(resource)
+            statements if statements is not None else self.resource_policy(resource)
         if attached:
             granted = decide([self._naming_caller(attached)], action, resource, context)
             if granted == "deny":
@@ -304,9 +304,10 @@ class Access:
             resource = item.table.arn if self.namespaced else table_arn(self.region, self.account, item.table.name)
             if item.index is not None:
                 resource += "/index/" + item.index
-            if not self.conditional and (self.resource_policy is None or not any(
-                    statement.condition is not None for statement in self.resource_policy(resource))):
-                self.require(item.action, resource)
+            # (the resource's policy looked up once, for its conditions and for the decision)
+            statements = () if self.resource_policy is None else self.resource_policy(resource)
+            if not self.conditional and not any(statement.condition is not None for statement in statements):
+                self.require(item.action, resource, statements=statements)
                 continue
             keys = item.keys()
             extra: dict[str, tuple[str, ...]] = {"dynamodb:leadingkeys": keys.leading}
@@ -314,4 +315,4 @@ class Access:
                 extra["dynamodb:attributes"] = tuple(sorted(keys.attributes))
             if keys.select is not None:
                 extra["dynamodb:select"] = (keys.select,)
-            self.require(item.action, resource, extra)
+            self.require(item.action, resource, extra, statements)
