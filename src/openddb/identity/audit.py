@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openddb.api.context import tables_named
-from openddb.model.schema import table_arn
+from openddb.identity.access import table_arn
 
 if TYPE_CHECKING:
     from openddb.api.incoming import Caller, Incoming
@@ -61,7 +61,7 @@ class AuditLog:
         tables = tables_named(request) if request else []
         if tables and caller is not None:
             table = tables[0]
-            arn = table if table.startswith("arn:") else table_arn(caller.region, caller.account, table)
+            arn = table_arn(caller.region, caller.account, table)
             event["resources"] = [{"ARN": arn, "type": "AWS::DynamoDB::Table"}]
         if error is not None:
             event["errorCode"] = error.type_name.rpartition("#")[2]
