@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from openddb.server.listen import listen, port_owner
-from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver
+from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver, remove_files
 from openddb.storage.store_keys import StoreKey
 
 if TYPE_CHECKING:
@@ -94,11 +94,7 @@ def open_sqlite(path: str | None, sync: str, reserve_bytes: int | None = None,
 
 def remove_sqlite_store(path: str) -> None:
     """Delete the embedded store's database in `path` (closed first), so that opening it again finds it empty."""
-    for name in ("openddb.sqlite3", "openddb.sqlite3-wal", "openddb.sqlite3-shm"):
-        try:
-            os.remove(os.path.join(path, name))
-        except FileNotFoundError:
-            pass
+    remove_files(os.path.join(path, "openddb.sqlite3"))
 
 
 def open_postgres(url: str, replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> PostgresEngine:

@@ -115,8 +115,9 @@ def _refusal(path: str, keyed: bool, error: Exception) -> str:
     return f"the encryption key does not open {path}: it is another key's store, or not a store ({error})"
 
 
-def remove_files(path: str) -> None:
-    """A database file and its side files (write-ahead log, shared memory index), gone."""
-    for name in (path, path + "-wal", path + "-shm"):
+def remove_files(path: str, *, side_files_only: bool = False) -> None:
+    """A database file and its side files (write-ahead log, shared memory index), gone (`side_files_only`: the
+    side files alone)."""
+    for name in (path + "-wal", path + "-shm") if side_files_only else (path, path + "-wal", path + "-shm"):
         if os.path.exists(name):
             os.remove(name)

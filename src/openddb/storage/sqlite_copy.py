@@ -140,9 +140,7 @@ def _export(path: str, old: StoreKey | None, new: StoreKey | None) -> None:
     finally:
         os.close(fd)
     os.replace(temporary, path)
-    for side in (path + "-wal", path + "-shm"):  # (the old file's: empty, but not the new file's)
-        if os.path.exists(side):
-            os.remove(side)
+    remove_files(path, side_files_only=True)  # (the old file's side files: empty, but not the new file's)
     directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
     try:
         os.fsync(directory)
