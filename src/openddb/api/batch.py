@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from openddb.api import validation as v
-from openddb.api.capacity import charge, charge_indexes, consumed_list, item_collection_metrics, read_units, write_units
+from openddb.api.capacity import charge, charge_write, consumed_list, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.item_access import check_gets, check_writes
@@ -25,7 +25,6 @@ from openddb.api.request_digest import canonical_digest
 from openddb.errors import ValidationException, invalid
 from openddb.expressions import Projection, compile_projection
 from openddb.model import Item
-from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, item_size, validate_item
 from openddb.operations import Delete, Put
@@ -295,10 +294,7 @@ def _write_response(context: RequestContext, request: dict[str, Any], tables: li
     position = 0
     for meta, count in tables:
         for op, r in zip(ops[position:position + count], results[position:position + count], strict=True):
-            size = max(r.old_size, r.new_size)
-            charge(context.record, meta, write_units(size), write=True, size=size, key=op.key)
-            if meta.indexes or meta.vector_indexes:
-                charge_indexes(context.record, meta, index_write_units(meta, r.old, r.new), write=True)
+            charge_write(context.record, meta, write_units(max(r.old_size, r.new_size)), r, op.key)
         position += count
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):

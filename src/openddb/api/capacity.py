@@ -8,9 +8,10 @@ import math
 from typing import Any
 
 from openddb.model import Item
+from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.observe.record import Charge, RequestRecord
-from openddb.storage.base import StorageKey
+from openddb.storage.base import StorageKey, WriteResult
 
 _tuple = tuple.__new__
 
@@ -33,18 +34,28 @@ def charge(record: RequestRecord, meta: TableMeta, units: float, write: bool, si
     record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False)))
 
 
+def charge_write(record: RequestRecord, meta: TableMeta, units: float, result: WriteResult,
+                 key: StorageKey) -> None:
+    """Charge a write to the table `meta`: `units` to the table itself (on the larger of the old and the new item),
+    and what it cost its secondary and vector indexes (as every front end's writes are charged: single items,
+    batches, transactions, PartiQL)."""
+    charge(record, meta, units, True, max(result.old_size, result.new_size), key)
+    if meta.indexes or meta.vector_indexes:
+        charge_indexes(record, meta, index_write_units(meta, result.old, result.new), write=True)
+
+
 def charge_indexes(record: RequestRecord, meta: TableMeta, index_units: dict[str, float], *, write: bool,
                    key: StorageKey | None = None, label: str | None = None) -> None:
     """Charge what secondary indexes of `meta` consumed (index name -> units; for a vector index, the bytes of
     its VectorWriteRequestBytes, which are reported apart from capacity units)."""
     for name, units in index_units.items():
         if meta.vector_indexes and meta.vector_index(name) is not None:
-            record.charges.append(Charge(label or meta.name, meta.name, name, True, 0.0, write, int(units), key,
-                                         vector=True))
+            record.charges.append(_tuple(Charge, (label or meta.name, meta.name, name, True, 0.0, write, int(units),
+                                                  key, True)))
             continue
         index = meta.index(name)
-        record.charges.append(Charge(label or meta.name, meta.name, name, index is None or index.is_global, units,
-                                     write, 0, key))
+        record.charges.append(_tuple(Charge, (label or meta.name, meta.name, name, index is None or index.is_global,
+                                              units, write, 0, key, False)))
 
 
 def consumed(record: RequestRecord, mode: str | None, *, split: bool = False) -> dict[str, Any] | None:

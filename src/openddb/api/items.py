@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import charge, charge_indexes, consumed, item_collection_metrics, write_units
+from openddb.api.capacity import charge, charge_write, consumed, item_collection_metrics, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text
 from openddb.api.item_access import check_gets, check_writes
@@ -19,7 +19,6 @@ from openddb.api.limits import exceeds_item_size
 from openddb.errors import ValidationException
 from openddb.expressions import Condition, compile_condition, compile_projection, compile_update, updated_values
 from openddb.model import Item
-from openddb.model.indexes import index_write_units
 from openddb.model.values import MSG_ITEM_SIZE, validate_item
 from openddb.operations import Delete, Get, Put, Update
 from openddb.storage.base import StorageKey, WriteResult
@@ -100,9 +99,7 @@ def _write_response(request: dict[str, Any], context: RequestContext, meta: Any,
     response: dict[str, Any] = {}
     if attributes:
         response["Attributes"] = attributes
-    charge(context.record, meta, units, True, max(result.old_size, result.new_size), key)  # (positional: the hot path)
-    if meta.indexes or meta.vector_indexes:
-        charge_indexes(context.record, meta, index_write_units(meta, result.old, result.new), write=True)
+    charge_write(context.record, meta, units, result, key)
     mode = request.get("ReturnConsumedCapacity")
     if mode is not None and mode != "NONE":
         response["ConsumedCapacity"] = consumed(context.record, mode)

@@ -15,7 +15,7 @@ committed result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ import orjson
 
 from openddb import clock
 from openddb.api import validation as v
-from openddb.api.capacity import charge, charge_indexes, consumed_list, item_collection_metrics, read_units, write_units
+from openddb.api.capacity import charge, charge_write, consumed_list, item_collection_metrics, read_units, write_units
 from openddb.api.context import RequestContext
 from openddb.api.expression_members import expression_attributes, expression_text, invalid_value
 from openddb.api.item_access import check_gets, check_writes
@@ -46,7 +46,6 @@ from openddb.expressions import (
     compile_update,
 )
 from openddb.model import Item
-from openddb.model.indexes import index_write_units
 from openddb.model.schema import TableMeta
 from openddb.model.values import MSG_ITEM_SIZE, MSG_NESTING, item_size, validate_item, validate_value
 from openddb.observe.record import RequestRecord
@@ -300,13 +299,10 @@ def _collection_reasons(actions: list[WriteOperation], outcome: _Outcome,
     return reasons
 
 
-def _charge_all(record: RequestRecord, charges: list[tuple[TableMeta, StorageKey, float, int]], *, write: bool,
-                index_charges: list[tuple[TableMeta, dict[str, float]]] | None = None) -> None:
-    """Charge each action's units (table, key, units, size) and its indexes' (table, index name -> units)."""
-    for meta, key, units, size in charges:
-        charge(record, meta, units, write=write, size=size, key=key)
-    for meta, costs in index_charges or []:
-        charge_indexes(record, meta, costs, write=write)
+def _charge_reads(record: RequestRecord, reads: Iterable[tuple[TableMeta, StorageKey, int]]) -> None:
+    """Charge transactional reads (table, key, item size): 2 RCU per 4 KB."""
+    for meta, key, size in reads:
+        charge(record, meta, 2 * read_units(size, True), write=False, size=size, key=key)
 
 
 def _write_charge(action: WriteOperation, result: WriteResult) -> float:
@@ -346,8 +342,8 @@ def _replayed(context: RequestContext, request: dict[str, Any], actions: list[Wr
     if sizes is None or len(sizes) != len(actions):
         rows = context.engine.get_many([(action.table, action.key) for action in actions])
         sizes = [row.size if row else 0 for row in rows]
-    _charge_all(context.record, [(action.table, action.key, 2 * read_units(size, True), size)
-                 for action, size in zip(actions, sizes, strict=True)], write=False)
+    _charge_reads(context.record,
+                  ((action.table, action.key, size) for action, size in zip(actions, sizes, strict=True)))
     return {"ConsumedCapacity": consumed_list(context.record, mode, split=True)} if mode in ("TOTAL", "INDEXES") else {}
 
 
@@ -414,10 +410,8 @@ def run_transaction(context: RequestContext, actions: list[WriteOperation], requ
     response: dict[str, Any] = {}
     # Only the table's part costs twice: an index write costs what it costs outside a transaction (checked
     # against DynamoDB, as reported in dynoxide PR 188).
-    _charge_all(context.record, [(action.table, action.key, _write_charge(action, r), max(r.old_size, r.new_size))
-                 for action, r in zip(actions, results)], write=True,
-                index_charges=[(action.table, index_write_units(action.table, r.old, r.new))
-                               for action, r in zip(actions, results) if action.table.indexes])
+    for action, r in zip(actions, results, strict=True):
+        charge_write(context.record, action.table, _write_charge(action, r), r, action.key)
     mode = request.get("ReturnConsumedCapacity")
     if mode in ("TOTAL", "INDEXES"):
         response["ConsumedCapacity"] = consumed_list(context.record, mode, split=True)
@@ -475,8 +469,7 @@ def read_transaction(context: RequestContext, gets: list[tuple[TableMeta, Storag
         # DynamoDB, ExtendDB PR 81 and dynoxide issue 53).
         responses.append({"Item": item} if projection is None or item else {})
     response: dict[str, Any] = {"Responses": responses}
-    _charge_all(context.record, [(meta, key, 2 * read_units(row.size if row else 0, True), row.size if row else 0)
-                 for (meta, key), row in zip(gets, rows)], write=False)
+    _charge_reads(context.record, ((meta, key, row.size if row else 0) for (meta, key), row in zip(gets, rows)))
     if mode in ("TOTAL", "INDEXES"):
         response["ConsumedCapacity"] = consumed_list(context.record, mode, split=True)
     return response

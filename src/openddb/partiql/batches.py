@@ -25,7 +25,7 @@ from openddb.partiql.statements import (
     EXISTS_OUTSIDE,
     PARAMETERS,
     STATEMENT,
-    charge_write,
+    charge_statement,
     parameters,
     parsed,
     run_write,
@@ -83,7 +83,7 @@ def _one(context: RequestContext, entry: dict[str, Any], statement: ast.Statemen
         raise ValidationException(EXISTS_OUTSIDE)
     write = plan_write(context, statement, bound, entry.get("ReturnValuesOnConditionCheckFailure"), capacity)
     # charged as the native write of its kind, its secondary indexes' units included (as BatchWriteItem's are)
-    charge_write(context.record, write, run_write(context, write))
+    charge_statement(context.record, write, run_write(context, write))
     return {"TableName": write.operation.table.name}
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from openddb.api import validation as v
-from openddb.api.capacity import charge, charge_indexes, consumed, write_units
+from openddb.api.capacity import charge, charge_write, consumed, write_units
 from openddb.api.context import RequestContext
 from openddb.api.item_access import check_statement_gets, check_statement_writes
 from openddb.errors import ConditionalCheckFailedException, DuplicateItemException, ValidationException
 from openddb.expressions import updated_values
 from openddb.model import AttributeValue, Item
-from openddb.model.indexes import index_write_units
 from openddb.model.values import validate_value
 from openddb.observe.record import RequestRecord
 from openddb.operations import Get, Update
@@ -90,7 +89,7 @@ def execute_statement(context: RequestContext, request: dict[str, Any]) -> dict[
     attributes = returned(write, result)
     if attributes:
         response["Items"] = [attributes]
-    charge_write(context.record, write, result)
+    charge_statement(context.record, write, result)
     if capacity:
         response["ConsumedCapacity"] = consumed(context.record, mode)
     return response
@@ -121,13 +120,10 @@ def returned(write: WritePlan, result: WriteResult) -> Item | None:
     return updated_values(operation.update, source)
 
 
-def charge_write(record: RequestRecord, write: WritePlan, result: WriteResult) -> None:
+def charge_statement(record: RequestRecord, write: WritePlan, result: WriteResult) -> None:
     """Charge the statement as the native write of its kind is charged (a DELETE by the item it removed)."""
-    meta = write.operation.table
-    size = max(result.old_size, result.new_size)
-    charge(record, meta, write_units(size), write=True, size=size, key=write.operation.key)
-    if meta.indexes or meta.vector_indexes:
-        charge_indexes(record, meta, index_write_units(meta, result.old, result.new), write=True)
+    charge_write(record, write.operation.table, write_units(max(result.old_size, result.new_size)), result,
+                 write.operation.key)
 
 
 def _get_response(context: RequestContext, get: Get, mode: Any, names: Renaming) -> dict[str, Any]:
