@@ -147,7 +147,7 @@ def _check_table_count(context: RequestContext) -> None:
     configured = quotas.current()
     if not configured.applied:
         return
-    held = sum(1 for name in context.engine.list_tables() if context.find_table(name)[1] is not None)
+    held = sum(1 for name in context.table_names() if context.find_table(name)[1] is not None)
     if held >= configured.tables:
         # best guess: DynamoDB's words for this refusal were not found recorded; these follow its other
         # "Subscriber limit exceeded" refusals and the quota's name in the API Reference (LimitExceededException)
