@@ -14,6 +14,7 @@ from openddb.advisor.findings import Finding, Outcome, TableRule
 from openddb.advisor.listener import Advisor
 from openddb.advisor.observations import COUNT, LAST, LATENCY, READ, REFUSED, SLOWEST, WRITE, TableObservations
 from openddb.advisor.state import ServerState
+from openddb.api.context import names_in
 
 _TABLE_RULES: dict[str, TableRule] = {
     **rules_traffic.RULES, **rules_data.RULES, "gsi-unused": rules_schema.gsi_unused,
@@ -30,7 +31,7 @@ def build(advisor: Advisor, state: ServerState, table: str | None = None, since:
     engine = advisor.engine_of()
     outcomes: list[Outcome] = []
     patterns: list[dict[str, Any]] = []
-    names = [name for name in engine.list_tables() if "/" not in name and (table is None or name == table)]
+    names = [name for name in names_in(engine, "") if table is None or name == table]
     # Tables observed and since deleted (a test suite's, once its store is reset) are reported from their last
     # description.
     gone = [name for name, seen in advisor.tables.items()

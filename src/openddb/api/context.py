@@ -116,7 +116,7 @@ class RequestContext:
             raise ValidationException(f"1 validation error detected: Invalid AWS region in '{arn}'")
         if len(parts) < 6 or not _TABLE_RESOURCE.fullmatch(parts[5]):
             raise ValidationException(f"1 validation error detected: Invalid resource type in '{arn}'")
-        return f"{parts[4]}/{self.region}/" if self.namespace else ""
+        return namespace_of_arn(arn, bool(self.namespace))  # (its region is the caller's, checked above)
 
 
 def names_in(engine: Engine, namespace: str) -> list[str]:
