@@ -258,7 +258,8 @@ def finish_restores(engine: Engine, everywhere: bool = False) -> None:
     """A background duty: a restored table whose indexes are all built is restored (ACTIVE, or CREATING for
     --delay-transient-statuses more). Each second for the restores this process started; `everywhere` (every few
     seconds) for any, as those of another process or one a restart cut short."""
-    for name in engine.list_tables() if everywhere else sorted(_BUILDING):
+    names = [meta.stored_name for meta in engine.restored_tables()] if everywhere else sorted(_BUILDING)
+    for name in names:
         meta = engine.get_table(name)
         if meta is None or meta.restore is None or meta.pending_until != _UNTIL_RESTORED:
             _BUILDING.discard(name)

@@ -475,17 +475,18 @@ class Dispatcher:
 
         now = clock.now()
         try:
-            if now >= self._next_resume:
+            resume = now >= self._next_resume
+            if resume:
                 self._next_resume = now + RESUME_SECONDS
                 self._duty("resuming index backfills", indexes.resume_backfills, self.engine,
                            updates.resume_vector_backfills)
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
-                self._duty("finishing restores", backups_restore.finish_restores, self.engine, True)
                 self._duty("dropping abandoned export snapshots", backups_export_runs.drop_abandoned_snapshots,
                            self.engine)
                 self._duty("failing abandoned exports", backups_export_runs.fail_abandoned, self.engine)
                 self._duty("resuming imports", backups_import_runs.resume_imports, self.engine)
-            self._duty("finishing restores", backups_restore.finish_restores, self.engine)
+            # (this process's restores each round; on a resume round any, as a restart or another process left them)
+            self._duty("finishing restores", backups_restore.finish_restores, self.engine, resume)
             self._duty("recovery log upkeep", backups_continuous.trim_recovery_logs, self.engine, now)
             self._duty("TTL sweep", ttl.sweep, self.engine, now)
             self._duty("stream upkeep", self._maintain_streams, now)
