@@ -197,9 +197,9 @@ def _complete(engine: Engine, run: _Run) -> None:
                         "exportViewType": specification["ExportViewType"]})
     _with_checksum(os.path.join(run.directory, "manifest-summary.json"), orjson.dumps(summary))
     _drop_snapshots(engine, run)
-    description.update({"ExportStatus": "COMPLETED", "ExportManifest": f"{run.prefix}/manifest-summary.json",
-                        "EndTime": epoch_millis(clock.now()), "ItemCount": run.count, "BilledSizeBytes": run.size})
-    save_export(engine, description)
+    save_export(engine, description | {
+        "ExportStatus": "COMPLETED", "ExportManifest": f"{run.prefix}/manifest-summary.json",
+        "EndTime": epoch_millis(clock.now()), "ItemCount": run.count, "BilledSizeBytes": run.size})
 
 
 def _drop_snapshots(engine: Engine, run: _Run) -> None:
@@ -249,11 +249,13 @@ def _fail(engine: Engine, description: dict[str, Any], failure: tuple[str, str])
                  "manifest-files.checksum"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(directory, name))
-    description.update({"ExportStatus": "FAILED", "FailureCode": failure[0], "FailureMessage": failure[1],
-                        "EndTime": epoch_millis(clock.now())})
+    failed = {key: value for key, value in description.items()
+              if key not in ("ExportManifest", "ItemCount", "BilledSizeBytes")}
+    failed.update({"ExportStatus": "FAILED", "FailureCode": failure[0], "FailureMessage": failure[1],
+                   "EndTime": epoch_millis(clock.now())})
 
     def save() -> bool:
-        save_export(engine, description)
+        save_export(engine, failed)
         return False
 
     records.background_chunk(engine, save)
