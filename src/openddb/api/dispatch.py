@@ -17,6 +17,24 @@ from typing import Any
 import orjson
 
 from openddb import clock
+from openddb.api import (
+    backups,
+    backups_continuous,
+    backups_export_runs,
+    backups_import_runs,
+    backups_restore,
+    batch,
+    contributor_insights,
+    indexes,
+    items,
+    reads,
+    resource_policies,
+    tables,
+    tags,
+    transactions,
+    transient,
+    ttl,
+)
 from openddb.api.context import RequestContext, as_requested, table_name_from, tables_named
 from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.fault_injection import FaultInjector
@@ -47,7 +65,11 @@ from openddb.identity.service import QUERY_TARGETS, IdentityService
 from openddb.identity.sigv4 import CREDENTIAL, Verifier
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.record import Listener, RequestRecord
+from openddb.partiql import batches, statements
+from openddb.partiql import transactions as partiql_transactions
 from openddb.storage.base import CatalogChanged, Engine, EngineBusy, lease_holder
+from openddb.streams import api as streams
+from openddb.vectors import search, updates
 
 log = logging.getLogger("openddb.api")
 
@@ -110,23 +132,6 @@ def _unsupported(operation: str) -> Handler:
 
 def _implemented() -> dict[bytes, dict[str, Handler]]:
     """This server's handlers, by target prefix and operation name."""
-    from openddb.api import (
-        backups,
-        batch,
-        contributor_insights,
-        items,
-        reads,
-        resource_policies,
-        tables,
-        tags,
-        transactions,
-        ttl,
-    )
-    from openddb.partiql import batches, statements
-    from openddb.partiql import transactions as partiql_transactions
-    from openddb.streams import api as streams
-    from openddb.vectors import search
-
     table: dict[str, Handler] = {}
     for module in (tables, backups, tags, items, reads, batch, transactions, ttl, statements, batches,
                    partiql_transactions, resource_policies, search, contributor_insights):
@@ -462,17 +467,6 @@ class Dispatcher:
         """The store's background duties (TTL expiry; index backfills a restart cut short and tables whose delayed
         deletion is over, at start and then every RESUME_SECONDS), for the server to call about once a second,
         between event-loop passes that left no group of writes open."""
-        from openddb.api import (
-            backups_continuous,
-            backups_export_runs,
-            backups_import_runs,
-            backups_restore,
-            indexes,
-            transient,
-            ttl,
-        )
-        from openddb.vectors import updates
-
         now = clock.now()
         try:
             resume = now >= self._next_resume
