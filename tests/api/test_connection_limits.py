@@ -4,6 +4,7 @@ the open-files limit is raised, and the store's files are the owner's alone. Raw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -97,34 +98,26 @@ def test_an_open_connection_with_nothing_sent_is_closed_when_idle(strict):
 
 
 def test_past_the_cap_the_longest_idle_connection_makes_room(strict):
-    first = connect(strict)
-    list_tables(first)
-    time.sleep(0.3)
-    others = [connect(strict) for _ in range(7)]
-    try:
+    with contextlib.ExitStack() as opened:  # (every socket closed, whatever fails: none left to the next test)
+        first = opened.enter_context(connect(strict))
+        list_tables(first)
+        time.sleep(0.3)
+        others = [opened.enter_context(connect(strict)) for _ in range(7)]
         for sock in others:
             list_tables(sock)
-        newest = connect(strict)  # the ninth: the first (idle longest) is closed for it
+        newest = opened.enter_context(connect(strict))  # the ninth: the first (idle longest) is closed for it
         list_tables(newest)
         assert read_until_closed(first, 3) == b""
-        newest.close()
-    finally:
-        for sock in [first, *others]:
-            sock.close()
 
 
 def test_past_the_cap_with_every_connection_busy_a_new_one_is_closed(strict):
-    busy = [connect(strict) for _ in range(8)]
-    try:
+    with contextlib.ExitStack() as opened:
+        busy = [opened.enter_context(connect(strict)) for _ in range(8)]
         for sock in busy:
             sock.sendall(b"POST / HTTP/1.1\r\n")  # each is receiving a request: none is idle
         time.sleep(0.2)
-        refused = connect(strict)
+        refused = opened.enter_context(connect(strict))
         assert read_until_closed(refused, 3) == b""
-        refused.close()
-    finally:
-        for sock in busy:
-            sock.close()
     time.sleep(0.3)
     with connect(strict) as sock:  # and once they are gone there is room again
         list_tables(sock)
@@ -161,15 +154,14 @@ def test_half_sent_bodies_hold_a_bounded_memory_given_back_when_they_close():
             list_tables(sock)
         before = rss_bytes(pid)
         chunk = b"x" * (7 << 20)
-        socks = [connect(server) for _ in range(20)]
-        for sock in socks:
-            sock.sendall(HEAD % (PUT, 15 << 20))
-            send_some(sock, chunk, 0.3)
-        time.sleep(0.5)
-        grown = rss_bytes(pid) - before
-        assert grown < 60 << 20, f"the server grew by {grown >> 20} MB"
-        for sock in socks:
-            sock.close()
+        with contextlib.ExitStack() as opened:
+            socks = [opened.enter_context(connect(server)) for _ in range(20)]
+            for sock in socks:
+                sock.sendall(HEAD % (PUT, 15 << 20))
+                send_some(sock, chunk, 0.3)
+            time.sleep(0.5)
+            grown = rss_bytes(pid) - before
+            assert grown < 60 << 20, f"the server grew by {grown >> 20} MB"
         time.sleep(1.0)
         with connect(server) as sock:  # it still serves
             list_tables(sock)
@@ -191,16 +183,17 @@ def test_a_request_waiting_for_room_is_served_once_another_finishes():
                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
         bodies = [b'{"TableName":"%s","Item":{"pk":{"S":"%d"},"v":{"B":"%s"}}}' % (table.encode(), n,
                                                                               b"QUFB" * 100_000) for n in range(2)]
-        socks = [connect(server) for _ in bodies]
-        for sock, body in zip(socks, bodies, strict=True):
-            sock.sendall(HEAD % (PUT, len(body)))
-            assert send_some(sock, body[:-10], 2.0) == len(body) - 10  # (the kernel takes what the server does not)
-        time.sleep(0.3)
-        for sock, body in zip(socks, bodies, strict=True):
-            sock.sendall(body[-10:])
-            sock.settimeout(10)
-            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-            sock.close()
+        with contextlib.ExitStack() as opened:
+            socks = [opened.enter_context(connect(server)) for _ in bodies]
+            for sock, body in zip(socks, bodies, strict=True):
+                sock.sendall(HEAD % (PUT, len(body)))
+                sent = send_some(sock, body[:-10], 2.0)
+                assert sent == len(body) - 10  # (the kernel takes what the server does not)
+            time.sleep(0.3)
+            for sock, body in zip(socks, bodies, strict=True):
+                sock.sendall(body[-10:])
+                sock.settimeout(10)
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         assert sorted(item["pk"]["S"] for item in ddb.scan(TableName=table)["Items"]) == ["0", "1"]
     finally:
         server.finish()
