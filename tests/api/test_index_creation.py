@@ -145,7 +145,11 @@ def test_an_index_may_be_deleted_while_it_backfills(paced_backfill):
     answer = ddb.update_table(TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
     statuses = {i["IndexName"]: i["IndexStatus"] for i in answer["TableDescription"]["GlobalSecondaryIndexes"]}
     assert statuses == {"byH": "ACTIVE", "byG": "DELETING"}
-    time.sleep(0.3)  # a backfill chunk scheduled before the deletion finds its index gone
+    deadline = time.monotonic() + 10  # (DELETING until a backfill chunk scheduled before it finds its index gone)
+    while time.monotonic() < deadline:
+        if len(ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]) == 1:
+            break
+        time.sleep(0.05)
     assert [i["IndexName"] for i in ddb.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]] == ["byH"]
     with pytest.raises(ClientError) as excinfo:
         ddb.scan(TableName=name, IndexName="byG")

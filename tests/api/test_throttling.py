@@ -41,7 +41,7 @@ def _puts(ddb: Any, table: str, keys: list[str], size: int = 900) -> tuple[int, 
 
 def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(throttled: ServerProcess) -> None:
     """A 5 WCU table left unused for 3 s keeps those 15 units as burst: a 15 WCU write and a 1 WCU write pass at
-    once (with one second's capacity alone the second would be refused), and the next 15 WCU leave it in debt,
+    once (with one second's capacity alone the second would be refused), and the next 60 WCU leave it in debt,
     so the following write is throttled with DynamoDB's error. Item sizes, not request rates, drive it, so a slow
     machine does not change the outcome."""
     ddb = one_try_client(throttled)
@@ -51,8 +51,8 @@ def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(thr
     big = 15 * 1024 - 100  # 15 WCU
     assert _puts(ddb, table, ["a"], big) == (1, [])
     assert _puts(ddb, table, ["b"]) == (1, []), "the burst kept no unused capacity"
-    assert _puts(ddb, table, ["c"], big) == (1, [])
-    done, refused = _puts(ddb, table, ["d"])  # (about 11 units in debt: two seconds to pay off)
+    assert _puts(ddb, table, ["c"], 4 * big) == (1, [])  # 60 WCU
+    done, refused = _puts(ddb, table, ["d"])  # (about 56 units in debt: eleven seconds to pay off, time enough)
     assert done == 0 and len(refused) == 1
     error = refused[0].response
     assert error["Error"]["Code"] == "ProvisionedThroughputExceededException"
@@ -65,7 +65,7 @@ def test_provisioned_write_capacity_throttles_and_burst_lets_a_spike_through(thr
     samples = scrape(throttled.endpoint)  # (one process: every throttle is counted at once)
     assert value(samples, "ThrottledRequests", TableName=table, Operation="PutItem") == 1
     assert value(samples, "WriteThrottleEvents", TableName=table) == 1
-    assert value(samples, "ConsumedWriteCapacityUnits", TableName=table) == 31
+    assert value(samples, "ConsumedWriteCapacityUnits", TableName=table) == 76
 
 
 def test_a_hot_key_is_throttled_and_the_same_rate_spread_is_not(throttled: ServerProcess) -> None:
