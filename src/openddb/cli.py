@@ -38,7 +38,15 @@ from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.tls import TlsSetupError, server_context
 from openddb.server.workers import stop_with_parent, supervise
-from openddb.startup import StartupError, bind, check_port, open_postgres, open_sqlite, remove_sqlite_store
+from openddb.startup import (
+    StartupError,
+    add_data_dir_option,
+    bind,
+    check_port,
+    open_postgres,
+    open_sqlite,
+    remove_sqlite_store,
+)
 from openddb.storage.base import Engine, StreamSettings
 from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver
 from openddb.storage.sqlite_copy import StoreCopyError, backup_store, restore_store
@@ -105,8 +113,7 @@ def _parser() -> argparse.ArgumentParser:
 def _store_options(serve: argparse.ArgumentParser) -> None:
     """Where the data lives: the embedded store or PostgreSQL (and its replicas), workers, durability."""
     store = serve.add_mutually_exclusive_group()
-    store.add_argument("--data-dir", "-dbPath", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
-                       help="directory of the durable store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+    add_data_dir_option(store, "-dbPath", what="directory of the durable store")
     store.add_argument("--in-memory", "-inMemory", action="store_true",
                        help="keep everything in memory (lost at exit)")
     serve.add_argument("--engine", default=os.environ.get("OPENDDB_ENGINE"), metavar="URL",
@@ -180,8 +187,7 @@ def _store_copy_parser(commands: Any) -> None:
                                                   "(the server must be stopped)")
     restore.add_argument("path", help="the directory `openddb backup` made")
     for command in (backup, restore):
-        command.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
-                             help="the store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+        add_data_dir_option(command)
         add_key_options(command)  # (an encrypted store's copy is encrypted with its key)
 
 

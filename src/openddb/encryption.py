@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from openddb.startup import StartupError
+from openddb.startup import StartupError, add_data_dir_option
 from openddb.storage.sqlite_cipher import EncryptionUnavailable, StoreKeyRefused, driver
 from openddb.storage.sqlite_copy import StoreCopyError, rekey_store
 from openddb.storage.store_keys import (
@@ -78,8 +78,7 @@ def _warn_if_shared(path: str) -> None:
 def add_rekey_parser(commands: Any) -> None:
     rekey = commands.add_parser("rekey", help="write the stopped embedded store again under a new encryption key "
                                               "(key rotation), or encrypt a plaintext store, or decrypt one")
-    rekey.add_argument("--data-dir", default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
-                       help="the store (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
+    add_data_dir_option(rekey)
     add_key_options(rekey)
     new = rekey.add_argument_group("the new key").add_mutually_exclusive_group(required=True)
     new.add_argument("--new-key-file", metavar="FILE", help="the new key is in FILE")

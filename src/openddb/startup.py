@@ -3,6 +3,7 @@ which the command line prints as one line (`openddb: ...`) with exit code 2, bef
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import re
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
     from openddb.storage.sqlite import SQLiteEngine
 
 POSTGRES_INSTALL = "pip install 'psycopg[binary]>=3.1'"
+
+
+def add_data_dir_option(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, *aliases: str,
+                        what: str = "the store") -> None:
+    """`--data-dir` (and `aliases`), the embedded store's directory, for every command that opens one."""
+    parser.add_argument("--data-dir", *aliases, default=os.environ.get("OPENDDB_DATA_DIR", "./openddb-data"),
+                        help=f"{what} (default: $OPENDDB_DATA_DIR, else ./openddb-data)")
 
 
 class StartupError(Exception):
