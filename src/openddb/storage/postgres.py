@@ -737,12 +737,18 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def _lose_group(self) -> None:
         """The open group's transaction is gone (its writes were never committed): `commit` will say so."""
         self._group_lost = True
-        self.session.pending = False
-        self._group_writes = 0
-        self._release_due = False
+        self._close_group(committing=False)
         self._carried = 0
         self._pipe.clear()
         self._rollback_quietly()
+
+    def _close_group(self, *, committing: bool) -> None:
+        """The open group is over (its COMMIT about to go, or its transaction lost): no writes, nothing pending."""
+        self.session.pending = False
+        if committing:
+            self.session.commits += 1
+        self._group_writes = 0
+        self._release_due = False
 
     def _rollback_quietly(self) -> None:
         try:
@@ -752,13 +758,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def _end_group(self) -> None:
         """Commit the open group, if any: at the end of a pass, or mid-pass before a transaction of its own."""
-        session = self.session
-        if not session.pending:
+        if not self.session.pending:
             return
-        session.pending = False
-        session.commits += 1
-        self._group_writes = 0
-        self._release_due = False
+        self._close_group(committing=True)
         try:
             # (COMMIT of a failed transaction would answer ROLLBACK, not an error)
             if self._command("COMMIT") != "COMMIT":
@@ -787,13 +789,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on the
         other connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so
         (none open, or lost) is committed as `commit` does."""
-        session = self.session
-        if not session.pending or self._group_lost or self._in_flight is not None:
+        if not self.session.pending or self._group_lost or self._in_flight is not None:
             return self.commit()
-        session.pending = False
-        session.commits += 1
-        self._group_writes = 0
-        self._release_due = False
+        self._close_group(committing=True)
         self._carried = 0
         self._pipe.add("COMMIT")
         try:
