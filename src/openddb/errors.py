@@ -124,15 +124,6 @@ class RequestEntityTooLargeException(DynamoDBError):
     status = 413
 
 
-class InternalFailure(DynamoDBError):
-    namespace = _CORAL_SERVICE
-    status = 500
-
-    def __init__(self, message: str = "The request processing has failed because of an unknown error, "
-                 "exception or failure.") -> None:
-        super().__init__(message)
-
-
 class ValidationException(DynamoDBError):
     namespace = _CORAL_VALIDATE
 
@@ -215,10 +206,6 @@ class ThrottlingException(DynamoDBError):
 
 class TransactionConflictException(DynamoDBError):
     pass
-
-
-class TransactionInProgressException(DynamoDBError):
-    message_key = "Message"  # (capitalised in DynamoDB's service model, as TransactionCanceledException's)
 
 
 class IdempotentParameterMismatchException(DynamoDBError):

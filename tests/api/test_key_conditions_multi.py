@@ -127,6 +127,27 @@ def test_legacy_key_conditions(ddb, wide):
         "ValidationException", GAP.format("HASH", "h2", "h1"))
 
 
+def select(ddb: Any, table: str, where: str) -> list[str]:
+    """The ids a PartiQL SELECT of the multi-attribute index finds, in the index's order, descending (an ORDER BY,
+    which a SELECT planned as a Scan would be refused: so each of these is a Query)."""
+    statement = f'SELECT id FROM "{table}"."multi" WHERE {where} ORDER BY a DESC'
+    return [item["id"]["S"] for item in ddb.execute_statement(Statement=statement)["Items"]]
+
+
+def test_partiql_select_filters_what_the_key_condition_cannot_take(ddb, wide):
+    """A SELECT on a multi-attribute key is a Query whose key condition takes a gap-free prefix of the RANGE
+    attributes (and at most one range, last); a condition past a gap or after a range is its filter, so the
+    statement is answered where the native Query with the same key condition is refused."""
+    base = "h1 = 'x' AND h2 = 1"
+    assert select(ddb, wide, f"{base} AND b = 'b1'") == ["i3", "i1", "i0"]  # a gap: b filters
+    assert select(ddb, wide, f"{base} AND a > 'a0' AND b = 'b1'") == ["i3", "i1", "i0"]  # after a range
+    assert select(ddb, wide, f"{base} AND c = 1 AND a = 'a1'") == ["i2", "i0"]  # past a gap (b)
+    assert select(ddb, wide, f"{base} AND a = 'a1' AND b = 'b1' AND c > 1") == ["i1"]  # the whole key
+    assert select(ddb, wide, f"{base} AND a > 'a1' AND a = 'a1'") == []  # the equality is key, the range filter
+    assert refused(ddb, wide, "h1 = :h1 AND h2 = :h2 AND b = :b") == (
+        "ValidationException", GAP.format("RANGE", "a", "b"))
+
+
 def test_paging_through_a_multi_attribute_key(ddb, wide):
     """LastEvaluatedKey names the table key and every index key attribute, and resumes where it stopped."""
     seen: list[str] = []

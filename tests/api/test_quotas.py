@@ -82,8 +82,7 @@ def test_the_number_of_tables_is_held_to_its_quota(configured: ServerProcess) ->
         except ClientError:
             assert os.environ.get("OPENDDB_TEST_ENGINE"), "an empty store refused its first table"
         assert _refusal(ddb, second) == (
-            "LimitExceededException", "Subscriber limit exceeded: The number of tables in the account in region "
-            "us-east-1 would exceed the account quota of 1 tables")
+            "LimitExceededException", "Subscriber limit exceeded: There is a limit of 1 tables per subscriber")
         assert not _exists(ddb, second)
     finally:
         if _exists(ddb, first):

@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 
 from openddb.errors import SerializationException, ValidationException
 from openddb.model.values import (
-    MAX_ITEM_SIZE,
-    check_item_size,
     compare_values,
     item_size,
     type_of,
@@ -237,16 +235,6 @@ def test_item_size_is_names_plus_value_sizes(item: dict[str, Any]) -> None:
     """The item size (with its inline count of strings) is the UTF-8 length of every name plus its value's size."""
     expected = sum(len(name.encode("utf-8", "surrogatepass")) + value_size(value) for name, value in item.items())
     assert item_size(item) == expected
-
-
-def test_check_item_size() -> None:
-    """Items over 400 KB are rejected with DynamoDB's wording; exactly 400 KB is allowed."""
-    name = "a"
-    fits = {name: {"S": "x" * (MAX_ITEM_SIZE - 1)}}
-    assert check_item_size(fits) == MAX_ITEM_SIZE
-    with pytest.raises(ValidationException) as info:
-        check_item_size({name: {"S": "x" * MAX_ITEM_SIZE}})
-    assert info.value.message == "Item size has exceeded the maximum allowed size"
 
 
 # --- ordering and equality -------------------------------------------------------------------------------

@@ -149,11 +149,11 @@ def _check_table_count(context: RequestContext) -> None:
         return
     held = sum(1 for name in context.table_names() if context.find_table(name)[1] is not None)
     if held >= configured.tables:
-        # best guess: DynamoDB's words for this refusal were not found recorded; these follow its other
-        # "Subscriber limit exceeded" refusals and the quota's name in the API Reference (LimitExceededException)
-        raise LimitExceededException(f"Subscriber limit exceeded: The number of tables in the account in region "
-                                     f"{context.region} would exceed the account quota of {configured.tables} "
-                                     f"tables")
+        # DynamoDB's words, recorded when the quota was 256: "Subscriber limit exceeded: There is a limit of 256
+        # tables per subscriber" (CreateTable's answer quoted in hashicorp/terraform PR 14571 and
+        # hashicorp/terraform-provider-aws PR 2274, 2017); the number is the quota in force.
+        raise LimitExceededException(f"Subscriber limit exceeded: There is a limit of {configured.tables} tables per "
+                                     f"subscriber")
 
 
 def describe_table(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

@@ -438,7 +438,6 @@ _NAME = table_name(required=False)
 
 RETURN_CONSUMED_CAPACITY = Str(enum=("INDEXES", "TOTAL", "NONE"))
 RETURN_ITEM_COLLECTION_METRICS = Str(enum=("SIZE", "NONE"))
-ATTRIBUTE_MAP = Any_()
 EXPRESSION_NAMES = Map(Str())
 EXPRESSION_VALUES = Any_()
 

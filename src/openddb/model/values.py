@@ -18,7 +18,6 @@ from openddb.model.numbers import compare_numbers, normalize_number, number_size
 MAX_ITEM_SIZE = 400 * 1024
 MAX_NESTING_DEPTH = 32
 MAX_COMPARED_DEPTH = 100  # see `validate_value`
-ATTRIBUTE_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"})
 
 _INVALID = "One or more parameter values were invalid: "
 MSG_EMPTY = "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
@@ -359,14 +358,6 @@ def item_size(item: Item) -> int:
             size += value_size(value)
         else:
             size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-    return size
-
-
-def check_item_size(item: Item) -> int:
-    """Return ``item_size(item)``; ValidationException if it exceeds DynamoDB's 400 KB limit."""
-    size = item_size(item)
-    if size > MAX_ITEM_SIZE:
-        raise ValidationException(MSG_ITEM_SIZE)
     return size
 
 

@@ -121,6 +121,25 @@ def _on_range(node: ast.Expr, name: str) -> bool:
     return False
 
 
+def _range_key_parts(range_names: list[str], rest: list[ast.Expr]) -> list[ast.Expr]:
+    """The sort-key conditions a Query's key condition can carry, taken out of `rest` (the rest is the filter):
+    equalities on a gap-free left prefix of the RANGE attributes, then at most one other condition on the next
+    one, as DynamoDB's Query takes a multi-attribute key (a condition past a gap, or after a range, stays in the
+    filter rather than making the SELECT fail with the Query's refusal); with one RANGE attribute, one condition
+    on it, an equality first."""
+    taken: list[ast.Expr] = []
+    for name in range_names:
+        ranged = [part for part in rest if _on_range(part, name)]
+        if not ranged:
+            break
+        equal = next((part for part in ranged if equality(part) is not None), None)
+        taken.append(ranged[0] if equal is None else equal)
+        rest.remove(taken[-1])
+        if equal is None:
+            break
+    return taken
+
+
 def _joined(parts: list[ast.Expr], refs: Placeholders) -> str | None:
     return " AND ".join(condition(part, refs) for part in parts) if parts else None
 
@@ -238,11 +257,7 @@ def _plan_select(meta: TableMeta, select: ast.Select) -> _SelectPlan:
             request["FilterExpression"] = condition(select.where, refs)
         return _SelectPlan("Scan", {**request, **refs.members()}, refs, names=names, global_index=global_index)
     key_parts: list[ast.Expr] = [ast.Compare("=", ast.Path((name,)), fixed[name]) for name in hash_names]
-    for name in range_names:
-        ranged = [part for part in rest if _on_range(part, name)]
-        if ranged:
-            key_parts.append(ranged[0])
-            rest.remove(ranged[0])
+    key_parts += _range_key_parts(range_names, rest)
     whole_key = [found for found in map(equality, key_parts) if found is not None]
     if index is None and not rest and not options and len(whole_key) == len(hash_names) + len(range_names):
         projection = None
