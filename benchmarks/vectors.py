@@ -5,6 +5,8 @@ index costs PutItem, side by side in one run.
     python benchmarks/vectors.py                                # 100,000 vectors of 256 dims, TopK 10
     python benchmarks/vectors.py --vectors 20000 --searches 100 -d 3 --rounds 1     # a quick check
     python benchmarks/vectors.py --endpoint http://127.0.0.1:8000
+    python benchmarks/vectors.py --endpoint http://127.0.0.1:8000 --reuse --rounds 0   # the searches again, on the
+                                                                # table an earlier run loaded (another build, say)
 
 Starts OpenDDB on a temporary data dir (or uses `--endpoint`), creates a table with one COSINE vector index of
 `--dims` dimensions and no search schema (so every item is in one search partition), loads `--vectors` random
@@ -12,7 +14,9 @@ vectors with BatchWriteItem, then:
 
 - search: the first search (which loads the partition's matrix into the server process) timed alone, then
   `--searches` SearchVectors of TopK `--top-k` with random search vectors, one at a time on one connection:
-  p50 and p99 latency.
+  p50 and p99 latency. Then `--after-put` times: one PutItem of a new item to the searched partition (through
+  another connection), then one search timed alone: what a search pays to take in a change its cached matrix
+  lacks (before change sequences, a reload of the whole partition).
 Server CPU per search and per put is reported beside (for a server this program starts): on a shared machine it
 holds where rates and latencies do not.
 
@@ -104,7 +108,7 @@ async def load(endpoint: Endpoint, count: int, dims: int, connections: int) -> f
     return now() - started
 
 
-async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int) -> dict[str, float]:
+async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int, after_put: int) -> dict[str, float]:
     conn, rng = Connection(endpoint), random.Random(31)
 
     def body() -> bytes:
@@ -127,10 +131,35 @@ async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int) -> dic
             if status != 200 or len(orjson.loads(answer)["SearchResults"]) != top_k:
                 raise RuntimeError(answer.decode())
         cpu = server_cpu() - cpu
+        changed = await searches_after_put(endpoint, conn, body, after_put)
     finally:
         conn.close()
     return {"first": first * 1000, "p50": percentile_ms(latencies, 0.5), "p99": percentile_ms(latencies, 0.99),
-            "cpu_ms": cpu / count * 1000}
+            "cpu_ms": cpu / count * 1000, "after_put_p50": percentile_ms(changed, 0.5) if changed else 0.0,
+            "after_put_max": max(changed, default=0.0) * 1000}
+
+
+async def searches_after_put(endpoint: Endpoint, conn: Connection, body: Any, count: int) -> list[float]:
+    """`count` times, a PutItem of a new item to the searched partition from another connection, then a search on
+    `conn` (whose server process has the partition cached) timed alone."""
+    writer, rng = Connection(endpoint), random.Random(47)
+    dims = len(orjson.loads(body())["SearchVector"])
+    latencies = []
+    try:
+        for n in range(count):
+            item = {"pk": {"S": f"after-put-{n}-{rng.randrange(10**9)}"}, "emb": {"L": vector(rng, dims)}}
+            status, answer = await writer.call("PutItem", orjson.dumps({"TableName": SEARCHED, "Item": item}))
+            if status != 200:
+                raise RuntimeError(answer.decode())
+            payload = body()
+            started = now()
+            status, answer = await conn.call("SearchVectors", payload)
+            latencies.append(now() - started)
+            if status != 200:
+                raise RuntimeError(answer.decode())
+    finally:
+        writer.close()
+    return latencies
 
 
 async def puts(endpoint: Endpoint, table: str, dims: int, connections: int, seconds: float) -> dict[str, float]:
@@ -162,17 +191,19 @@ async def puts(endpoint: Endpoint, table: str, dims: int, connections: int, seco
 async def run(args: argparse.Namespace, url: str) -> None:
     endpoint = Endpoint(url)
     setup = Connection(endpoint)
-    for request in (table_request(SEARCHED, args.dims, True), table_request(PLAIN, args.dims, False),
-                    table_request(INDEXED, args.dims, True)):
+    for request in ([] if args.reuse else [table_request(SEARCHED, args.dims, True)]) + [
+            table_request(PLAIN, args.dims, False), table_request(INDEXED, args.dims, True)]:
         await recreate(setup, request)
     setup.close()
-    took = await load(endpoint, args.vectors, args.dims, args.connections)
-    print(f"loaded {args.vectors} vectors of {args.dims} dims in {took:.1f} s ({args.vectors / took:.0f} items/s)",
-          flush=True)
-    found = await searches(endpoint, args.dims, args.top_k, args.searches)
+    if not args.reuse:
+        took = await load(endpoint, args.vectors, args.dims, args.connections)
+        print(f"loaded {args.vectors} vectors of {args.dims} dims in {took:.1f} s "
+              f"({args.vectors / took:.0f} items/s)", flush=True)
+    found = await searches(endpoint, args.dims, args.top_k, args.searches, args.after_put)
     print(f"SearchVectors TopK={args.top_k} over {args.vectors} x {args.dims}: first (loads the partition) "
           f"{found['first']:.0f} ms, then p50 {found['p50']:.1f} ms, p99 {found['p99']:.1f} ms, server CPU "
-          f"{found['cpu_ms']:.1f} ms/search ({args.searches} searches)", flush=True)
+          f"{found['cpu_ms']:.1f} ms/search ({args.searches} searches); the search after a put (x{args.after_put}): "
+          f"p50 {found['after_put_p50']:.1f} ms, max {found['after_put_max']:.1f} ms", flush=True)
     results: dict[str, list[dict[str, float]]] = {PLAIN: [], INDEXED: []}
     for round_index in range(args.rounds):
         for table in ([PLAIN, INDEXED] if round_index % 2 == 0 else [INDEXED, PLAIN]):
@@ -180,6 +211,8 @@ async def run(args: argparse.Namespace, url: str) -> None:
             results[table].append(result)
             print(f"round {round_index + 1} {table}: {result['ops']:.0f} puts/s p50 {result['p50']:.1f} ms "
                   f"p99 {result['p99']:.1f} ms, server CPU {result['cpu_us']:.0f} us/put", flush=True)
+    if not args.rounds:
+        return
     plain = median([r["ops"] for r in results[PLAIN]])
     plain_cpu = median([r["cpu_us"] for r in results[PLAIN]])
     print(f"\n{'table':<22} {'puts/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs plain':>9} {'CPU us/put':>11} "
@@ -203,6 +236,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("-d", "--duration", type=float, default=5)
     parser.add_argument("-c", "--connections", type=int, default=16)
+    parser.add_argument("--after-put", type=int, default=10, help="searches each timed after one PutItem")
+    parser.add_argument("--reuse", action="store_true",
+                        help="search the table an earlier run loaded (with --endpoint) instead of loading it")
     args = parser.parse_args()
     fast_loop()
     if args.endpoint:

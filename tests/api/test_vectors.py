@@ -4,6 +4,7 @@ capacity (issue 31)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import struct
@@ -14,6 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.test_imports import start_import, wait_import
 from tests.conftest import unique_name
 
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
@@ -394,3 +396,29 @@ def test_a_restore_keeps_the_vector_indexes_its_override_names(ddb) -> None:  # 
     found = search(ddb, target, [1.0, 0.0, 0.0, 0.0], k=1, SearchConditionExpression="category = :c",
                    ExpressionAttributeValues={":c": {"S": "c"}})["SearchResults"]
     assert [hit["Item"]["pk"] for hit in found] == [{"S": "a"}]
+
+
+def test_an_import_builds_the_vector_indexes_its_table_creation_parameters_name(ddb, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """ImportTable's TableCreationParameters take VectorIndexes (botocore's model): the imported table's index
+    holds the imported items and answers as the reference; an item whose vector breaks the index's rules is one
+    error of the import, as any item PutItem would refuse."""
+    rng = random.Random(3)
+    stored = {f"k{n}": [rng.uniform(-1, 1) for _ in range(4)] for n in range(30)}
+    lines = [{"Item": {"pk": {"S": key}, "category": {"S": "c"}, "emb": vec(values)}} for key, values in stored.items()]
+    lines.append({"Item": {"pk": {"S": "wrong"}, "category": {"S": "c"}, "emb": vec([1.0, 2.0])}})
+    (tmp_path / "vectors.json").write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    target = unique_name("vec-imported")
+    parameters = {"AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                           {"AttributeName": "category", "AttributeType": "S"}],
+                  "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST",
+                  "VectorIndexes": [vector_index(distance="DOT_PRODUCT", schema=[("category", "HASH")])]}
+    done = wait_import(ddb, start_import(ddb, tmp_path, "vectors", target, parameters=parameters)["ImportArn"])
+    assert (done["ImportedItemCount"], done["ErrorCount"]) == (30, 1)
+    table = ddb.describe_table(TableName=target)["Table"]
+    indexes = [(index["IndexName"], index["IndexStatus"], index["ItemCount"]) for index in table["VectorIndexes"]]
+    assert indexes == [("byVec", "ACTIVE", 30)]
+    query = [0.3, -0.2, 0.9, 0.1]
+    answer = search(ddb, target, query, k=5, SearchConditionExpression="category = :c",
+                    ExpressionAttributeValues={":c": {"S": "c"}})["SearchResults"]
+    expected = reference_scores("DOT_PRODUCT", stored, query)[:5]
+    assert [r["Item"]["pk"]["S"] for r in answer] == [key for key, _ in expected]

@@ -96,11 +96,11 @@ from openddb.storage.postgres_streams import (
     change_record,
     is_shard_due,
 )
-from openddb.storage.postgres_vectors import VECTOR_MIGRATION, PostgresVectors
+from openddb.storage.postgres_vectors import VECTOR_MIGRATION, VECTOR_SEQ_MIGRATION, PostgresVectors
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
@@ -162,6 +162,7 @@ _MIGRATIONS: dict[int, list[Migration]] = {
         f"{ENTRY_KEY_LIMIT + 1} AND length(tpk) <= {ENTRY_KEY_LIMIT + 1} AND length(tsk) <= {ENTRY_KEY_LIMIT + 1})"],
     6: STREAM_MIGRATION,  # DynamoDB Streams (postgres_streams.py)
     7: VECTOR_MIGRATION,  # vector indexes (postgres_vectors.py)
+    8: VECTOR_SEQ_MIGRATION,  # vector partitions' change sequences and tombstones (postgres_vectors.py)
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "

@@ -1,22 +1,25 @@
 """Vector indexes for the PostgreSQL engine (a mixin of `PostgresEngine`), laid out as on SQLite (see
 `sqlite_vectors.py`): `openddb_vector_entries` (a search partition's entries: the item's table key, packed float32
-vector, INLINE_FILTER values) and `openddb_vector_partitions` (each partition's version, a random stamp replaced in
-the writing transaction). Keys are held as the index entries' are (`postgres_indexes.stored_key`: a long one as a
-prefix and a digest, whole beside it).
+vector, INLINE_FILTER values, and the partition's change sequence when last written), `openddb_vector_partitions`
+(each partition's epoch, a random stamp, and change sequence, raised by one per change in the writing transaction)
+and `openddb_vector_tombstones` (the key and sequence of each entry a change removed, kept for `RETAIN` changes).
+Keys are held as the index entries' are (`postgres_indexes.stored_key`: a long one as a prefix and a digest, whole
+beside it).
 
-Search is exact, as on SQLite: the partition's vectors are loaded once into numpy and reused while its version is
-unchanged (`vectors.exact`), the version, the entries and the result items read in one REPEATABLE READ snapshot.
-pgvector is not used: CI's PostgreSQL (Debian's packages) lacks it, and only portable DDL is used by the
-migrations; an exact search gives the same results (docs/ARCHITECTURE.md).
+Search is exact, as on SQLite: the partition's vectors are loaded once into numpy and brought up to date from the
+entries and tombstones stamped after it (`vectors.exact.find`), the state, the changes and the result items read in
+one REPEATABLE READ snapshot. pgvector is not used: CI's PostgreSQL (Debian's packages) lacks it, and only portable
+DDL is used by the migrations; an exact search gives the same results (docs/ARCHITECTURE.md).
 
-Every write to a partition updates its version row, so writes to one search partition serialize on that row
-until they commit (across nodes too); writes to other partitions and tables do not.
+Every write to a partition updates its state row, so writes to one search partition serialize on that row until
+they commit (across nodes too), and their sequence numbers follow their commit order: a snapshot that holds a
+change holds every change numbered before it. Writes to other partitions and tables do not serialize.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
@@ -36,7 +39,7 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_key,
 )
-from openddb.vectors.entries import entry_of, unchanged
+from openddb.vectors.entries import RETAIN, Changes, EntryRow, entry_of, unchanged
 
 if TYPE_CHECKING:
     from openddb.storage.postgres_pipeline import Pipeline
@@ -51,17 +54,34 @@ VECTOR_MIGRATION: list[Migration] = [
     "CREATE TABLE IF NOT EXISTS openddb_vector_partitions (tid BIGINT NOT NULL, iid BIGINT NOT NULL, "
     "part BYTEA NOT NULL, version BIGINT NOT NULL, PRIMARY KEY (tid, iid, part))",
 ]
-_PUT = ("INSERT INTO openddb_vector_entries (tid, iid, part, tpk, tsk, tpkx, tskx, vec, filters) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tid, iid, part, tpk, tsk) "
-        "DO UPDATE SET vec = EXCLUDED.vec, filters = EXCLUDED.filters")
-_DELETE = "DELETE FROM openddb_vector_entries WHERE tid=%s AND iid=%s AND part=%s AND tpk=%s AND tsk=%s"
-# A new random stamp (see sqlite_vectors.py's _BUMP for why not version + 1).
-_BUMP = ("INSERT INTO openddb_vector_partitions (tid, iid, part, version) VALUES (%s, %s, %s, "
-         "(random() * 9.2e18)::bigint) ON CONFLICT (tid, iid, part) DO UPDATE SET version = "
-         "(random() * 9.2e18)::bigint")
-_VERSION = "SELECT version FROM openddb_vector_partitions WHERE tid=%s AND iid=%s AND part=%s"
-_ROWS = ("SELECT tpk, tsk, vec, filters, tpkx, tskx FROM openddb_vector_entries WHERE tid=%s AND iid=%s "
-         "AND part=%s")
+# Change sequences: a partition's earlier entries and state keep seq 0 (its version stamp is its epoch).
+VECTOR_SEQ_MIGRATION: list[Migration] = [
+    "ALTER TABLE openddb_vector_entries ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE openddb_vector_partitions ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+    "CREATE INDEX IF NOT EXISTS openddb_vector_entries_seq ON openddb_vector_entries (tid, iid, part, seq)",
+    "CREATE TABLE IF NOT EXISTS openddb_vector_tombstones (tid BIGINT NOT NULL, iid BIGINT NOT NULL, "
+    "part BYTEA NOT NULL, seq BIGINT NOT NULL, tpk BYTEA NOT NULL, tsk BYTEA NOT NULL, tpkx BYTEA, tskx BYTEA, "
+    "PRIMARY KEY (tid, iid, part, seq, tpk, tsk))",
+]
+# (Queued on the pipeline: a statement that needs the partition's new sequence reads it from its state row, which
+# the same transaction has just raised and holds locked.)
+_WHERE = "tid=%s AND iid=%s AND part=%s"
+_SEQ = f"(SELECT seq FROM openddb_vector_partitions WHERE {_WHERE})"
+_PUT = ("INSERT INTO openddb_vector_entries (tid, iid, part, tpk, tsk, tpkx, tskx, vec, filters, seq) "
+        f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, {_SEQ}) ON CONFLICT (tid, iid, part, tpk, tsk) "
+        "DO UPDATE SET vec = EXCLUDED.vec, filters = EXCLUDED.filters, seq = EXCLUDED.seq")
+_DELETE = f"DELETE FROM openddb_vector_entries WHERE {_WHERE} AND tpk=%s AND tsk=%s"
+# The partition's next change; a new partition's epoch is a random stamp (see sqlite_vectors.py's _BUMP).
+_BUMP = ("INSERT INTO openddb_vector_partitions (tid, iid, part, version, seq) VALUES (%s, %s, %s, "
+         "(random() * 9.2e18)::bigint, 1) ON CONFLICT (tid, iid, part) DO UPDATE SET seq = "
+         "openddb_vector_partitions.seq + 1")
+_TOMBSTONE = ("INSERT INTO openddb_vector_tombstones (tid, iid, part, seq, tpk, tsk, tpkx, tskx) SELECT tid, iid, "
+              f"part, seq, %s, %s, %s, %s FROM openddb_vector_partitions WHERE {_WHERE}")
+_PURGE = f"DELETE FROM openddb_vector_tombstones WHERE {_WHERE} AND seq <= {_SEQ} - %s"
+_STATE = f"SELECT version, seq FROM openddb_vector_partitions WHERE {_WHERE}"
+_ROWS = f"SELECT tpk, tsk, vec, filters, tpkx, tskx FROM openddb_vector_entries WHERE {_WHERE}"
+_WRITTEN = f"{_ROWS} AND seq > %s"
+_REMOVED = f"SELECT tpk, tsk, tpkx, tskx FROM openddb_vector_tombstones WHERE {_WHERE} AND seq > %s"
 _ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s"
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
@@ -101,16 +121,19 @@ class PostgresVectors:
         before, after = entry_of(index, old), entry_of(index, new)
         keys = (stored_key(tpk, ENTRY_KEY_LIMIT), stored_key(tsk, ENTRY_KEY_LIMIT))
         queued = False
+        wholes = (whole_key(tpk, ENTRY_KEY_LIMIT), whole_key(tsk, ENTRY_KEY_LIMIT))
+        queued, iid = False, index.index_id
         if before is not None and (after is None or before.part != after.part):
-            part = stored_key(before.part, ENTRY_KEY_LIMIT)
-            self._pipe.add(_DELETE, (tid, index.index_id, part, *keys))
-            self._pipe.add(_BUMP, (tid, index.index_id, part))
+            where = (tid, iid, stored_key(before.part, ENTRY_KEY_LIMIT))
+            self._pipe.add(_DELETE, (*where, *keys))
+            self._pipe.add(_BUMP, where)
+            self._pipe.add(_TOMBSTONE, (*keys, *wholes, *where))
+            self._pipe.add(_PURGE, (*where, *where, RETAIN))
             before, queued = None, True
         if after is not None and (before is None or before.vector != after.vector or before.filters != after.filters):
-            part = stored_key(after.part, ENTRY_KEY_LIMIT)
-            self._pipe.add(_PUT, (tid, index.index_id, part, *keys, whole_key(tpk, ENTRY_KEY_LIMIT),
-                                  whole_key(tsk, ENTRY_KEY_LIMIT), after.vector, after.filters_blob))
-            self._pipe.add(_BUMP, (tid, index.index_id, part))
+            where = (tid, iid, stored_key(after.part, ENTRY_KEY_LIMIT))
+            self._pipe.add(_BUMP, where)
+            self._pipe.add(_PUT, (*where, *keys, *wholes, after.vector, after.filters_blob, *where))
             queued = True
         return queued
 
@@ -120,19 +143,14 @@ class PostgresVectors:
 
         tid, iid, stored_part = meta.table_id, index.index_id, stored_key(part, ENTRY_KEY_LIMIT)
         with self._transaction(_SNAPSHOT) as cur:
-            found = cur.execute(_VERSION, (tid, iid, stored_part)).fetchone()
-            version = 0 if found is None else int(found[0])
+            found = cur.execute(_STATE, (tid, iid, stored_part)).fetchone()
             if self._vector_cache is None:
                 self._vector_cache = exact.PartitionCache()
-            loaded = self._vector_cache.get((tid, iid, part), version)
-            if loaded is None:
-                rows = ((read_key(bytes(tpk), tpkx), read_key(bytes(tsk), tskx), bytes(vec), bytes(filters))
-                        for tpk, tsk, vec, filters, tpkx, tskx in cur.execute(_ROWS, (tid, iid, stored_part)))
-                loaded = exact.load(version, rows, index.dimensions, len(index.filters))
-                self._vector_cache.put((tid, iid, part), loaded)
+            ranked = exact.find(self._vector_cache, (tid, iid, part), (0, 0) if found is None else found,
+                                _Partition(cur, (tid, iid, stored_part)), (index.dimensions, len(index.filters)),
+                                exact.Wanted(query, k, index.distance, conditions), True)
             hits = []
-            for row, score in exact.search(loaded, query, k, index.distance, conditions):
-                tpk, tsk = loaded.keys[row]
+            for (tpk, tsk), score in ranked:
                 data = cur.execute(_ITEM, (tid, partition_hash(tpk), stored_key(tpk, ITEM_KEY_LIMIT),
                                            tsk)).fetchone()
                 if data is not None:
@@ -173,8 +191,28 @@ class PostgresVectors:
 
     def drop_vector_entries(self, cur: psycopg.Cursor[Any], tid: int, iids: Sequence[int] | None) -> None:
         """Remove the entries of the vector indexes `iids` of a table (all of them: None), in `cur`'s transaction."""
-        for table in ("openddb_vector_entries", "openddb_vector_partitions"):
+        for table in ("openddb_vector_entries", "openddb_vector_partitions", "openddb_vector_tombstones"):
             if iids is None:
                 cur.execute(f"DELETE FROM {table} WHERE tid=%s", (tid,))
             for iid in iids or ():
                 cur.execute(f"DELETE FROM {table} WHERE tid=%s AND iid=%s", (tid, iid))
+
+
+class _Partition:
+    """One partition's entries and tombstones, read in the search's snapshot (`exact.Source`)."""
+
+    def __init__(self, cur: psycopg.Cursor[Any], where: tuple[int, int, bytes]) -> None:
+        self._cur, self._where = cur, where
+
+    def rows(self) -> Iterator[EntryRow]:
+        return _entries(self._cur.execute(_ROWS, self._where))
+
+    def changes(self, after: int) -> Changes:
+        removed = [(read_key(bytes(tpk), tpkx), read_key(bytes(tsk), tskx))
+                   for tpk, tsk, tpkx, tskx in self._cur.execute(_REMOVED, (*self._where, after)).fetchall()]
+        return Changes(removed, list(_entries(self._cur.execute(_WRITTEN, (*self._where, after)))))
+
+
+def _entries(rows: Iterable[Any]) -> Iterator[EntryRow]:
+    return ((read_key(bytes(tpk), tpkx), read_key(bytes(tsk), tskx), bytes(vec), bytes(filters))
+            for tpk, tsk, vec, filters, tpkx, tskx in rows)

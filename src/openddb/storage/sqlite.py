@@ -58,7 +58,7 @@ from openddb.storage.sqlite_cipher import Driver, driver
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
-from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors
+from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors, upgrade_vector_schema
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
 from openddb.storage.store_keys import StoreKey
 
@@ -335,6 +335,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             schema = (_SCHEMA, INDEX_SCHEMA, STREAM_SCHEMA, VECTOR_SCHEMA, RECOVERY_SCHEMA)
             for statement in statements(";".join(schema)):
                 db.execute(statement)
+            upgrade_vector_schema(db)
             self._add_size_columns()
             self._sync_triggers()
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before

@@ -23,6 +23,12 @@ from openddb.model import AttributeValue, Item
 from openddb.model.schema import KeyAttribute, TableMeta, VectorIndexMeta
 from openddb.model.values import item_size
 
+# Tombstones are kept for at least this many changes of their partition (the writers purge older ones), so a
+# search's cached matrix at most this many changes behind can be brought up to date from them (`vectors.exact`).
+RETAIN = 4096
+# An entry as a search reads it: (table partition key, table sort key, packed vector, filters JSON).
+EntryRow = tuple[bytes, bytes, bytes, bytes]
+
 # The largest finite float32: a Number beyond it cannot be stored at f32 precision.
 F32_MAX = 3.4028234663852886e38
 
@@ -40,6 +46,15 @@ class VectorEntry:
     @property
     def filters_blob(self) -> bytes:
         return orjson.dumps(self.filters)
+
+
+@dataclass(slots=True)
+class Changes:
+    """What changed in a search partition after a state a search has cached: the table keys whose entries were
+    removed (tombstones) and the entries written since (each at its latest state)."""
+
+    removed: list[tuple[bytes, bytes]]
+    written: list[EntryRow]
 
 
 def part_of(value: AttributeValue | None) -> bytes:
