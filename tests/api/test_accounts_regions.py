@@ -327,3 +327,59 @@ def test_throughput_is_each_namespaces_own():
         east.put_item(TableName=name, Item={"pk": {"S": "a"}, "data": {"S": big}})  # (its own 15 units)
     finally:
         process.finish()
+
+
+def test_a_role_of_another_account_is_assumed_as_its_trust_policy_and_the_callers_policies_allow(server):
+    """Cross-account AssumeRole (IAM User Guide, "Cross-account policy evaluation logic"): a user of the first
+    account assumes a role of the second only when the role's trust policy names the first account and the user's
+    own policies allow sts:AssumeRole on the role; refused otherwise in STS's words; the session acts in the second
+    account's namespace, on its tables, as the role's policy allows."""
+    owner_iam, owner_ddb = signed(server, "iam", SECOND), signed(server, "dynamodb", SECOND)
+    table = create_table(owner_ddb, unique_name("ns-cross-role"))
+    owner_ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "owner": {"S": SECOND}})
+    role, distrusting = unique_name("ns-cross"), unique_name("ns-own-only")
+    role_arn = owner_iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{FIRST}:root"},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    own_only_arn = owner_iam.create_role(RoleName=distrusting, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    owner_iam.put_role_policy(RoleName=role, PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:PutItem"],
+                                                "Resource": table_arn(SECOND, "us-east-1", table)}]}))
+    guest_iam = signed(server, "iam", FIRST)
+    user = unique_name("ns-guest")
+    guest_iam.create_user(UserName=user)
+    access = guest_iam.create_access_key(UserName=user)["AccessKey"]
+    sts = signed(server, "sts", FIRST, keys=(access["AccessKeyId"], access["SecretAccessKey"]))
+
+    def refusal(arn: str) -> tuple[str, str, int]:
+        return ("AccessDenied", f"User: arn:aws:iam::{FIRST}:user/{user} is not authorized to perform: "
+                                f"sts:AssumeRole on resource: {arn}", 403)
+    # Trusted by the role, but no policy of the user's allows it: refused.
+    assert error_of(sts.assume_role, RoleArn=role_arn, RoleSessionName="s1") == refusal(role_arn)
+    guest_iam.put_user_policy(UserName=user, PolicyName="assume", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}]}))
+    time.sleep(1.1)  # (policies are trusted for a second: identity/store.py CACHE_SECONDS)
+    # Allowed by the user's policy, but the role trusts its own account only (nor is a missing role told apart).
+    assert error_of(sts.assume_role, RoleArn=own_only_arn, RoleSessionName="s1") == refusal(own_only_arn)
+    missing = f"arn:aws:iam::{SECOND}:role/{unique_name('none')}"
+    assert error_of(sts.assume_role, RoleArn=missing, RoleSessionName="s1") == refusal(missing)
+    session = sts.assume_role(RoleArn=role_arn, RoleSessionName="s1")
+    assert session["AssumedRoleUser"]["Arn"] == f"arn:aws:sts::{SECOND}:assumed-role/{role}/s1"
+    credentials = session["Credentials"]
+    keys = (credentials["AccessKeyId"], credentials["SecretAccessKey"])
+    as_role = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
+                           aws_access_key_id=keys[0], aws_secret_access_key=keys[1],
+                           aws_session_token=credentials["SessionToken"], config=Config(retries={"max_attempts": 1}))
+    identity = boto3.client("sts", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=keys[0],
+                            aws_secret_access_key=keys[1], aws_session_token=credentials["SessionToken"])
+    assert identity.get_caller_identity()["Account"] == SECOND
+    # The table is the second account's, by its name alone; the role's policy allows reads and writes, nothing else.
+    assert as_role.get_item(TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})["Item"]["owner"] == \
+        {"S": SECOND}
+    as_role.put_item(TableName=table, Item={"pk": {"S": "b"}, "sk": {"S": "1"}})
+    assert "Item" in owner_ddb.get_item(TableName=table, Key={"pk": {"S": "b"}, "sk": {"S": "1"}})
+    assert error_of(as_role.delete_item, TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})[0] == DENIED
+    # The first account has no such table: the session does not act there.
+    assert error_of(signed(server, "dynamodb", FIRST).describe_table, TableName=table)[0] == NOT_FOUND
