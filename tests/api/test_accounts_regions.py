@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from botocore.config import Config
 
 from tests.api.identity_helpers import error_of
+from tests.api.test_cloudwatch import _eventually
 from tests.conftest import ServerProcess, create_table, unique_name
 
 FIRST, SECOND = "111111111111", "222222222222"
@@ -383,3 +385,56 @@ def test_a_role_of_another_account_is_assumed_as_its_trust_policy_and_the_caller
     assert error_of(as_role.delete_item, TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})[0] == DENIED
     # The first account has no such table: the session does not act there.
     assert error_of(signed(server, "dynamodb", FIRST).describe_table, TableName=table)[0] == NOT_FOUND
+
+
+def test_metrics_request_log_and_insights_tell_two_accounts_tables_of_one_name_apart(tmp_path):
+    """Two accounts' tables of one name are counted apart: /metrics carries account and region labels, the request
+    log names the account and region, CloudWatch's calls and Contributor Insights rules answer each account of its
+    own table (as CloudWatch keeps metrics and rules per account and region)."""
+    process = ServerProcess(str(tmp_path), "--workers", "1", "--auth", "verify", *ROOTS, "--log-level", "info",
+                            "--log-format", "json")
+    name, window = unique_name("ns-metrics"), {"StartTime": time.time() - 600, "EndTime": time.time() + 60}
+    try:
+        ddbs = {account: signed(process, "dynamodb", account) for account in (FIRST, SECOND)}
+        rules = {}
+        for account, ddb in ddbs.items():
+            ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+            ddb.update_contributor_insights(TableName=name, ContributorInsightsAction="ENABLE")
+            rules[account] = next(rule for rule in ddb.describe_contributor_insights(TableName=name)[
+                "ContributorInsightsRuleList"] if "-PKC-" in rule)
+        time.sleep(1.5)  # (enabled insights are read about once a second)
+        for account, writes in ((FIRST, 1), (SECOND, 3)):
+            for n in range(writes):
+                ddbs[account].put_item(TableName=name, Item={"pk": {"S": f"{account}-key"}, "n": {"N": str(n)}})
+        assert error_of(ddbs[FIRST].describe_table, TableName="x")[0] == NOT_FOUND  # (a user error)
+        with urllib.request.urlopen(f"{process.endpoint}/metrics", timeout=10) as page:
+            metrics = page.read().decode()
+        for account, units in ((FIRST, 1), (SECOND, 3)):
+            assert f'ConsumedWriteCapacityUnits{{account="{account}",region="us-east-1",TableName="{name}"}} ' \
+                   f'{units}' in metrics.splitlines()
+            assert f'openddb_contributor_insights{{account="{account}",region="us-east-1",rule="{rules[account]}",' \
+                   f'key="{account}-key"}} {units}' in metrics.splitlines()
+        assert any(line.startswith(f'UserErrors{{account="{FIRST}",region="us-east-1"}} ')
+                   for line in metrics.splitlines())
+        for account, units in ((FIRST, 1.0), (SECOND, 3.0)):
+            cw = signed(process, "cloudwatch", account)
+
+            def written(cw: Any = cw) -> float:
+                answer = cw.get_metric_statistics(
+                    Namespace="AWS/DynamoDB", MetricName="ConsumedWriteCapacityUnits", Period=600, Statistics=["Sum"],
+                    Dimensions=[{"Name": "TableName", "Value": name}], **window)
+                return float(sum(point["Sum"] for point in answer["Datapoints"]))
+            assert _eventually(written, units) == units
+            report = cw.get_insight_rule_report(RuleName=rules[account], Period=60, **window)
+            assert [top["Keys"] for top in report["Contributors"]] == [[f"{account}-key"]]
+            other = rules[SECOND if account == FIRST else FIRST]
+            if other != rules[account]:  # (the other account's rule is not this account's)
+                assert error_of(cw.get_insight_rule_report, RuleName=other, Period=60, **window)[0] == \
+                    "ResourceNotFoundException"
+    finally:
+        output = process.finish()
+    puts = [json.loads(line) for line in output.splitlines() if line.startswith("{") and '"PutItem"' in line]
+    assert sorted((put["account"], put["region"]) for put in puts) == \
+        [(FIRST, "us-east-1")] + [(SECOND, "us-east-1")] * 3

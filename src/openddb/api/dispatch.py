@@ -399,6 +399,22 @@ class Dispatcher:
                                                 f"{account}/{region}/" if self.namespaced else "")
         return caller
 
+    def namespace_of(self, authorization: bytes | None) -> str:
+        """The namespace of a CloudWatch caller (whose calls the server answers without authenticating them): its
+        credential scope's region and its access key's account ("" in one namespace; for a key the server does not
+        know, one no table is in)."""
+        if not self.namespaced:
+            return ""
+        match = None if authorization is None else CREDENTIAL.search(authorization)
+        if match is None:
+            return "-/-/"
+        key, region = match.group(1).decode("latin-1"), match.group(3).decode("latin-1") or "us-east-1"
+        verifier = self.verifier
+        if verifier is None:
+            return f"{self.account}/{region}/"
+        credentials = verifier.keys.get(key) or (verifier.lookup(key) if verifier.lookup is not None else None)
+        return "-/-/" if credentials is None else f"{credentials.account}/{region}/"
+
     def _authorize(self, caller: Caller, incoming: Incoming, request: dict[str, Any]) -> Access | None:
         """A verified caller's authorization (None for the account's root, which may do anything): a call on
         tables, streams or the account decided here, a call on items handed on for its operations to be checked
