@@ -438,3 +438,25 @@ def test_metrics_request_log_and_insights_tell_two_accounts_tables_of_one_name_a
     puts = [json.loads(line) for line in output.splitlines() if line.startswith("{") and '"PutItem"' in line]
     assert sorted((put["account"], put["region"]) for put in puts) == \
         [(FIRST, "us-east-1")] + [(SECOND, "us-east-1")] * 3
+
+
+def test_backups_take_no_resource_based_policy(server):
+    """The Developer Guide ("DynamoDB API operations supported by resource-based policies"): resource-based policies
+    cannot be attached to backups, and the actions on backups are left out of those a resource-based policy grants.
+    So a backup ARN is refused by PutResourcePolicy, and a table's policy letting another account do anything on
+    the table and everything under its ARN does not let that account reach the table's backup."""
+    owner, guest = signed(server, "dynamodb", FIRST), signed(server, "dynamodb", SECOND)
+    table = create_table(owner, unique_name("ns-backup-policy"))
+    arn = table_arn(FIRST, "us-east-1", table)
+    backup = owner.create_backup(TableName=table, BackupName="policy-less")["BackupDetails"]["BackupArn"]
+    owner.put_resource_policy(ResourceArn=arn, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": SECOND}, "Action": "dynamodb:*", "Resource": [arn, f"{arn}/*"]}]}))
+    assert error_of(owner.put_resource_policy, ResourceArn=backup, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
+                                               "Action": "dynamodb:DescribeBackup", "Resource": backup}]}))[0] == \
+        "ValidationException"
+    time.sleep(1.1)  # (a resource policy applies within a second: identity/resource_policies.py)
+    assert guest.describe_table(TableName=arn)["Table"]["TableArn"] == arn  # (the table's policy lets it in)
+    assert error_of(guest.describe_backup, BackupArn=backup)[0] == DENIED
+    assert error_of(guest.restore_table_from_backup, TargetTableName=unique_name("ns-stolen"),
+                    BackupArn=backup)[0] == DENIED
