@@ -118,3 +118,15 @@ def test_the_canonical_request_is_the_one_signed() -> None:
     for part in (b"20260301", b"eu-west-1", b"dynamodb", b"aws4_request"):
         key = hmac.digest(key, part, "sha256")
     assert authorization.endswith(b"Signature=" + hmac.digest(key, to_sign, "sha256").hex().encode())
+
+
+def test_only_verified_requests_leave_anything_kept() -> None:
+    # (a caller who knows an access key id but not its secret must not fill the verifier's memory)
+    check = verifier()
+    for n in range(50):
+        forged, request = signed(body=b'{"n":%d}' % n, headers={"X-Amz-Meta": "x" * n}, secret="guessed")
+        with pytest.raises(InvalidSignatureException):
+            check.verify(forged, request)
+    assert not check._heads and not check._signers
+    check.verify(*signed())
+    assert len(check._heads) == len(check._signers) == 1

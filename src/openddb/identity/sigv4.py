@@ -135,10 +135,12 @@ class Verifier:
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
         self._check_time(stamp)
         shared = (request.method, request.url, scope.signed, *map(headers.get, scope.names))
-        canonical = (self._heads.get(shared) or self._head(shared, scope.names)).copy()
+        head = self._heads.get(shared) or _head(shared, scope.names)
+        signing = (credentials.secret, scope.scope, stamp)
+        signer = self._signers.get(signing) or self._signer(credentials.secret, scope, stamp)
+        canonical = head.copy()
         canonical.update(headers.get(b"x-amz-content-sha256") or sha256_hex(request.body))
-        inner, outer = self._signers.get((credentials.secret, scope.scope, stamp)) or \
-            self._signer(credentials.secret, scope, stamp)
+        inner, outer = signer
         inner = inner.copy()
         inner.update(canonical.hexdigest().encode())
         outer = outer.copy()
@@ -146,6 +148,8 @@ class Verifier:
         given = authorization[cut + 10:].split(b",", 1)[0].strip().lower()
         if not hmac.compare_digest(outer.hexdigest().encode(), given):
             raise InvalidSignatureException(MISMATCH)
+        if shared not in self._heads or signing not in self._signers:
+            self._keep(shared, head, signing, signer)  # (once a request signed with them passed: no forger fills these)
         return credentials
 
     @staticmethod
@@ -171,22 +175,19 @@ class Verifier:
         self._scopes[authorization[:cut]] = scope
         return scope
 
-    def _head(self, shared: tuple[bytes | None, ...], names: tuple[bytes, ...]) -> Hash:
-        """SHA-256 over the canonical request up to its payload hash (`shared`: method, path and query, the signed
-        headers' names joined, then their values), kept for the next request that shares them."""
-        method, url, signed, *values = shared
-        assert method is not None and url is not None and signed is not None
-        head = _EMPTY_SHA256.copy()
-        head.update(b"%s\n%s\n%s\n%s\n" % (method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
-                                            header_lines(names, tuple(values)), signed))
+    def _keep(self, shared: tuple[bytes | None, ...], head: Hash, signing: tuple[str, bytes, bytes],
+              signer: tuple[Hash, Hash]) -> None:
+        """Keep the hashed head of the canonical request and the HMAC states of a verified request."""
         if len(self._heads) > 4096:
             self._heads.clear()
+        if len(self._signers) > 4096:
+            self._signers.clear()
         self._heads[shared] = head
-        return head
+        self._signers[signing] = signer
 
     def _signer(self, secret: str, scope: _Scope, stamp: bytes) -> tuple[Hash, Hash]:
         """HMAC-SHA256 with the signing key of `secret` for `scope`, over the string to sign up to the canonical
-        request's hash, as its inner and outer SHA-256 states (RFC 2104), kept for the rest of the second."""
+        request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the day."""
         key = self._keys.get((secret, scope.scope))
         if key is None:
             key = ("AWS4" + secret).encode()
@@ -200,10 +201,7 @@ class Verifier:
         inner.update(padded.translate(_INNER_PAD))
         inner.update(b"AWS4-HMAC-SHA256\n%s\n%s\n" % (stamp, scope.scope))
         outer.update(padded.translate(_OUTER_PAD))
-        if len(self._signers) > 4096:
-            self._signers.clear()
-        signer = self._signers[(secret, scope.scope, stamp)] = (inner, outer)
-        return signer
+        return inner, outer
 
     def _check_time(self, stamp: bytes) -> None:
         """InvalidSignatureException unless `stamp` is within 15 minutes of the server's clock."""
@@ -262,6 +260,17 @@ def canonical_request(request: SignedRequest, names: tuple[bytes, ...]) -> bytes
         request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
         header_lines(names, tuple(map(get, names))), b";".join(names),
         get(b"x-amz-content-sha256") or sha256_hex(request.body))
+
+
+def _head(shared: tuple[bytes | None, ...], names: tuple[bytes, ...]) -> Hash:
+    """SHA-256 over the canonical request up to its payload hash (`shared`: method, path and query, the signed
+    headers' names joined, then their values)."""
+    method, url, signed, *values = shared
+    assert method is not None and url is not None and signed is not None
+    head = _EMPTY_SHA256.copy()
+    head.update(b"%s\n%s\n%s\n%s\n" % (method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
+                                        header_lines(names, tuple(values)), signed))
+    return head
 
 
 def header_lines(names: tuple[bytes, ...], values: tuple[bytes | None, ...]) -> bytes:
