@@ -3,6 +3,7 @@ authorization by identity policies cost get and put, against a plain server, one
 
     python benchmarks/security.py                   # 3 interleaved rounds x 5 s of get and put
     python benchmarks/security.py --rounds 5 --duration 10 --variants https,verify --workers 2
+    python benchmarks/security.py --variants verify,policy --baseline main --workloads get,put,update,query
 
 Servers of the current tree: "plain" (HTTP, --auth off), "https" (a pair made by `openddb cert` in a temporary dir),
 "verify" (--auth verify with the client's key as root credentials: signatures checked, no policy evaluated, as the
@@ -12,6 +13,10 @@ against it), each with its table loaded the same way; then, round after round, e
 from keep-alive connections (TLS sessions set up once per connection, as SDK clients keep them). The client signs
 every request anew for every server, so the servers differ only in what they do. Reports ops/s, p50/p99 and the
 server's CPU per request (robust on a shared machine). Servers are always stopped.
+
+With `--baseline REV`, each variant also runs from that git revision (checked out with `git worktree add --detach`
+in a temporary dir, removed at the end), as "<variant>@base", in the same rounds: a change's cost or saving on
+verification measured side by side with what it replaces.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import orjson
 from ddbclient import Connection, Endpoint, cpu_seconds, fast_loop, median, percentile_ms, processes_cpu_seconds
 from servers import free_port
 from sigv4 import Signer
-from streams import PARTITION, item_json, request_maker
+from streams import PARTITION, add_worktree, check_source, git, item_json, request_maker
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = "bench-security"
@@ -49,19 +54,19 @@ class Server:
     """An `openddb serve` of this tree in its own process group, plain or HTTPS."""
 
     def __init__(self, name: str, tmp: Path, workers: int, tls: tuple[str, str] | None = None,
-                 verify: bool = False) -> None:
+                 verify: bool = False, src: Path = ROOT / "src") -> None:
         self.name, self.port = name, free_port()
         self.key: tuple[str, str] | None = None  # the access key its workloads sign with (None: the bench root's)
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "openddb", "serve", "--port", str(self.port), "--data-dir",
-                   str(tmp / f"data-{name}"), "--workers", str(workers), "--log-level", "warning"]
+                   str(tmp / f"data-{name.replace('@', '-')}"), "--workers", str(workers), "--log-level", "warning"]
         if tls:
             command += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         if verify:  # (the benchmark client's key: see sigv4.Signer)
             command += ["--auth", "verify", "--root-credentials", "bench:bench"]
         self.log = (tmp / f"{name}.log").open("wb")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                                        start_new_session=True, env={**os.environ, "PYTHONPATH": str(src)})
 
     def cpu(self) -> float:
         group = self.process.pid
@@ -149,7 +154,7 @@ async def drive(server: Server, label: str, args: argparse.Namespace) -> dict[st
 async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, float]]]:
     for server in servers:
         await ready(server, args.items)
-        if server.name == "policy":
+        if server.name.startswith("policy"):
             server.key = policy_user(server)
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(1, args.rounds + 1):
@@ -165,17 +170,18 @@ async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[
 
 
 def report(results: dict[tuple[str, str], list[dict[str, float]]], labels: list[str]) -> str:
-    lines = ["| workload | server | ops/s | p50 ms | p99 ms | µs CPU/op | ops/s against plain |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    names = sorted({name for _, name in results}, key=lambda name: name != "plain")
+    lines = ["| workload | server | ops/s | p50 ms | p99 ms | µs CPU/op | ops/s against plain | CPU/op against plain |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    names = list(dict.fromkeys(name for _, name in results))  # (the servers' order: plain first)
     for label in labels:
         plain = results[(label, "plain")]
         for name in names:
             runs = results[(label, name)]
             ratio = median([run["rate"] / base["rate"] for run, base in zip(runs, plain) if base["rate"]])
+            cpu = median([run["cpu_us"] / base["cpu_us"] for run, base in zip(runs, plain) if base["cpu_us"]])
             lines.append(f"| {label} | {name} | {median([run['rate'] for run in runs]):,.0f} | "
                          f"{median([run['p50'] for run in runs]):.2f} | {median([run['p99'] for run in runs]):.2f} | "
-                         f"{median([run['cpu_us'] for run in runs]):.1f} | {ratio:.3f} |")
+                         f"{median([run['cpu_us'] for run in runs]):.1f} | {ratio:.3f} | {cpu:.3f} |")
     return "\n".join(lines) + "\n\nMedians over rounds; the ratio is the median of per-round ratios."
 
 
@@ -193,6 +199,7 @@ def main() -> int:
     parser.add_argument("--workloads", default="get,put")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="servers besides plain: https, verify, policy")
+    parser.add_argument("--baseline", metavar="REV", help="also run each variant from this git revision")
     args = parser.parse_args()
     args.workloads = args.workloads.split(",")
     args.variants = args.variants.split(",")
@@ -202,6 +209,7 @@ def main() -> int:
     fast_loop()
     signal.signal(signal.SIGTERM, _interrupt)
     servers: list[Server] = []
+    worktree: Path | None = None
     with tempfile.TemporaryDirectory(prefix="openddb-security-bench-") as tmp:
         try:
             made = subprocess.run([sys.executable, "-m", "openddb", "cert", "--out", f"{tmp}/tls"], cwd=ROOT,
@@ -209,12 +217,19 @@ def main() -> int:
             if made.returncode:
                 raise RuntimeError(made.stderr)
             pair = (f"{tmp}/tls/openddb-cert.pem", f"{tmp}/tls/openddb-key.pem")
+            sources = [("", ROOT / "src")]
+            if args.baseline:
+                worktree, commit = add_worktree(args.baseline, tmp)
+                print(f"baseline: {args.baseline} ({commit})", flush=True)
+                sources.append(("@base", worktree / "src"))
             servers = [Server("plain", Path(tmp), args.workers)]
-            if "https" in args.variants:
-                servers.append(Server("https", Path(tmp), args.workers, tls=pair))
-            for name in ("verify", "policy"):
-                if name in args.variants:
-                    servers.append(Server(name, Path(tmp), args.workers, verify=True))
+            for suffix, src in sources:
+                check_source(src)
+                if "https" in args.variants:
+                    servers.append(Server("https" + suffix, Path(tmp), args.workers, tls=pair, src=src))
+                for name in ("verify", "policy"):
+                    if name in args.variants:
+                        servers.append(Server(name + suffix, Path(tmp), args.workers, verify=True, src=src))
             results = asyncio.run(rounds(servers, args))
         except KeyboardInterrupt:
             print("interrupted: servers stopped", file=sys.stderr)
@@ -222,6 +237,8 @@ def main() -> int:
         finally:
             for server in servers:
                 server.stop()
+            if worktree is not None:
+                git("worktree", "remove", "--force", str(worktree))
     print("\n" + report(results, args.workloads))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from botocore.config import Config
 
 from tests.api.identity_helpers import error_of
+from tests.api.test_cloudwatch import _eventually
 from tests.conftest import ServerProcess, create_table, unique_name
 
 FIRST, SECOND = "111111111111", "222222222222"
@@ -327,3 +329,134 @@ def test_throughput_is_each_namespaces_own():
         east.put_item(TableName=name, Item={"pk": {"S": "a"}, "data": {"S": big}})  # (its own 15 units)
     finally:
         process.finish()
+
+
+def test_a_role_of_another_account_is_assumed_as_its_trust_policy_and_the_callers_policies_allow(server):
+    """Cross-account AssumeRole (IAM User Guide, "Cross-account policy evaluation logic"): a user of the first
+    account assumes a role of the second only when the role's trust policy names the first account and the user's
+    own policies allow sts:AssumeRole on the role; refused otherwise in STS's words; the session acts in the second
+    account's namespace, on its tables, as the role's policy allows."""
+    owner_iam, owner_ddb = signed(server, "iam", SECOND), signed(server, "dynamodb", SECOND)
+    table = create_table(owner_ddb, unique_name("ns-cross-role"))
+    owner_ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "owner": {"S": SECOND}})
+    role, distrusting = unique_name("ns-cross"), unique_name("ns-own-only")
+    role_arn = owner_iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{FIRST}:root"},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    own_only_arn = owner_iam.create_role(RoleName=distrusting, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    owner_iam.put_role_policy(RoleName=role, PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:PutItem"],
+                                                "Resource": table_arn(SECOND, "us-east-1", table)}]}))
+    guest_iam = signed(server, "iam", FIRST)
+    user = unique_name("ns-guest")
+    guest_iam.create_user(UserName=user)
+    access = guest_iam.create_access_key(UserName=user)["AccessKey"]
+    sts = signed(server, "sts", FIRST, keys=(access["AccessKeyId"], access["SecretAccessKey"]))
+
+    def refusal(arn: str) -> tuple[str, str, int]:
+        return ("AccessDenied", f"User: arn:aws:iam::{FIRST}:user/{user} is not authorized to perform: "
+                                f"sts:AssumeRole on resource: {arn}", 403)
+    # Trusted by the role, but no policy of the user's allows it: refused.
+    assert error_of(sts.assume_role, RoleArn=role_arn, RoleSessionName="s1") == refusal(role_arn)
+    guest_iam.put_user_policy(UserName=user, PolicyName="assume", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}]}))
+    time.sleep(1.1)  # (policies are trusted for a second: identity/store.py CACHE_SECONDS)
+    # Allowed by the user's policy, but the role trusts its own account only (nor is a missing role told apart).
+    assert error_of(sts.assume_role, RoleArn=own_only_arn, RoleSessionName="s1") == refusal(own_only_arn)
+    missing = f"arn:aws:iam::{SECOND}:role/{unique_name('none')}"
+    assert error_of(sts.assume_role, RoleArn=missing, RoleSessionName="s1") == refusal(missing)
+    session = sts.assume_role(RoleArn=role_arn, RoleSessionName="s1")
+    assert session["AssumedRoleUser"]["Arn"] == f"arn:aws:sts::{SECOND}:assumed-role/{role}/s1"
+    credentials = session["Credentials"]
+    keys = (credentials["AccessKeyId"], credentials["SecretAccessKey"])
+    as_role = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1",
+                           aws_access_key_id=keys[0], aws_secret_access_key=keys[1],
+                           aws_session_token=credentials["SessionToken"], config=Config(retries={"max_attempts": 1}))
+    identity = boto3.client("sts", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=keys[0],
+                            aws_secret_access_key=keys[1], aws_session_token=credentials["SessionToken"])
+    assert identity.get_caller_identity()["Account"] == SECOND
+    # The table is the second account's, by its name alone; the role's policy allows reads and writes, nothing else.
+    assert as_role.get_item(TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})["Item"]["owner"] == \
+        {"S": SECOND}
+    as_role.put_item(TableName=table, Item={"pk": {"S": "b"}, "sk": {"S": "1"}})
+    assert "Item" in owner_ddb.get_item(TableName=table, Key={"pk": {"S": "b"}, "sk": {"S": "1"}})
+    assert error_of(as_role.delete_item, TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})[0] == DENIED
+    # The first account has no such table: the session does not act there.
+    assert error_of(signed(server, "dynamodb", FIRST).describe_table, TableName=table)[0] == NOT_FOUND
+
+
+def test_metrics_request_log_and_insights_tell_two_accounts_tables_of_one_name_apart(tmp_path):
+    """Two accounts' tables of one name are counted apart: /metrics carries account and region labels, the request
+    log names the account and region, CloudWatch's calls and Contributor Insights rules answer each account of its
+    own table (as CloudWatch keeps metrics and rules per account and region)."""
+    process = ServerProcess(str(tmp_path), "--workers", "1", "--auth", "verify", *ROOTS, "--log-level", "info",
+                            "--log-format", "json")
+    name, window = unique_name("ns-metrics"), {"StartTime": time.time() - 600, "EndTime": time.time() + 60}
+    try:
+        ddbs = {account: signed(process, "dynamodb", account) for account in (FIRST, SECOND)}
+        rules = {}
+        for account, ddb in ddbs.items():
+            ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+            ddb.update_contributor_insights(TableName=name, ContributorInsightsAction="ENABLE")
+            rules[account] = next(rule for rule in ddb.describe_contributor_insights(TableName=name)[
+                "ContributorInsightsRuleList"] if "-PKC-" in rule)
+        time.sleep(1.5)  # (enabled insights are read about once a second)
+        for account, writes in ((FIRST, 1), (SECOND, 3)):
+            for n in range(writes):
+                ddbs[account].put_item(TableName=name, Item={"pk": {"S": f"{account}-key"}, "n": {"N": str(n)}})
+        assert error_of(ddbs[FIRST].describe_table, TableName="x")[0] == NOT_FOUND  # (a user error)
+        with urllib.request.urlopen(f"{process.endpoint}/metrics", timeout=10) as page:
+            metrics = page.read().decode()
+        for account, units in ((FIRST, 1), (SECOND, 3)):
+            assert f'ConsumedWriteCapacityUnits{{account="{account}",region="us-east-1",TableName="{name}"}} ' \
+                   f'{units}' in metrics.splitlines()
+            assert f'openddb_contributor_insights{{account="{account}",region="us-east-1",rule="{rules[account]}",' \
+                   f'key="{account}-key"}} {units}' in metrics.splitlines()
+        assert any(line.startswith(f'UserErrors{{account="{FIRST}",region="us-east-1"}} ')
+                   for line in metrics.splitlines())
+        for account, units in ((FIRST, 1.0), (SECOND, 3.0)):
+            cw = signed(process, "cloudwatch", account)
+
+            def written(cw: Any = cw) -> float:
+                answer = cw.get_metric_statistics(
+                    Namespace="AWS/DynamoDB", MetricName="ConsumedWriteCapacityUnits", Period=600, Statistics=["Sum"],
+                    Dimensions=[{"Name": "TableName", "Value": name}], **window)
+                return float(sum(point["Sum"] for point in answer["Datapoints"]))
+            assert _eventually(written, units) == units
+            report = cw.get_insight_rule_report(RuleName=rules[account], Period=60, **window)
+            assert [top["Keys"] for top in report["Contributors"]] == [[f"{account}-key"]]
+            other = rules[SECOND if account == FIRST else FIRST]
+            if other != rules[account]:  # (the other account's rule is not this account's)
+                assert error_of(cw.get_insight_rule_report, RuleName=other, Period=60, **window)[0] == \
+                    "ResourceNotFoundException"
+    finally:
+        output = process.finish()
+    puts = [json.loads(line) for line in output.splitlines() if line.startswith("{") and '"PutItem"' in line]
+    assert sorted((put["account"], put["region"]) for put in puts) == \
+        [(FIRST, "us-east-1")] + [(SECOND, "us-east-1")] * 3
+
+
+def test_backups_take_no_resource_based_policy(server):
+    """The Developer Guide ("DynamoDB API operations supported by resource-based policies"): resource-based policies
+    cannot be attached to backups, and the actions on backups are left out of those a resource-based policy grants.
+    So a backup ARN is refused by PutResourcePolicy, and a table's policy letting another account do anything on
+    the table and everything under its ARN does not let that account reach the table's backup."""
+    owner, guest = signed(server, "dynamodb", FIRST), signed(server, "dynamodb", SECOND)
+    table = create_table(owner, unique_name("ns-backup-policy"))
+    arn = table_arn(FIRST, "us-east-1", table)
+    backup = owner.create_backup(TableName=table, BackupName="policy-less")["BackupDetails"]["BackupArn"]
+    owner.put_resource_policy(ResourceArn=arn, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": SECOND}, "Action": "dynamodb:*", "Resource": [arn, f"{arn}/*"]}]}))
+    assert error_of(owner.put_resource_policy, ResourceArn=backup, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
+                                               "Action": "dynamodb:DescribeBackup", "Resource": backup}]}))[0] == \
+        "ValidationException"
+    time.sleep(1.1)  # (a resource policy applies within a second: identity/resource_policies.py)
+    assert guest.describe_table(TableName=arn)["Table"]["TableArn"] == arn  # (the table's policy lets it in)
+    assert error_of(guest.describe_backup, BackupArn=backup)[0] == DENIED
+    assert error_of(guest.restore_table_from_backup, TargetTableName=unique_name("ns-stolen"),
+                    BackupArn=backup)[0] == DENIED

@@ -59,10 +59,10 @@ from openddb.errors import (
 )
 from openddb.identity.access import Access, principal_context
 from openddb.identity.audit import AUDITED, AuditLog
-from openddb.identity.policies import compiled
+from openddb.identity.policies import PolicySet, Statement, compiled
 from openddb.identity.resource_policies import statements_of
 from openddb.identity.service import QUERY_TARGETS, IdentityService
-from openddb.identity.sigv4 import CREDENTIAL, Verifier
+from openddb.identity.sigv4 import CREDENTIAL, Credentials, Verifier
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.record import Listener, RequestRecord
 from openddb.partiql import batches, statements
@@ -247,8 +247,8 @@ def _refused(record: RequestRecord, error: DynamoDBError, request: dict[str, Any
 
 
 # The root's identity policy, when it is checked against another account's resource policy.
-_EVERYTHING = (compiled('{"Version": "2012-10-17", "Statement": '
-                        '[{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'),)
+_EVERYTHING = PolicySet((compiled('{"Version": "2012-10-17", "Statement": '
+                                   '[{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'),))
 _ACCOUNT_IN_ARN = re.compile(rb'arn:aws:dynamodb:[^:"]*:([^:"]*):')
 
 
@@ -290,6 +290,7 @@ class Dispatcher:
         # at their first run (once per request, not per attempt).
         self.replaying = False
         self._callers: dict[tuple[str, str], Caller] = {}  # (region, access key) -> its unverified Caller
+        self._verified: dict[tuple[str, str], Caller] = {}  # (region, access key) -> its last verified Caller
         self.handlers = _handlers()
         self.rewriters = _rewriters()
         self.identity = IdentityService(lambda: self.engine, account)  # IAM and STS, and the keys they keep
@@ -380,9 +381,10 @@ class Dispatcher:
             credentials = self.verifier.verify(authorization, incoming.signed)
             if incoming.too_large:
                 raise RequestEntityTooLargeException("Request payload size exceeds the limit")
-            region, account = scope[0], credentials.account
-            return Caller(region, account, scope[1], credentials.arn, credentials,
-                          f"{account}/{region}/" if self.namespaced else "")
+            verified = self._verified.get(scope)
+            if verified is None or verified.identity is not credentials:  # (kept while its credentials are)
+                verified = self._verified_caller(scope, credentials)
+            return verified
         if incoming.too_large:
             raise RequestEntityTooLargeException("Request payload size exceeds the limit")
         caller = self._callers.get(scope)  # (unverified callers are their scope: made once, not per request)
@@ -392,6 +394,31 @@ class Dispatcher:
             caller = self._callers[scope] = Caller(scope[0], self.account, scope[1], None, None,
                                                    f"{self.account}/{scope[0]}/" if self.namespaced else "")
         return caller
+
+    def _verified_caller(self, scope: tuple[str, str], credentials: Credentials) -> Caller:
+        """The Caller of verified `credentials` in the region of `scope`, kept for the next request with both."""
+        region, account = scope[0], credentials.account
+        if len(self._verified) > 1024:
+            self._verified.clear()
+        caller = self._verified[scope] = Caller(region, account, scope[1], credentials.arn, credentials,
+                                                f"{account}/{region}/" if self.namespaced else "")
+        return caller
+
+    def namespace_of(self, authorization: bytes | None) -> str:
+        """The namespace of a CloudWatch caller (whose calls the server answers without authenticating them): its
+        credential scope's region and its access key's account ("" in one namespace; for a key the server does not
+        know, one no table is in)."""
+        if not self.namespaced:
+            return ""
+        match = None if authorization is None else CREDENTIAL.search(authorization)
+        if match is None:
+            return "-/-/"
+        key, region = match.group(1).decode("latin-1"), match.group(3).decode("latin-1") or "us-east-1"
+        verifier = self.verifier
+        if verifier is None:
+            return f"{self.account}/{region}/"
+        credentials = verifier.keys.get(key) or (verifier.lookup(key) if verifier.lookup is not None else None)
+        return "-/-/" if credentials is None else f"{credentials.account}/{region}/"
 
     def _authorize(self, caller: Caller, incoming: Incoming, request: dict[str, Any]) -> Access | None:
         """A verified caller's authorization (None for the account's root, which may do anything): a call on
@@ -406,11 +433,14 @@ class Dispatcher:
         else:
             return None
         context = principal_context(identity, clock.now(), incoming.peer, caller.region, self.secure)
-        namespaced = self.namespaced
-        access = Access(identity, policies, context, caller.region, request,
-                        lambda resource: statements_of(self.engine, resource, namespaced), namespaced)
+        access = Access(identity, policies, context, caller.region, request, self._resource_statements,
+                        self.namespaced)
         access.authorize(incoming.target.partition(b".")[2].decode(), request)
         return access
+
+    def _resource_statements(self, resource: str) -> tuple[Statement, ...]:
+        """The statements of the resource-based policy governing `resource` (none: it has none)."""
+        return statements_of(self.engine, resource, self.namespaced)
 
     @staticmethod
     def _parse(incoming: Incoming) -> dict[str, Any]:

@@ -29,11 +29,10 @@ AntonShuvaev/intellij-dynamodb issue 29, 2023; the explicit-deny form is IAM's, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from openddb.errors import AccessDeniedException
-from openddb.identity.policies import Context, Statement, decide, epoch_text, principal_names
+from openddb.identity.policies import Context, PolicySet, Statement, decide, epoch_text, principal_names
 from openddb.identity.sigv4 import Credentials
 from openddb.model import schema
 
@@ -140,50 +139,50 @@ def _request_keys(request: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class ItemKeys:
-    """The fine-grained condition keys of one operation on items."""
+class ItemKeys(NamedTuple):
+    """The fine-grained condition keys of one operation on items. (NamedTuples, this and ItemAccess: one or more are
+    made per call, and a frozen dataclass's __init__ costs several times more.)"""
 
     leading: tuple[str, ...]  # partition key values
     attributes: frozenset[str] | None  # None: the operation names none (a read of every attribute)
     select: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ItemAccess:
+class ItemAccess(NamedTuple):
     """One operation on items: its action, its table (and index), and how to find its condition keys (asked only
     where a policy has conditions)."""
 
     action: str  # e.g. dynamodb:GetItem
     table: TableMeta
     keys: Callable[[], ItemKeys]
-    index: str | None = None
+    index_name: str | None = None
 
 
 class Access:
     """One call's authorization: the caller, its policies and the request's condition keys."""
 
-    __slots__ = ("account", "arn", "conditional", "context", "names", "namespaced", "policies", "region",
-                 "resource_policy")
+    __slots__ = ("account", "arn", "conditional", "context", "namespaced", "policies", "region", "resource_policy")
 
-    def __init__(self, credentials: Credentials, policies: tuple[tuple[Statement, ...], ...],
-                 context: Context, region: str, request: Mapping[str, Any],
-                 resource_policy: Callable[[str], tuple[Statement, ...]] | None = None,
+    def __init__(self, credentials: Credentials, policies: PolicySet, context: Context, region: str,
+                 request: Mapping[str, Any], resource_policy: Callable[[str], tuple[Statement, ...]] | None = None,
                  namespaced: bool = False) -> None:
         self.arn = credentials.arn
         self.account = credentials.account
         # Tables are kept by account and region: another account's resource is reached across accounts.
         self.namespaced = namespaced
-        # How a resource policy's Principal may name the caller: "*", its own ARN, an assumed role's role ARN; and,
-        # for a Deny, its account too (see identity/resource_policies.py).
-        self.names = frozenset({"*", credentials.arn, *context.get("aws:principalarn", ())})
         self.policies = policies
         # Whether any identity policy has a condition (else the fine-grained keys are never looked for).
-        self.conditional = any(statement.condition is not None for policy in policies for statement in policy)
+        self.conditional = policies.conditional
         self.region = region
         keys = _request_keys(request)
         self.context: Context = {**context, **keys} if keys else context
         self.resource_policy = resource_policy  # the statements of the policy governing a resource
+
+    @property
+    def names(self) -> frozenset[str]:
+        """How a resource policy's Principal may name the caller: "*", its own ARN, an assumed role's role ARN; and,
+        for a Deny, its account too (see identity/resource_policies.py)."""
+        return frozenset({"*", self.arn, *self.context.get("aws:principalarn", ())})
 
     def require(self, action: str, resource: str, extra: Context | None = None,
                 statements: tuple[Statement, ...] | None = None) -> None:
@@ -193,7 +192,7 @@ class Access:
         if self.namespaced and resource != "*" and resource.split(":", 5)[4:5] != [self.account]:
             self._require_across(action, resource, context)
             return
-        decision = decide(self.policies, action, resource, context)
+        decision = self.policies.decide(action, resource, context)
         denied_by = "an identity-based policy"
         attached = () if decision == "deny" or self.resource_policy is None or resource == "*" else \
             statements if statements is not None else self.resource_policy(resource)
@@ -215,11 +214,11 @@ class Access:
         Guide, "Cross-account access with resource-based policies in DynamoDB"): the caller's identity policies
         (the root's: everything) and the resource's policy must both allow, and neither deny. The resource policy's
         Principal may name the caller, or its account (which then leaves the rest to the identity policies)."""
-        own = decide(self.policies, action, resource, context)
+        own = self.policies.decide(action, resource, context)
         statements = () if self.resource_policy is None else self.resource_policy(resource)
-        account = (self.account, f"arn:aws:iam::{self.account}:root")
+        account, names = (self.account, f"arn:aws:iam::{self.account}:root"), self.names
         by_name = [statement for statement in statements
-                   if any(name in self.names for name in principal_names(statement.principal))]
+                   if any(name in names for name in principal_names(statement.principal))]
         by_account = [statement for statement in statements
                       if any(name in account for name in principal_names(statement.principal))]
         granted = decide([by_name, by_account], action, resource, context)
@@ -246,8 +245,9 @@ class Access:
     def _naming_caller(self, statements: tuple[Statement, ...]) -> list[Statement]:
         """The statements of a resource policy that apply to the caller."""
         account = (self.account, f"arn:aws:iam::{self.account}:root")
+        names = self.names
         return [statement for statement in statements
-                if any(name in self.names or (statement.effect == "Deny" and name in account)
+                if any(name in names or (statement.effect == "Deny" and name in account)
                        for name in principal_names(statement.principal))]
 
     def authorize(self, operation: str, request: Mapping[str, Any]) -> None:
@@ -272,7 +272,8 @@ class Access:
             if arn.split(":", 5)[4:5] == [self.account]:
                 continue
             statements = () if self.resource_policy is None else self.resource_policy(arn)
-            if not any(name in self.names or name in account
+            names = self.names
+            if not any(name in names or name in account
                        for statement in statements for name in principal_names(statement.principal)):
                 action = f"dynamodb:{_ITEM_ACTIONS.get(operation, operation)}"
                 raise AccessDeniedException(f"User: {self.arn} is not authorized to perform: {action} on resource: "
@@ -302,8 +303,8 @@ class Access:
         for item in touched:
             # (where tables are kept by account and region, the table's own ARN: it may be another account's)
             resource = item.table.arn if self.namespaced else table_arn(self.region, self.account, item.table.name)
-            if item.index is not None:
-                resource += "/index/" + item.index
+            if item.index_name is not None:
+                resource += "/index/" + item.index_name
             # (the resource's policy looked up once, for its conditions and for the decision)
             statements = () if self.resource_policy is None else self.resource_policy(resource)
             if not self.conditional and not any(statement.condition is not None for statement in statements):

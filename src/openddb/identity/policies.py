@@ -26,7 +26,7 @@ import calendar
 import ipaddress
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -274,6 +274,41 @@ def decide(policies: Iterable[Iterable[Statement]], action: str, resource: str, 
                     return "deny"
                 allowed = True
     return "allow" if allowed else "none"
+
+
+class PolicySet:
+    """A principal's identity policies, as every call of its evaluates them: whether any statement has a condition
+    (else no condition key need be looked for), and, where no statement has a condition or a policy variable in its
+    Resource, each decision made (it then depends on the action and the resource alone, not on the request), so a
+    caller's repeated calls are decided by one dict look-up. Iterates as its policies."""
+
+    __slots__ = ("_decisions", "conditional", "policies")
+
+    def __init__(self, policies: tuple[tuple[Statement, ...], ...]) -> None:
+        self.policies = policies
+        statements = [statement for policy in policies for statement in policy]
+        self.conditional = any(statement.condition is not None for statement in statements)
+        fixed = not self.conditional and all(statement.resources is None or statement.resource_match is not None
+                                              for statement in statements)
+        self._decisions: dict[tuple[str, str], Decision] | None = {} if fixed else None
+
+    def __iter__(self) -> Iterator[tuple[Statement, ...]]:
+        return iter(self.policies)
+
+    def decide(self, action: str, resource: str, context: Context) -> Decision:
+        """`decide` over these policies."""
+        decisions = self._decisions
+        if decisions is None:
+            return decide(self.policies, action, resource, context)
+        decision = decisions.get((action, resource))
+        if decision is None:
+            decision = decide(self.policies, action, resource, context)
+            if len(decisions) < _DECISIONS_KEPT:
+                decisions[(action, resource)] = decision
+        return decision
+
+
+_DECISIONS_KEPT = 1024  # per PolicySet: a caller's actions on its tables and indexes
 
 
 def names_principal(principal: Any, account: str, arn: str) -> bool:

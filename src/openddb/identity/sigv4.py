@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 from urllib.parse import quote, unquote
 
 from openddb import clock
@@ -31,6 +31,9 @@ from openddb.errors import (
     InvalidSignatureException,
     UnrecognizedClientException,
 )
+
+if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
 
 # For an access key DynamoDB does not know, byte for byte as a raw answer shows it (baopham/laravel-dynamodb issue
 # 228, 2020; botocore prints the same in pynamodb/PynamoDB issue 603).
@@ -69,10 +72,10 @@ class Credentials:
     role: str | None = None  # the role name of an assumed role's credentials
 
 
-@dataclass(frozen=True)
-class SignedRequest:
+class SignedRequest(NamedTuple):
     """What a signature covers: the method, the path and query as sent, every header (lower-case names; a header
-    sent twice is its values joined by commas) and the body as sent (compressed, if it was)."""
+    sent twice is its values joined by commas) and the body as sent (compressed, if it was). (A NamedTuple: the HTTP
+    layer makes one per request, and a frozen dataclass's __init__ costs several times more.)"""
 
     method: bytes
     url: bytes
@@ -90,6 +93,7 @@ class _Scope:
     region: bytes
     service: bytes
     names: tuple[bytes, ...]  # the signed headers, lower case, in the header's order
+    signed: bytes  # the same, joined by ";" as the canonical request lists them
 
 
 class Verifier:
@@ -100,10 +104,17 @@ class Verifier:
                  lookup: Callable[[str], Credentials | None] | None = None) -> None:
         self.keys = dict(keys)
         self.lookup = lookup
-        self._signing_keys: dict[tuple[str, bytes], bytes] = {}
         # Clients send the same credential scope and signed headers request after request: parsed once.
         self._scopes: dict[bytes, _Scope] = {}
         self._stamps: dict[bytes, int] = {}  # x-amz-date -> epoch seconds, for this second's requests
+        # What one client's requests share within a second is hashed once (a request's own part is its payload's
+        # hash, and its canonical request's): (method, path and query, the signed headers' names, then their values
+        # as sent) -> SHA-256 over its canonical request up to the payload hash; (secret, scope, X-Amz-Date) -> HMAC
+        # with the signing key over its string to sign up to the canonical request's hash, as the pair of SHA-256
+        # states HMAC runs (RFC 2104: the key's inner and outer pads absorbed). Each is copied per request.
+        self._heads: dict[tuple[bytes | None, ...], Hash] = {}
+        self._signers: dict[tuple[str, bytes, bytes], tuple[Hash, Hash]] = {}
+        self._keys: dict[tuple[str, bytes], bytes] = {}  # (secret, scope) -> signing key, derived once a day
 
     def verify(self, authorization: bytes, request: SignedRequest) -> Credentials:
         """The credentials that signed `request` (whose Authorization header's form was checked before), or the
@@ -123,12 +134,22 @@ class Verifier:
         stamp = headers.get(b"x-amz-date")
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
         self._check_time(stamp)
-        digest = hashlib.sha256(canonical_request(request, scope.names)).hexdigest().encode()
-        to_sign = b"AWS4-HMAC-SHA256\n%s\n%s\n%s" % (stamp, scope.scope, digest)
-        expected = hmac.digest(self._signing_key(credentials.secret, scope), to_sign, "sha256").hex().encode()
+        shared = (request.method, request.url, scope.signed, *map(headers.get, scope.names))
+        head = self._heads.get(shared) or _head(shared, scope.names)
+        signing = (credentials.secret, scope.scope, stamp)
+        signer = self._signers.get(signing) or self._signer(credentials.secret, scope, stamp)
+        canonical = head.copy()
+        canonical.update(headers.get(b"x-amz-content-sha256") or sha256_hex(request.body))
+        inner, outer = signer
+        inner = inner.copy()
+        inner.update(canonical.hexdigest().encode())
+        outer = outer.copy()
+        outer.update(inner.digest())
         given = authorization[cut + 10:].split(b",", 1)[0].strip().lower()
-        if not hmac.compare_digest(expected, given):
+        if not hmac.compare_digest(outer.hexdigest().encode(), given):
             raise InvalidSignatureException(MISMATCH)
+        if shared not in self._heads or signing not in self._signers:
+            self._keep(shared, head, signing, signer)  # (once a request signed with them passed: no forger fills these)
         return credentials
 
     @staticmethod
@@ -146,24 +167,41 @@ class Verifier:
         signed = _SIGNED_HEADERS.search(authorization)
         assert credential is not None and signed is not None and cut > 0  # (its form was checked before)
         key_id, day, region, service = credential.groups()
+        names = signed.group(1).lower()
         scope = _Scope(key_id.decode("latin-1"), b"%s/%s/%s/aws4_request" % (day, region, service), day, region,
-                       service, tuple(signed.group(1).lower().split(b";")))
+                       service, tuple(names.split(b";")), names)
         if len(self._scopes) > 4096:
             self._scopes.clear()
         self._scopes[authorization[:cut]] = scope
         return scope
 
-    def _signing_key(self, secret: str, scope: _Scope) -> bytes:
-        cached = (secret, scope.scope)
-        key = self._signing_keys.get(cached)
+    def _keep(self, shared: tuple[bytes | None, ...], head: Hash, signing: tuple[str, bytes, bytes],
+              signer: tuple[Hash, Hash]) -> None:
+        """Keep the hashed head of the canonical request and the HMAC states of a verified request."""
+        if len(self._heads) > 4096:
+            self._heads.clear()
+        if len(self._signers) > 4096:
+            self._signers.clear()
+        self._heads[shared] = head
+        self._signers[signing] = signer
+
+    def _signer(self, secret: str, scope: _Scope, stamp: bytes) -> tuple[Hash, Hash]:
+        """HMAC-SHA256 with the signing key of `secret` for `scope`, over the string to sign up to the canonical
+        request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the day."""
+        key = self._keys.get((secret, scope.scope))
         if key is None:
             key = ("AWS4" + secret).encode()
             for part in (scope.day, scope.region, scope.service, b"aws4_request"):
                 key = hmac.digest(key, part, "sha256")
-            if len(self._signing_keys) > 4096:
-                self._signing_keys.clear()
-            self._signing_keys[cached] = key
-        return key
+            if len(self._keys) > 4096:
+                self._keys.clear()
+            self._keys[(secret, scope.scope)] = key
+        padded = key.ljust(64, b"\0")  # (a SHA-256 key is 32 bytes: within the 64-byte block, so padded as is)
+        inner, outer = _EMPTY_SHA256.copy(), _EMPTY_SHA256.copy()
+        inner.update(padded.translate(_INNER_PAD))
+        inner.update(b"AWS4-HMAC-SHA256\n%s\n%s\n" % (stamp, scope.scope))
+        outer.update(padded.translate(_OUTER_PAD))
+        return inner, outer
 
     def _check_time(self, stamp: bytes) -> None:
         """InvalidSignatureException unless `stamp` is within 15 minutes of the server's clock."""
@@ -214,19 +252,50 @@ def _stamp_of(headers: Mapping[bytes, bytes], authorization: bytes) -> bytes:
 def canonical_request(request: SignedRequest, names: tuple[bytes, ...]) -> bytes:
     """SigV4's canonical request of `request` for the signed header `names` (lower case, in the header's order):
     method, path, query, each signed header `name:value` (trimmed, inner runs of spaces as one), the names, and the
-    body's SHA-256 (or the x-amz-content-sha256 the client sent)."""
+    body's SHA-256 (or the x-amz-content-sha256 the client sent). (`Verifier.verify` builds the same text from
+    parts it keeps.)"""
     url = request.url
     get = request.headers.get
-    lines = [request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url)]  # (path, query)
-    for name in names:
-        value = get(name, b"").strip()
+    return b"%s\n%s\n%s\n%s\n%s" % (
+        request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
+        header_lines(names, tuple(map(get, names))), b";".join(names),
+        get(b"x-amz-content-sha256") or sha256_hex(request.body))
+
+
+def _head(shared: tuple[bytes | None, ...], names: tuple[bytes, ...]) -> Hash:
+    """SHA-256 over the canonical request up to its payload hash (`shared`: method, path and query, the signed
+    headers' names joined, then their values)."""
+    method, url, signed, *values = shared
+    assert method is not None and url is not None and signed is not None
+    head = _EMPTY_SHA256.copy()
+    head.update(b"%s\n%s\n%s\n%s\n" % (method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
+                                        header_lines(names, tuple(values)), signed))
+    return head
+
+
+def header_lines(names: tuple[bytes, ...], values: tuple[bytes | None, ...]) -> bytes:
+    """The canonical request's lines of the signed headers `names` whose values are `values` (None: not sent),
+    each "name:value\n", the value trimmed and its inner runs of spaces made one."""
+    lines = []
+    for name, given in zip(names, values, strict=True):
+        value = (given or b"").strip()
         if b"  " in value or b"\t" in value:
             value = _SPACES.sub(b" ", value)
-        lines.append(name + b":" + value)
-    lines.append(b"")
-    lines.append(b";".join(names))
-    lines.append(get(b"x-amz-content-sha256") or hashlib.sha256(request.body).hexdigest().encode())
-    return b"\n".join(lines)
+        lines.append(name + b":" + value + b"\n")
+    return b"".join(lines)
+
+
+_EMPTY_SHA256 = hashlib.sha256()
+# HMAC's pads (RFC 2104): each key byte XOR 0x36 (inner), XOR 0x5C (outer)
+_INNER_PAD = bytes(byte ^ 0x36 for byte in range(256))
+_OUTER_PAD = bytes(byte ^ 0x5C for byte in range(256))
+
+
+def sha256_hex(data: bytes) -> bytes:
+    """The SHA-256 of `data` in lower-case hex (a copy of an empty hash: cheaper than a new one under OpenSSL 3)."""
+    digest = _EMPTY_SHA256.copy()
+    digest.update(data)
+    return digest.hexdigest().encode()
 
 
 def _canonical_path_and_query(url: bytes) -> bytes:

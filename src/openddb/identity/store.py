@@ -25,7 +25,7 @@ import orjson
 
 from openddb import clock
 from openddb.errors import ResourceInUseException
-from openddb.identity.policies import Statement, compiled
+from openddb.identity.policies import PolicySet, compiled
 from openddb.identity.sigv4 import Credentials
 from openddb.model import Item
 from openddb.model.keys import encode_key, partition_hash
@@ -72,7 +72,7 @@ class IdentityStore:
     def __init__(self, engine_of: Callable[[], Engine]) -> None:
         self.engine_of = engine_of
         self._cache: dict[str, tuple[float, Credentials | None]] = {}
-        self._policies: dict[tuple[str, str], tuple[float, tuple[tuple[Statement, ...], ...]]] = {}
+        self._policies: dict[tuple[str, str], tuple[float, PolicySet]] = {}
 
     def _table(self, create: bool) -> TableMeta | None:
         engine = self.engine_of()
@@ -129,7 +129,7 @@ class IdentityStore:
         self._cache.pop(access_key_id, None)
 
     # --- identity policies, for authorization ------------------------------------------------------------------
-    def policies(self, credentials: Credentials) -> tuple[tuple[Statement, ...], ...]:
+    def policies(self, credentials: Credentials) -> PolicySet:
         """The inline policies of the user or the assumed role the credentials stand for, compiled, trusted for
         CACHE_SECONDS (a policy changed by another worker or node applies within that time; by this one at once)."""
         kind: Kind = "role" if credentials.source == "role" else "user"
@@ -140,7 +140,7 @@ class IdentityStore:
         if cached is not None and cached[0] > now:
             return cached[1]
         record = self.get(kind, entity_name(credentials.account, name))
-        found = () if record is None else tuple(compiled(text) for text in record["policies"].values())
+        found = PolicySet(() if record is None else tuple(compiled(text) for text in record["policies"].values()))
         if len(self._policies) > 4096:
             self._policies.clear()
         self._policies[cached_key] = (now + CACHE_SECONDS, found)

@@ -7,7 +7,9 @@ server's background round): while no table has insights a request costs a test.
 Counted: every item read or written in the table itself (its charges' keys) under the PKC rule (the partition key)
 and SKC (partition and sort key; a Query counts its partition under PKC only), and every key of a throttled request
 under PKT/SKT. Counts are totals since the insights were enabled on this worker (CloudWatch reports them per
-period); a GSI's keys are not counted (its charges carry no key), only its rules named.
+period); a GSI's keys are not counted (its charges carry no key), only its rules named. Where tables are kept by
+account and region, a rule's counts are kept under its name qualified by its table's namespace
+("<account>/<region>/<rule>"), as CloudWatch keeps rules per account and region (observe/namespaces.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from openddb.storage.base import Engine
 MODES = ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS")
 TOP = 10  # contributors served per rule
 _KEPT = 5000  # keys counted per rule before the least counted are dropped
+
+
+def namespace_of(stored: str) -> str:
+    """The namespace part of a table's stored name ("<account>/<region>/", or "" in one namespace: a table name
+    has no "/")."""
+    return stored[:stored.rfind("/") + 1] if stored.count("/") >= 2 else ""
 
 
 def rule_names(meta: TableMeta, index: str, setting: dict[str, Any]) -> list[str]:
@@ -83,8 +91,8 @@ class Insights:
             setting = meta.contributor_insights.get("") if meta is not None else None
             if meta is None or setting is None or setting["status"] != "ENABLED":
                 continue
-            names = rule_names(meta, "", setting)
-            enabled[name] = (meta, {rule.split("-")[1]: rule for rule in names})
+            names, qualifier = rule_names(meta, "", setting), namespace_of(name)
+            enabled[name] = (meta, {rule.split("-")[1]: qualifier + rule for rule in names})
         self.enabled = enabled
 
     def snapshot(self) -> dict[str, list[list[Any]]]:

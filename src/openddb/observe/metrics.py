@@ -14,6 +14,12 @@ Each worker counts its own requests in memory (a few dict updates per request, n
 others' snapshots with its own live counts. So a scrape sees another worker's requests at most about
 SNAPSHOT_SECONDS late, and a worker that restarts begins again from zero (a counter reset, which Prometheus'
 rate() takes in its stride). Figures are per server (per host with workers), not across PostgreSQL nodes.
+
+Where tables are kept by account and region (`--namespaces account-region`), a table is counted by its stored name,
+"<account>/<region>/<name>", so two accounts' (or regions') tables of one name are counted apart, and UserErrors by
+the caller's namespace (CloudWatch counts it per account and region); in one namespace the names are the tables'
+own and the namespace "". The Prometheus text shows such names as `account` and `region` labels beside TableName
+(observe/prometheus.py), and CloudWatch's calls read the caller's namespace alone (observe/namespaces.py).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ COUNTERS = {
     "ReturnedItemCount": (("TableName", "Operation"), "items returned by Query, Scan and ExecuteStatement"),
     "ConditionalCheckFailedRequests": (("TableName",), "conditional writes whose condition failed"),
     "TransactionConflict": (("TableName",), "item requests refused for a conflict with a transaction"),
-    "UserErrors": ((), "requests answered with a 400 status other than throttling and condition failures"),
+    "UserErrors": (("namespace",), "requests answered with a 400 status other than throttling and condition failures"),
 }
 HISTOGRAM = "SuccessfulRequestLatency"
 # The operations whose items CloudWatch counts in ReturnedItemCount.
@@ -84,21 +90,25 @@ class Metrics:
         of the table itself (this runs on every request: each bytecode saved is worth it)."""
         self._dirty = True  # (Contributor Insights' counts change only with a request too)
         charges = record.charges
+        namespace = record.namespace  # (tables are counted by their stored names: see the module's doc)
         if len(charges) == 1:
             _, table, index, is_global, units, write, _, _, _ = charges[0]
+            if namespace:
+                table = namespace + table
             series = self.series.get((table, record.operation)) or self._new_series(table, record.operation)
             if index is None or not is_global:
                 series[_WRITE if write else _READ] += units
             else:
-                self._count_apart(charges[0])
+                self._count_apart(charges[0], namespace)
         else:
-            table = charges[0].table if charges else record.tables[0] if record.tables else ""
+            named = charges[0].table if charges else record.tables[0] if record.tables else ""
+            table = namespace + named
             series = self.series.get((table, record.operation)) or self._new_series(table, record.operation)
             for charge in charges:
-                if charge.table == table and (charge.index_name is None or not charge.is_global):
+                if charge.table == named and (charge.index_name is None or not charge.is_global):
                     series[_WRITE if charge.write else _READ] += charge.units
                 else:
-                    self._count_apart(charge)
+                    self._count_apart(charge, namespace)
         if record.status == 200:
             ms = record.latency * 1000
             series[bisect_left(BUCKETS, ms)] += 1
@@ -115,10 +125,10 @@ class Metrics:
         series = self.series[(table, operation)] = [0.0] * (_WRITE + 1)
         return series
 
-    def _count_apart(self, charge: Charge) -> None:
+    def _count_apart(self, charge: Charge, namespace: str) -> None:
         """Count units outside the request's own series: a GSI's, or another table's in a batch."""
         index = (charge.index_name or "") if charge.is_global else ""
-        other = (charge.table, index, "w" if charge.write else "r")
+        other = (namespace + charge.table, index, "w" if charge.write else "r")
         self.units[other] = self.units.get(other, 0.0) + charge.units
 
     def _refused(self, record: RequestRecord, table: str) -> None:
@@ -130,13 +140,13 @@ class Metrics:
             _add(counters["ThrottledRequests"], (table, record.operation))
             for reason, throttled_table, index in record.throttled:
                 name = "WriteThrottleEvents" if "Write" in reason else "ReadThrottleEvents"
-                _add(counters[name], (throttled_table, index or ""))
+                _add(counters[name], (record.namespace + throttled_table, index or ""))
         elif error == _CONDITION:
             _add(counters["ConditionalCheckFailedRequests"], (table,))
         elif error in _CONFLICTS:
             _add(counters["TransactionConflict"], (table,))
         else:
-            _add(counters["UserErrors"], ())
+            _add(counters["UserErrors"], (record.namespace,))
 
     def sample(self, now: float) -> None:
         """Add what this worker counted since the last sample to its one-minute history (about once a second)."""

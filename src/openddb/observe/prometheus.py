@@ -1,5 +1,7 @@
 """The Prometheus text exposition format (version 0.0.4) of the metrics: every worker's snapshot summed
-(observe/metrics.py), the tables' provisioned capacity, the process figures."""
+(observe/metrics.py), the tables' provisioned capacity, the process figures. Where tables are kept by account and
+region, each table's (and Contributor Insights rule's) series carries `account` and `region` labels, and UserErrors
+one series per account and region."""
 
 from __future__ import annotations
 
@@ -103,8 +105,19 @@ def _process(snapshots: list[dict[str, Any]]) -> list[str]:
             f"openddb_workers {len(snapshots)}"]
 
 
+# Labels whose value may be qualified by a namespace, "<account>/<region>/<value>" (observe/metrics.py), shown as
+# `account` and `region` labels before the value's own; "namespace" (UserErrors') is shown by those alone.
+_QUALIFIED = frozenset({"TableName", "rule", "namespace"})
+
+
 def _labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
-    pairs = [f'{name}="{_escaped(value)}"' for name, value in zip(names, values, strict=True) if value != ""]
+    pairs = []
+    for name, value in zip(names, values, strict=True):
+        if name in _QUALIFIED and value.count("/") >= 2:  # (a table or rule name has no "/": the first two part it)
+            account, region, value = value.split("/", 2)
+            pairs += [f'account="{_escaped(account)}"', f'region="{_escaped(region)}"']
+        if value != "" and name != "namespace":
+            pairs.append(f'{name}="{_escaped(value)}"')
     return "{" + ",".join(pairs) + "}" if pairs else ""
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -28,8 +28,9 @@ from openddb.api.incoming import Incoming
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.observe import prometheus
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
-from openddb.observe.insights import Insights, rule_names
+from openddb.observe.insights import Insights, namespace_of, rule_names
 from openddb.observe.metrics import Metrics
+from openddb.observe.namespaces import scoped, scoped_rules
 from openddb.server import cloudwatch_wire
 from openddb.server.connection_limits import SWEEP_SECONDS, Budget, ConnectionLimits, Watch
 from openddb.server.cors import Cors
@@ -131,24 +132,35 @@ class ServerState:
         """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
         return prometheus.render(self.metrics.collected(), self.engine)
 
-    def cloudwatch(self, operation: str, body: bytes) -> tuple[int, bytes, bytes]:
+    def cloudwatch(self, operation: str, body: bytes, authorization: bytes | None) -> tuple[int, bytes, bytes]:
         """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines."""
-        return cloudwatch_wire.answer(operation, body, self.metrics.collected, self._insight_rules)
+        snapshots, rules = self._caller_view(authorization)
+        return cloudwatch_wire.answer(operation, body, snapshots, rules)
 
     def cloudwatch_json(self, incoming: Incoming) -> tuple[int, bytes]:
         """A CloudWatch call in the AWS JSON protocol, as the dispatcher hands it over (its X-Amz-Target)."""
         operation = incoming.target[len(CLOUDWATCH_TARGET):].decode("latin-1")
-        return cloudwatch_wire.answer_json(operation, incoming.body, self.metrics.collected, self._insight_rules)
+        snapshots, rules = self._caller_view(incoming.authorization)
+        return cloudwatch_wire.answer_json(operation, incoming.body, snapshots, rules)
+
+    def _caller_view(self, authorization: bytes | None) -> tuple[Callable[[], list[dict[str, Any]]],
+                                                                 Callable[[], set[str]]]:
+        """The metrics and Contributor Insights rules a CloudWatch caller sees: its account's and region's where
+        tables are kept by account and region (observe/namespaces.py), else all."""
+        namespace = self.dispatcher.namespace_of(authorization)
+        return (lambda: scoped(self.metrics.collected(), namespace),
+                lambda: scoped_rules(self._insight_rules(), namespace))
 
     def _insight_rules(self) -> set[str]:
-        """The Contributor Insights rules the tables' enabled insights have now (observe/insights.py)."""
+        """The Contributor Insights rules the tables' enabled insights have now (observe/insights.py), qualified by
+        their tables' namespaces."""
         engine = self.dispatcher.engine
         found: set[str] = set()
         for name in engine.list_tables():
             meta = visible_table(engine, name)
             for index, setting in (meta.contributor_insights if meta is not None else {}).items():
                 if meta is not None and setting["status"] == "ENABLED":
-                    found.update(rule_names(meta, index, setting))
+                    found.update(namespace_of(name) + rule for rule in rule_names(meta, index, setting))
         return found
 
     def advisor_page(self, query: bytes) -> tuple[int, bytes]:

@@ -10,7 +10,8 @@
 Fields: the HTTP method (every API call is a POST), the operation, the table (the first the request names; "-"
 for none), the status, the error type (none on success), the latency (from the dispatcher's start to its answer),
 the read and write capacity units consumed (indexes included, whether or not the client asked for them), the
-answer's size, the client's address and the request id (x-amzn-RequestId).
+answer's size, the client's address and the request id (x-amzn-RequestId); where tables are kept by account and
+region (`--namespaces account-region`), the caller's account and region last (`account=... region=...`).
 
 A listener of the request record (observe/record.py). The server decides once, when it starts, whether the logger
 is enabled (`RequestLog.open`); when it is not, no request pays for more than that decision. When it is, the lines
@@ -81,6 +82,7 @@ class RequestLog:
             "latency_ms": round(record.latency * 1000, 3), "read_units": record.units(write=False),
             "write_units": record.units(write=True), "bytes": record.response_bytes, "client": record.client or None,
             "request_id": record.request_id.decode(), "throttled": [reason for reason, _, _ in record.throttled],
+            **_account_region(record),
         }).decode()
 
     def flush(self) -> None:
@@ -121,9 +123,19 @@ def _text(record: RequestRecord) -> str:
         else:
             read += charge.units
     error = f" {record.error}" if record.error else ""
+    where = "".join(f" {name}={value}" for name, value in _account_region(record).items())
     return (f"POST {record.operation} {_table(record) or '-'} {record.status}{error} {record.latency * 1000:.2f}ms "
             f"rcu={read:g} wcu={write:g} {record.response_bytes}B client={record.client or '-'} "
-            f"id={record.request_id.decode()}")
+            f"id={record.request_id.decode()}{where}")
+
+
+def _account_region(record: RequestRecord) -> dict[str, str]:
+    """The account and region whose table the request named, where tables are kept by account and region
+    (`--namespaces account-region`): two accounts' tables of one name are told apart. None in one namespace."""
+    if not record.namespace:
+        return {}
+    account, region, _ = record.namespace.split("/", 2)
+    return {"account": account, "region": region}
 
 
 def _handlers() -> list[logging.Handler]:

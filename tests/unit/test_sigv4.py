@@ -1,0 +1,132 @@
+"""The SigV4 verifier (identity/sigv4.py) against botocore's signer: what it keeps from one request for the next (the
+canonical request's hashed head per method, path, signed headers and their values; the HMAC states per key, scope
+and second) must never let a request through that differs from what was signed, however many like it came before."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+
+import pytest
+from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials as BotoCredentials
+
+from openddb import clock
+from openddb.errors import InvalidSignatureException, UnrecognizedClientException
+from openddb.identity.sigv4 import Credentials, SignedRequest, Verifier, canonical_request
+
+KEY, SECRET, OTHER = "AKIDUNITROOT", "unit-secret/with+symbols", "AKIDUNITOTHER"
+WHEN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _clock_at_when() -> None:  # type: ignore[misc]
+    clock.set_offset(WHEN.timestamp() - clock._real())
+    yield
+    clock.set_offset(0)
+
+
+def signed(target: str = "GetItem", body: bytes = b'{"TableName":"t"}', *, path: str = "/",
+           headers: dict[str, str] | None = None, secret: str = SECRET, key: str = KEY,
+           region: str = "eu-west-1") -> tuple[bytes, SignedRequest]:
+    """A request botocore signs at WHEN: its Authorization header, and what the verifier is handed."""
+    request = AWSRequest("POST", f"http://127.0.0.1:8000{path}", data=body, headers={
+        "X-Amz-Target": f"DynamoDB_20120810.{target}", "Content-Type": "application/x-amz-json-1.0",
+        **(headers or {})})
+    signer = SigV4Auth(BotoCredentials(key, secret), "dynamodb", region)
+    request.context["timestamp"] = WHEN.strftime(SIGV4_TIMESTAMP)
+    signer._modify_request_before_signing(request)
+    signature = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    signer._inject_signature_to_request(request, signature)
+    sent = {name.lower().encode(): str(value).encode() for name, value in request.headers.items()}
+    sent[b"host"] = b"127.0.0.1:8000"
+    return sent.pop(b"authorization"), SignedRequest(b"POST", path.encode(), sent, body)
+
+
+def verifier() -> Verifier:
+    return Verifier({KEY: Credentials(KEY, SECRET, "000000000000", "arn:aws:iam::000000000000:root"),
+                     OTHER: Credentials(OTHER, "other-secret", "111111111111", "arn:aws:iam::111111111111:root")})
+
+
+def changed(request: SignedRequest, **members: object) -> SignedRequest:
+    return request._replace(**members)  # type: ignore[arg-type]
+
+
+def test_what_botocore_signs_is_verified_request_after_request() -> None:
+    # (the same verifier each time: the second and later requests are checked from what it kept)
+    check = verifier()
+    for target, body in [("GetItem", b'{"a":1}'), ("GetItem", b'{"a":2}'), ("PutItem", b'{"a":1}'),
+                         ("GetItem", b'{"a":1}')]:
+        authorization, request = signed(target, body)
+        assert check.verify(authorization, request).access_key_id == KEY
+
+
+def test_a_request_changed_after_signing_is_refused_after_the_same_request_passed() -> None:
+    check = verifier()
+    authorization, request = signed("GetItem", b'{"a":1}')
+    check.verify(authorization, request)
+    headers = dict(request.headers)
+    for tampered in (changed(request, body=b'{"a":2}'),
+                     changed(request, headers={**headers, b"x-amz-target": b"DynamoDB_20120810.DeleteItem"}),
+                     changed(request, headers={**headers, b"host": b"127.0.0.1:8001"}),
+                     changed(request, url=b"/?x=1"), changed(request, method=b"PUT")):
+        with pytest.raises(InvalidSignatureException):
+            check.verify(authorization, tampered)
+    check.verify(authorization, request)  # (and the request as signed still passes)
+
+
+def test_the_signing_key_is_the_secrets_and_the_scopes() -> None:
+    check = verifier()
+    authorization, request = signed()
+    check.verify(authorization, request)
+    wrong_secret, same = signed(secret="not-the-secret")
+    with pytest.raises(InvalidSignatureException):
+        check.verify(wrong_secret, same)
+    # another key's request, same second, same headers: its own secret
+    other, request = signed(key=OTHER, secret="other-secret")
+    assert check.verify(other, request).account == "111111111111"
+    with pytest.raises(UnrecognizedClientException):
+        check.verify(*signed(key="AKIDNOBODY"))
+    # the region is part of the scope: one signed for another region verifies too (with its own key), and a
+    # header naming the other region with this signature does not
+    authorization, request = signed(region="us-west-2")
+    check.verify(authorization, request)
+    with pytest.raises(InvalidSignatureException):
+        check.verify(authorization.replace(b"/us-west-2/", b"/eu-west-1/"), request)
+
+
+def test_paths_queries_spaces_and_a_payload_hash_header_are_canonical_as_botocore_makes_them() -> None:
+    check = verifier()
+    payload = hashlib.sha256(b"{}").hexdigest()
+    for authorization, request in (signed(path="/some%20path/x"), signed(path="/?b=2&a=1&c=%2F"),
+                                   signed(headers={"X-Amz-Meta": "  two   spaces  "}),
+                                   signed(body=b"{}", headers={"X-Amz-Content-SHA256": payload})):
+        check.verify(authorization, request)
+
+
+def test_the_canonical_request_is_the_one_signed() -> None:
+    # (the verifier hashes it in two parts; canonical_request writes it whole: both must be what was signed)
+    authorization, request = signed("PutItem", b'{"x":"y"}')
+    names = tuple(authorization.split(b"SignedHeaders=")[1].split(b",")[0].split(b";"))
+    canonical = canonical_request(request, names)
+    scope = b"20260301/eu-west-1/dynamodb/aws4_request"
+    to_sign = b"AWS4-HMAC-SHA256\n%s\n%s\n%s" % (request.headers[b"x-amz-date"], scope,
+                                                 hashlib.sha256(canonical).hexdigest().encode())
+    key = ("AWS4" + SECRET).encode()
+    for part in (b"20260301", b"eu-west-1", b"dynamodb", b"aws4_request"):
+        key = hmac.digest(key, part, "sha256")
+    assert authorization.endswith(b"Signature=" + hmac.digest(key, to_sign, "sha256").hex().encode())
+
+
+def test_only_verified_requests_leave_anything_kept() -> None:
+    # (a caller who knows an access key id but not its secret must not fill the verifier's memory)
+    check = verifier()
+    for n in range(50):
+        forged, request = signed(body=b'{"n":%d}' % n, headers={"X-Amz-Meta": "x" * n}, secret="guessed")
+        with pytest.raises(InvalidSignatureException):
+            check.verify(forged, request)
+    assert not check._heads and not check._signers
+    check.verify(*signed())
+    assert len(check._heads) == len(check._signers) == 1
