@@ -26,6 +26,7 @@ from openddb.advisor.state import ServerState as AdvisedState
 from openddb.api.context import visible_table
 from openddb.api.incoming import Incoming
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.insights import Insights, rule_names
@@ -131,14 +132,19 @@ class ServerState:
         """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
         return prometheus.render(self.metrics.collected(), self.engine)
 
-    def cloudwatch(self, operation: str, body: bytes) -> tuple[int, bytes, bytes]:
-        """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines."""
-        return cloudwatch_wire.answer(operation, body, self.metrics.collected, self._insight_rules)
+    def cloudwatch(self, operation: str, body: bytes, authorization: bytes | None,
+                   signed: SignedRequest | None) -> tuple[int, bytes, bytes]:
+        """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines;
+        `signed`: what its signature covers, with --auth verify."""
+        signature = cloudwatch_wire.Signature(self.dispatcher.verifier, authorization, signed)
+        return cloudwatch_wire.answer(operation, body, self.metrics.collected, self._insight_rules, signature)
 
     def cloudwatch_json(self, incoming: Incoming) -> tuple[int, bytes]:
         """A CloudWatch call in the AWS JSON protocol, as the dispatcher hands it over (its X-Amz-Target)."""
         operation = incoming.target[len(CLOUDWATCH_TARGET):].decode("latin-1")
-        return cloudwatch_wire.answer_json(operation, incoming.body, self.metrics.collected, self._insight_rules)
+        signature = cloudwatch_wire.Signature(self.dispatcher.verifier, incoming.authorization, incoming.signed)
+        return cloudwatch_wire.answer_json(operation, incoming.body, self.metrics.collected, self._insight_rules,
+                                           signature)
 
     def _insight_rules(self) -> set[str]:
         """The Contributor Insights rules the tables' enabled insights have now (observe/insights.py)."""
