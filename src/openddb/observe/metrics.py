@@ -85,7 +85,7 @@ class Metrics:
         self._dirty = True  # (Contributor Insights' counts change only with a request too)
         charges = record.charges
         if len(charges) == 1:
-            _, table, index, is_global, units, write, _, _, _ = charges[0]
+            _, table, index, is_global, units, write, _, _, _, _ = charges[0]
             series = self.series.get((table, record.operation)) or self._new_series(table, record.operation)
             if index is None or not is_global:
                 series[_WRITE if write else _READ] += units
