@@ -52,11 +52,12 @@ class Insights:
         self.enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
         # (table's stored name, GSI name) -> (the GSI, its rule name by kind), for the GSIs with insights
         self.indexes: dict[tuple[str, str], tuple[IndexMeta, dict[str, str]]] = {}
+        self.active = False  # some table or GSI has insights (what the metrics ask before telling a request)
         self.counts: dict[str, dict[str, float]] = {}  # rule name -> key text -> count
 
     def observe(self, record: RequestRecord) -> None:
         """Count the keys of one answered request (a Listener: see observe/record.py)."""
-        if not self.enabled and not self.indexes:  # (refreshed once a second: `refresh`; Metrics asks this first)
+        if not self.active:  # (refreshed once a second by the server: `refresh`; Metrics asks this first)
             return
         namespace = record.namespace  # (`enabled` is keyed by stored names; charges name tables as clients do)
         for charge in record.charges:
@@ -119,6 +120,7 @@ class Insights:
                 else:
                     indexes[(name, index_name)] = (index, rules)
         self.enabled, self.indexes = enabled, indexes
+        self.active = bool(enabled or indexes)
 
     def snapshot(self) -> dict[str, list[list[Any]]]:
         """Each rule's counted keys (for the other workers to sum)."""

@@ -108,7 +108,7 @@ class Metrics:
         else:
             self._refused(record, table)
         insights = self.insights
-        if insights is not None and insights.enabled:  # (one listener, not two: a call less per request)
+        if insights is not None and insights.active:  # (one listener, not two: a call less per request)
             insights.observe(record)
 
     def _new_series(self, table: str, operation: str) -> list[float]:
