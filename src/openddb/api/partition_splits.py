@@ -71,7 +71,11 @@ class SharedSplits:
 
     def __init__(self, shared: SharedBuckets) -> None:
         self._shared = shared
-        self._generation = shared.pin(_GENERATION, 0.0)
+        shared.lock()  # (workers starting together make the generation's slot once)
+        try:
+            self._generation = shared.pin(_GENERATION, 0.0)
+        finally:
+            shared.unlock()
 
     def generation(self) -> float:
         return self._shared.read(self._generation)[0]
