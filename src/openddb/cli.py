@@ -24,6 +24,7 @@ from openddb.advisor import command as advise_command
 from openddb.advisor.settings import Settings, SettingsError, load
 from openddb.api import quotas
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.partition_splits import DEFAULT_HEAT_SECONDS
 from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
 from openddb.api.throttle_exchange import DrawExchange, Node
@@ -159,6 +160,9 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
                             "limits are applied as DynamoDB applies them, with its throttling errors (the workers "
                             "share the buckets); "
                             "off (the default): nothing is throttled, as local test suites expect")
+    serve.add_argument("--split-for-heat", type=_seconds, default=DEFAULT_HEAT_SECONDS, metavar="SECONDS",
+                       help="with --throttling on, how long a partition runs at its limit before it splits for heat "
+                            f"(default {DEFAULT_HEAT_SECONDS:g}; a split spreads its keys over two partitions)")
     serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
                        help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
                             "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
@@ -504,7 +508,7 @@ def _throttle(args: argparse.Namespace, buckets: str | None, node: Node | None) 
     other nodes its draws (worker 0 of each server takes theirs)."""
     shared = SharedBuckets(buckets) if buckets else None
     exchange = DrawExchange(shared, node) if shared is not None and node is not None and args.engine else None
-    return Throttle(shared=shared, exchange=exchange)
+    return Throttle(shared=shared, exchange=exchange, heat_seconds=args.split_for_heat)
 
 
 def _control(args: argparse.Namespace) -> Control | None:
@@ -673,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _seconds(text: str) -> float:
-    """A number of seconds, at least 0 (argparse's type for --delay-transient-statuses)."""
+    """A number of seconds, at least 0 (argparse's type for --delay-transient-statuses, --split-for-heat)."""
     try:
         seconds = float(text)
     except ValueError:

@@ -173,3 +173,45 @@ def test_verify_without_root_credentials_is_one_line_and_exit_code_2():
     assert done.returncode == 2
     assert done.stderr.strip() == ("openddb: --auth verify needs --root-credentials ACCESS_KEY:SECRET (or "
                                    "OPENDDB_ROOT_ACCESS_KEY_ID and OPENDDB_ROOT_SECRET_ACCESS_KEY)")
+
+
+def test_cloudwatch_calls_are_verified_as_dynamodbs_are(verifying):
+    """CloudWatch on the same port checks its calls' signatures (service `monitoring`) with the same verifier:
+    boto3's cloudwatch client with the right secret is answered; a wrong secret, an unknown key, a scope of another
+    service and no signature are refused with CloudWatch's (Query-protocol) codes."""
+    def cloudwatch(key: str = KEY, secret: str = SECRET):  # type: ignore[no-untyped-def]
+        return boto3.client("cloudwatch", endpoint_url=verifying.endpoint, region_name="eu-west-1",
+                            aws_access_key_id=key, aws_secret_access_key=secret,
+                            config=Config(retries={"total_max_attempts": 1}))
+
+    assert isinstance(cloudwatch().list_metrics(Namespace="AWS/DynamoDB")["Metrics"], list)
+    assert error_of(lambda: cloudwatch(secret="forged").list_metrics()) == ("SignatureDoesNotMatch", MISMATCH)
+    assert error_of(lambda: cloudwatch(key="AKIDUNKNOWN").list_metrics()) == (
+        "InvalidClientTokenId", "The security token included in the request is invalid.")
+    target = {"X-Amz-Target": "GraniteServiceVersion20100801.ListMetrics"}
+    as_dynamodb = signed_post(verifying, "ListMetrics", b"{}", headers=target)  # (signed for `dynamodb`)
+    status, answer = send(verifying, as_dynamodb)
+    assert (status, answer["__type"].rsplit("#", 1)[1], answer["message"]) == (
+        403, "SignatureDoesNotMatch", "Credential should be scoped to correct service: 'monitoring'. ")
+    status, answer = send(verifying, AWSRequest("POST", verifying.endpoint, data=b"{}", headers={
+        **target, "Content-Type": "application/x-amz-json-1.0"}))
+    assert (status, answer["__type"].rsplit("#", 1)[1]) == (403, "MissingAuthenticationToken")
+
+
+def test_cloudwatch_cbor_calls_are_verified(verifying):
+    """The RPC v2 CBOR protocol's path too: a call signed for `monitoring` is answered, the same call with its
+    signature forged is refused with the code header botocore reads (SignatureDoesNotMatch)."""
+    path = "/service/GraniteServiceVersion20100801/operation/ListMetrics"
+    headers = {"Content-Type": "application/cbor", "Accept": "application/cbor", "smithy-protocol": "rpc-v2-cbor"}
+    body = b"\xa0"  # (an empty CBOR map)
+    outcomes = []
+    for secret in (SECRET, "forged"):
+        request = AWSRequest("POST", f"http://127.0.0.1:{verifying.port}{path}", data=body, headers=headers)
+        SigV4Auth(Credentials(KEY, secret), "monitoring", "eu-west-1").add_auth(request)
+        connection = http.client.HTTPConnection("127.0.0.1", verifying.port, timeout=10)
+        connection.request("POST", path, body=body, headers=dict(request.headers))
+        response = connection.getresponse()
+        response.read()
+        outcomes.append((response.status, response.getheader("x-amzn-query-error")))
+        connection.close()
+    assert outcomes == [(200, None), (403, "SignatureDoesNotMatch;Sender")]

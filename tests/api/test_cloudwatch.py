@@ -185,3 +185,116 @@ def test_contributor_insights_report_names_the_hot_key_per_period(tmp_path: Path
         assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"
     finally:
         server.finish()
+
+
+def _estimate(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], percentile: float, **labels: str) -> float:
+    """The percentile /metrics' histogram gives, placed in its bucket by linear interpolation (the oracle the
+    server's ExtendedStatistics are checked against): cumulative counts by `le` bound."""
+    bounds = sorted((float(dict(found)["le"]), count) for (name, found), count in samples.items()
+                    if name == "SuccessfulRequestLatency_bucket" and {(k, v) for k, v in labels.items()} <= found)
+    total = bounds[-1][1]
+    rank, lower, below = percentile / 100 * total, 0.0, 0.0
+    for bound, running in bounds:
+        if running >= rank and running > below:
+            return lower + (bound - lower) * (rank - below) / (running - below)
+        lower, below = bound, running
+    raise AssertionError(bounds)
+
+
+def test_latency_percentiles_agree_with_the_histogram(workers: ServerProcess) -> None:
+    """ExtendedStatistics p50, p90 and p99 of SuccessfulRequestLatency (GetMetricStatistics, and a pNN Stat in
+    GetMetricData) are the histogram's percentiles that GET /metrics serves, over requests served by both
+    workers; a metric that keeps no latencies refuses them, as it refuses an extended statistic not of pNN's form
+    and Statistics asked with ExtendedStatistics."""
+    table = unique_name("pct")
+    ddb = make_client(workers.endpoint)
+    ddb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    for n in range(24):
+        make_client(workers.endpoint).get_item(TableName=table, Key={"pk": {"S": f"k{n}"}})  # (either worker)
+    cw = make_client(workers.endpoint, "cloudwatch")
+    latency = {"Namespace": "AWS/DynamoDB", "MetricName": "SuccessfulRequestLatency",
+               "Dimensions": [{"Name": "TableName", "Value": table}, {"Name": "Operation", "Value": "GetItem"}]}
+    assert _eventually(lambda: _statistic(cw, "SuccessfulRequestLatency", "SampleCount", period=10800,
+                                          TableName=table, Operation="GetItem"), 24.0) == 24.0
+    samples = scrape(workers.endpoint)
+    answer = cw.get_metric_statistics(**latency, Period=10800, ExtendedStatistics=["p50", "p90", "p99"], **_window())
+    (point,) = answer["Datapoints"]
+    expected = {name: _estimate(samples, float(name[1:]), TableName=table, Operation="GetItem")
+                for name in ("p50", "p90", "p99")}
+    assert point["ExtendedStatistics"] == pytest.approx(expected)
+    assert point["Unit"] == "Milliseconds"
+    assert 0 < expected["p50"] <= expected["p90"] <= expected["p99"]
+    data = cw.get_metric_data(MetricDataQueries=[{"Id": "p", "MetricStat": {
+        "Metric": latency, "Period": 10800, "Stat": "p90"}}], **_window())
+    assert data["MetricDataResults"][0]["Values"] == [pytest.approx(expected["p90"])]
+    units = {"Namespace": "AWS/DynamoDB", "MetricName": "ConsumedReadCapacityUnits", "Period": 60, **_window()}
+    cases = [
+        ({**units, "ExtendedStatistics": ["p99"]}, "InvalidParameterCombinationException",
+         "This server keeps Sum of ConsumedReadCapacityUnits, not p99."),
+        ({**latency, "Period": 60, **_window(), "ExtendedStatistics": ["tm99"]}, "InvalidParameterValueException",
+         "The parameter ExtendedStatistics must be percentiles from p0.0 to p100."),
+        ({**latency, "Period": 60, **_window(), "Statistics": ["Sum"], "ExtendedStatistics": ["p99"]},
+         "InvalidParameterCombinationException",
+         "The parameters Statistics and ExtendedStatistics are mutually exclusive."),
+        ({**latency, "Period": 60, **_window(), "ExtendedStatistics": ["p101"]}, "InvalidParameterValueException",
+         "The parameter ExtendedStatistics must be percentiles from p0.0 to p100."),
+    ]
+    for members, code, message in cases:
+        with pytest.raises(ClientError) as excinfo:
+            cw.get_metric_statistics(**members)
+        assert (excinfo.value.response["Error"]["Code"], excinfo.value.response["Error"]["Message"]) == (
+            code, message)
+
+
+def test_metric_math_expressions(workers: ServerProcess) -> None:
+    """GetMetricData's Expressions over the request's metrics: arithmetic between time series (on their common
+    timestamps) and with scalars, SUM/AVG/MIN/MAX of one series (a scalar) and of METRICS() (a series), an array
+    operated on member by member; what a metric's queries answered is the operands' values; malformed or
+    unsupported expressions are refused."""
+    table = unique_name("math")
+    ddb = make_client(workers.endpoint)
+    ddb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")
+    for n in range(4):
+        ddb.put_item(TableName=table, Item={"pk": {"S": f"k{n}"}, "data": {"S": "x" * 1500}})  # 2 WCU
+        ddb.get_item(TableName=table, Key={"pk": {"S": f"k{n}"}})  # 0.5 RCU
+    cw = make_client(workers.endpoint, "cloudwatch")
+    assert _eventually(lambda: _statistic(cw, "ConsumedReadCapacityUnits", "Sum", TableName=table), 2.0) == 2.0
+    assert _eventually(lambda: _statistic(cw, "ConsumedWriteCapacityUnits", "Sum", TableName=table), 8.0) == 8.0
+
+    def metric(name: str) -> dict[str, Any]:
+        return {"Metric": {"Namespace": "AWS/DynamoDB", "MetricName": name,
+                           "Dimensions": [{"Name": "TableName", "Value": table}]}, "Period": 60, "Stat": "Sum"}
+
+    expressions = {"sum": "m1 + m2", "twice": "SUM(m1) * 2", "ratio": "(m1 - m2) / m2", "top": "MAX(METRICS())",
+                   "all": "SUM(METRICS())", "mean": "AVG(m1)", "scaled": "METRICS() * 10", "power": "-m2 ^ 2 + 1"}
+    queries = [{"Id": "m1", "MetricStat": metric("ConsumedWriteCapacityUnits")},
+               {"Id": "m2", "MetricStat": metric("ConsumedReadCapacityUnits"), "Label": "reads"}]
+    queries += [{"Id": name, "Expression": text} for name, text in expressions.items()]
+    answer = cw.get_metric_data(MetricDataQueries=queries, ScanBy="TimestampAscending", **_window())
+    results: dict[str, list[dict[str, float]]] = {}
+    for result in answer["MetricDataResults"]:
+        results.setdefault(result["Id"], []).append(dict(zip(result["Timestamps"], result["Values"], strict=True)))
+    (m1,), (m2,) = results["m1"], results["m2"]
+    assert (sum(m1.values()), sum(m2.values())) == (8.0, 2.0)
+    both, union = [at for at in m1 if at in m2], sorted(set(m1) | set(m2))
+    assert results["sum"] == [{at: m1[at] + m2[at] for at in both}]
+    assert results["twice"] == [{at: 16.0 for at in union}]  # (a scalar, on the request's timestamps)
+    assert results["ratio"] == [{at: (m1[at] - m2[at]) / m2[at] for at in both}]
+    assert results["top"] == [{at: max(v for v in (m1.get(at), m2.get(at)) if v is not None) for at in union}]
+    assert results["all"] == [{at: m1.get(at, 0.0) + m2.get(at, 0.0) for at in union}]
+    assert results["mean"] == [{at: pytest.approx(8.0 / len(m1)) for at in union}]
+    assert results["scaled"] == [{at: v * 10 for at, v in m1.items()}, {at: v * 10 for at, v in m2.items()}]
+    assert results["power"] == [{at: -(v ** 2) + 1 for at, v in m2.items()}]
+    labels = [result["Label"] for result in answer["MetricDataResults"] if result["Id"] == "scaled"]
+    assert labels == ["scaled ConsumedWriteCapacityUnits", "scaled reads"]
+    refused = {"m1 +": "Error in expression bad: Unexpected token 'at the end'",
+               "FOO(m1)": "Error in expression bad: This server evaluates no function FOO",
+               "bad * 2": "Error in expression bad: The expression bad refers to itself",
+               "m9": "Error in expression bad: Unrecognized id m9"}
+    for text, message in refused.items():
+        with pytest.raises(ClientError) as excinfo:
+            cw.get_metric_data(MetricDataQueries=[queries[0], {"Id": "bad", "Expression": text}], **_window())
+        assert excinfo.value.response["Error"]["Code"] == "InvalidParameterValueException"
+        assert excinfo.value.response["Error"]["Message"] == message

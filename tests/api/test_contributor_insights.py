@@ -106,3 +106,37 @@ def test_throttled_keys_mode_names_the_throttled_key(throttled: ServerProcess) -
             refused += 1
     assert refused
     assert _contributors(throttled, rules[0]) == {"busy": refused}
+
+
+def test_a_gsis_most_accessed_keys_are_counted(throttled: ServerProcess) -> None:
+    """Insights enabled on a GSI alone count the GSI's keys under its own rules: each item a write put in it or
+    took out of it, by the item's index key (partition key under PKC, partition and sort key under SKC), and the
+    partition a Query on it named; an item the index does not hold is not counted, nor is the table's own key."""
+    ddb = one_try_client(throttled)
+    table = unique_name("cigsi")
+    ddb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"}
+                                                            for name in ("pk", "g", "r")],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST",
+                     GlobalSecondaryIndexes=[{"IndexName": "byG", "KeySchema": [
+                         {"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "r", "KeyType": "RANGE"}],
+                         "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+    answer = ddb.update_contributor_insights(TableName=table, IndexName="byG", ContributorInsightsAction="ENABLE")
+    assert (answer["IndexName"], answer["ContributorInsightsStatus"]) == ("byG", "ENABLING")
+    described = ddb.describe_contributor_insights(TableName=table, IndexName="byG")
+    rules = {rule.split("-")[1]: rule for rule in described["ContributorInsightsRuleList"]}
+    assert sorted(rules) == ["PKC", "PKT", "SKC", "SKT"] and f"-{table}-byG-" in rules["PKC"]
+    assert ddb.describe_contributor_insights(TableName=table)["ContributorInsightsStatus"] == "DISABLED"
+    time.sleep(1.2)  # (the server reads which tables and indexes are enabled once a second)
+    for n in range(6):
+        ddb.put_item(TableName=table, Item={"pk": {"S": f"h{n}"}, "g": {"S": "hotg"}, "r": {"S": f"r{n}"}})
+    for n in range(2):
+        ddb.put_item(TableName=table, Item={"pk": {"S": f"c{n}"}, "g": {"S": "coldg"}, "r": {"S": "r0"}})
+    ddb.put_item(TableName=table, Item={"pk": {"S": "outside"}})  # (no index key: not in the index)
+    ddb.delete_item(TableName=table, Key={"pk": {"S": "c1"}})  # (taken out of the index: its old key)
+    for _ in range(3):
+        ddb.query(TableName=table, IndexName="byG", KeyConditionExpression="g = :g",
+                  ExpressionAttributeValues={":g": {"S": "hotg"}})
+    assert _contributors(throttled, rules["PKC"]) == {"hotg": 9.0, "coldg": 3.0}
+    pairs = _contributors(throttled, rules["SKC"])
+    assert pairs == {**{f"hotg|r{n}": 1.0 for n in range(6)}, "coldg|r0": 3.0}
+    assert _contributors(throttled, rules["PKT"]) == {}

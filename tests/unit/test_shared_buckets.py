@@ -25,13 +25,18 @@ def test_two_workers_draw_on_one_bucket(tmp_path: Path) -> None:
     assert mine.level(102.0) == -1.0
 
 
-def test_a_full_probe_gives_up_the_least_recently_used_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shared_buckets, "SLOTS", 2)
-    monkeypatch.setattr(shared_buckets, "PROBE", 2)
+def few_slots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slots: int, probe: int) -> SharedBuckets:
+    """Buckets of `slots` slots, a key probing `probe` of them."""
+    monkeypatch.setattr(shared_buckets, "SLOTS", slots)
+    monkeypatch.setattr(shared_buckets, "PROBE", probe)
     path = str(tmp_path / "buckets")
     with open(path, "wb") as handle:
         handle.truncate(shared_buckets.SIZE)
-    store = SharedBuckets(path)
+    return SharedBuckets(path)
+
+
+def test_a_full_probe_gives_up_the_least_recently_used_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = few_slots(tmp_path, monkeypatch, 2, 2)
     old = SharedBucket(store, "old", 1.0, 10.0, 1.0)
     recent = SharedBucket(store, "recent", 1.0, 10.0, 5.0)
     assert {old.offset, recent.offset} == {16, 16 + 32}

@@ -87,7 +87,7 @@ class Advisor:
         second = int(now)
         name = table.name
         # (unpacked: a NamedTuple's attributes cost more to read than its items)
-        for _, charged, index_name, _, units, writes, _, stored, _ in record.charges:
+        for _, charged, index_name, _, units, writes, _, stored, _, _ in record.charges:
             if charged != name:
                 continue
             key = None if stored is None else stored.pk

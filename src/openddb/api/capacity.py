@@ -31,7 +31,7 @@ def charge(record: RequestRecord, meta: TableMeta, units: float, write: bool, si
     partition of `key` (None: several, as a Scan reads). `label`: the ConsumedCapacity entry it is reported in
     (the table's name unless a request names one table twice)."""
     name = meta.name  # (tuple.__new__: a NamedTuple's own __new__ costs several times more)
-    record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False)))
+    record.charges.append(_tuple(Charge, (label or name, name, None, False, units, write, size, key, False, ())))
 
 
 def charge_write(record: RequestRecord, meta: TableMeta, units: float, result: WriteResult,
@@ -41,21 +41,24 @@ def charge_write(record: RequestRecord, meta: TableMeta, units: float, result: W
     batches, transactions, PartiQL)."""
     charge(record, meta, units, True, max(result.old_size, result.new_size), key)
     if meta.indexes or meta.vector_indexes:
-        charge_indexes(record, meta, index_write_units(meta, result.old, result.new), write=True)
+        charge_indexes(record, meta, index_write_units(meta, result.old, result.new), write=True,
+                       items=(result.old, result.new))
 
 
 def charge_indexes(record: RequestRecord, meta: TableMeta, index_units: dict[str, float], *, write: bool,
-                   key: StorageKey | None = None, label: str | None = None) -> None:
+                   key: StorageKey | None = None, label: str | None = None,
+                   items: tuple[Item | None, ...] = ()) -> None:
     """Charge what secondary indexes of `meta` consumed (index name -> units; for a vector index, the bytes of
-    its VectorWriteRequestBytes, which are reported apart from capacity units)."""
+    its VectorWriteRequestBytes, which are reported apart from capacity units); `items`: a write's (old, new)
+    items, or the key values a Query named (see observe/record.py)."""
     for name, units in index_units.items():
         if meta.vector_indexes and meta.vector_index(name) is not None:
             record.charges.append(_tuple(Charge, (label or meta.name, meta.name, name, True, 0.0, write, int(units),
-                                                  key, True)))
+                                                  key, True, ())))
             continue
         index = meta.index(name)
         record.charges.append(_tuple(Charge, (label or meta.name, meta.name, name, index is None or index.is_global,
-                                              units, write, 0, key, False)))
+                                              units, write, 0, key, False, items)))
 
 
 def consumed(record: RequestRecord, mode: str | None, *, split: bool = False) -> dict[str, Any] | None:

@@ -354,9 +354,9 @@ def _fetch(context: RequestContext, plan: IndexReadPlan, page: list[IndexRow],
 
 
 def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
-                    budget: PageBytes | None = None) -> dict[str, Any]:
+                    budget: PageBytes | None = None, named: Item | None = None) -> dict[str, Any]:
     """Evaluate entries until Limit or 1 MB (both before the filter; `budget`: what is left of a page several
-    reads share) and build the response."""
+    reads share) and build the response; `named`: the partition key values a Query named."""
     most = MAX_PAGE_BYTES if budget is None else budget.left
     page, size, full = _entries(rows, plan.limit, most)
     meta, index = plan.meta, plan.index
@@ -402,7 +402,8 @@ def read_index_page(context: RequestContext, plan: IndexReadPlan, rows: Any,
         response["LastEvaluatedKey"] = {n: last_item[n] for n in _key_names(meta, index) if n in last_item}
     if table_units:
         charge(context.record, meta, table_units, write=False)
-    charge_indexes(context.record, meta, {index.name: read_units(size, plan.consistent)}, write=False)
+    charge_indexes(context.record, meta, {index.name: read_units(size, plan.consistent)}, write=False,
+                   items=() if named is None else (named,))
     context.record.add_returned(count)
     mode = plan.capacity_mode
     if mode is not None and mode != "NONE":

@@ -154,8 +154,10 @@ def _query_index(context: RequestContext, request: dict[str, Any], attrs: Expres
     if raw_start is not None:
         after = start_key(meta, index, raw_start, _START_INVALID)
         check_query_start(after, where)
+    named = {key.name: value for key, value in zip(index.hash_keys, where.hash_values, strict=False)}
     return read_index_page(context, plan,
-                           context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after), page)
+                           context.engine.index_query(meta, index, where.h, where.pk, where.sort, forward, after), page,
+                           named)
 
 
 def _scan_index(context: RequestContext, request: dict[str, Any], attrs: ExpressionAttributes,

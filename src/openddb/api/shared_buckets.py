@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import math
 import mmap
 import os
 import struct
@@ -94,12 +95,25 @@ class SharedBuckets:
         tokens, stamp = self.read(found)
         self.write(found, tokens - units, stamp)
 
+    def find(self, key: str) -> int | None:
+        """The offset of `key`'s state, or None if no slot holds it (hold `lock`)."""
+        return self._probe(_digest(key))[0]
+
+    def pin(self, key: str, value: float) -> int:
+        """Give `key` a slot holding `value` that is never given to another key (a partition's split: see
+        api/partition_splits.py), or leave the one it has; its state's offset (hold `lock`)."""
+        found, free = self._probe(_digest(key))
+        if found is not None:
+            return found
+        _SLOT.pack_into(self._map, free, _digest(key), value, math.inf)  # (never the least recently used)
+        return free + _STATE_OFFSET
+
     def _probe(self, digest: bytes) -> tuple[int | None, int]:
         """(the state offset of the slot holding `digest`, or None; the slot a new key would take: the first
         empty one of the probe, else the least recently used)."""
         start = int.from_bytes(digest[:8], "little") % SLOTS
-        oldest, oldest_stamp = -1, float("inf")
-        for step in range(PROBE):
+        oldest, oldest_stamp = -1, math.inf
+        for step in range(SLOTS):  # (past PROBE only while every slot seen is pinned: `pin`)
             offset = ((start + step) % SLOTS) * _SLOT.size
             found, _, stamp = _SLOT.unpack_from(self._map, offset)
             if found == digest:
@@ -108,6 +122,10 @@ class SharedBuckets:
                 return None, offset
             if stamp < oldest_stamp:
                 oldest, oldest_stamp = offset, stamp
+            if step + 1 >= PROBE and oldest >= 0:
+                break
+        if oldest < 0:
+            raise RuntimeError("every slot of the throttle's shared buckets holds a partition's split")
         return None, oldest
 
     def read(self, offset: int) -> tuple[float, float]:

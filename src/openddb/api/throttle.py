@@ -14,7 +14,9 @@ Each table and each GSI is a set of token buckets, kept per worker process:
   an on-demand table, which serves 12,000 reads or 4,000 writes a second from creation). Each partition serves at
   most 3,000 read units or 1,000 write units a second, or a linear combination (a bucket of one second); past it,
   TableRead/WriteKeyRangeThroughputExceeded: one hot key is throttled while the same rate spread over many keys is
-  not. Partitions are not split for size (10 GB) or heat here.
+  not. A partition that runs near its limit for long enough splits for heat (api/partition_splits.py), so an even
+  workload that outgrows its first partitions is served, while one hot key stays throttled. Partitions are not
+  split for size (10 GB) here.
 - a GSI short of write capacity throttles writes to its table (IndexWriteProvisionedThroughputExceeded, the
   index's ARN): a write to a table is refused while any of its provisioned GSIs' write bucket is empty.
 
@@ -34,13 +36,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
+from openddb.api.partition_splits import DEFAULT_HEAT_SECONDS, LocalSplits, PartitionMap, SharedSplits, SplitBook
 from openddb.api.shared_buckets import SharedBucket, SharedBuckets
 from openddb.api.throttle_exchange import DrawExchange
+from openddb.api.token_buckets import MakeBucket, TokenBucket, local_bucket
 from openddb.errors import DynamoDBError, ProvisionedThroughputExceededException, ThrottlingException
 from openddb.model.keys import encode_key, partition_hash
 from openddb.model.schema import IndexMeta, TableMeta
@@ -51,7 +55,6 @@ BURST_SECONDS = 300.0
 PARTITION_READ_UNITS = 3000.0
 PARTITION_WRITE_UNITS = 1000.0
 ON_DEMAND_PARTITIONS = 4  # 12,000 read or 4,000 write request units at creation (Developer Guide, on-demand mode)
-_HASH_SPACE = 1 << 32
 
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
@@ -59,52 +62,11 @@ _BATCHES = frozenset({"BatchGetItem", "BatchWriteItem"})
 Access = Literal["Read", "Write"]
 
 
-class Bucket:
-    """Tokens filled at `rate` a second up to `capacity`; admits while it holds any."""
-
-    __slots__ = ("capacity", "key", "rate", "stamp", "tokens")
-
-    def __init__(self, rate: float, capacity: float, now: float, unused: float = 0.0, key: str = "") -> None:
-        self.key = key  # (what names it among the shared buckets: see api/shared_buckets.py)
-        self.rate = rate
-        self.capacity = capacity
-        # one second's worth, and what `unused` seconds left unused (best guess, see the module's doc)
-        self.tokens = min(rate * (1.0 + unused), capacity)
-        self.stamp = now
-
-    def level(self, now: float) -> float:
-        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        return self.tokens
-
-    def take(self, amount: float, now: float) -> None:
-        self.level(now)
-        self.tokens -= amount
-
-
-class TokenBucket(Protocol):
-    """A Bucket, in this process or in the host's shared memory (api/shared_buckets.py)."""
-
-    key: str
-
-    def level(self, now: float) -> float: ...
-
-    def take(self, amount: float, now: float) -> None: ...
-
-
-# (key, rate, capacity, now, seconds unused) -> a bucket; the key names it among the host's shared buckets
-MakeBucket = Callable[[str, float, float, float, float], TokenBucket]
-
-
-def _local(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
-    return Bucket(rate, capacity, now, unused, key)
-
-
 class Resource:
     """A table's or a GSI's buckets, as its description sets them (`shape`: what they were made from)."""
 
     def __init__(self, shape: tuple[Any, ...], arn: str, provisioned: bool, read: TokenBucket | None,
-                 write: TokenBucket | None, partitions: list[TokenBucket]) -> None:
+                 write: TokenBucket | None, partitions: PartitionMap) -> None:
         self.shape = shape
         self.arn = arn
         self.provisioned = provisioned
@@ -112,9 +74,6 @@ class Resource:
         self.write = write
         # one bucket of partition-seconds per partition: a read unit is 1/3000 of it, a write unit 1/1000
         self.partitions = partitions
-
-    def partition(self, h: int) -> TokenBucket:
-        return self.partitions[h * len(self.partitions) >> 32]
 
 
 def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, int],
@@ -124,18 +83,20 @@ def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, 
             peaks, uuid)
 
 
-def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float, make: MakeBucket) -> Resource:
-    """A resource's buckets; `unused`: seconds since the table was made, whose capacity its burst has kept."""
-    billing, read, write, max_read, max_write, (peak_read, peak_write), _ = shape
+def _resource(shape: tuple[Any, ...], arn: str, now: float, unused: float, make: MakeBucket,
+              layout: Callable[[str, int], PartitionMap]) -> Resource:
+    """A resource's buckets; `unused`: seconds since the table was made, whose capacity its burst has kept;
+    `layout`: its partitions, (what names them, how many it starts with)."""
+    billing, read, write, max_read, max_write, (peak_read, peak_write), uuid = shape
     units = max(peak_read, read) / PARTITION_READ_UNITS + max(peak_write, write) / PARTITION_WRITE_UNITS
     key = f"{arn} {shape!r}"
     if billing == "PROVISIONED":
         count = max(1, -int(-units // 1))
-        partitions = [make(f"{key} p{i}", 1.0, 1.0, now, 0.0) for i in range(count)]
         return Resource(shape, arn, True, make(f"{key} r", read, read * BURST_SECONDS, now, unused),
-                        make(f"{key} w", write, write * BURST_SECONDS, now, unused), partitions)
+                        make(f"{key} w", write, write * BURST_SECONDS, now, unused),
+                        layout(f"{arn} {uuid} n{count}", count))
     count = max(ON_DEMAND_PARTITIONS, -int(-units // 1))
-    partitions = [make(f"{key} p{i}", 1.0, 1.0, now, 0.0) for i in range(count)]
+    partitions = layout(f"{arn} {uuid} n{count}", count)
     return Resource(shape, arn, False, make(f"{key} r", max_read, max_read, now, 0.0) if max_read > 0 else None,
                     make(f"{key} w", max_write, max_write, now, 0.0) if max_write > 0 else None, partitions)
 
@@ -144,15 +105,18 @@ class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None,
-                 exchange: DrawExchange | None = None) -> None:
+                 exchange: DrawExchange | None = None, heat_seconds: float = DEFAULT_HEAT_SECONDS) -> None:
         """`shared`: the host's buckets, which every worker draws on (then `monotonic` must be the host's clock,
         time.monotonic); None: this process's own. `exchange`: the draws told across PostgreSQL nodes
-        (api/throttle_exchange.py; with `shared` only)."""
+        (api/throttle_exchange.py; with `shared` only). `heat_seconds`: how long a partition runs at its limit
+        before it splits (api/partition_splits.py)."""
         self._clock = monotonic
         self.exchange = exchange
         self._resources: dict[tuple[str, str | None], Resource] = {}
         self._shared = shared
-        self._make: MakeBucket = _local
+        self._heat_seconds = heat_seconds
+        self._make: MakeBucket = local_bucket
+        self._splits: SplitBook = LocalSplits() if shared is None else SharedSplits(shared)
         if shared is not None:
             def make(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
                 return SharedBucket(shared, key, rate, capacity, now, unused)
@@ -173,10 +137,13 @@ class Throttle:
         found = self._resources.get(key)
         if found is None:  # first seen by this process: what it left unused since it was made is kept as burst
             unused = max(0.0, clock.now() - created)
-            found = self._resources[key] = _resource(shape, arn, self._clock(), unused, self._make)
+            found = self._resources[key] = _resource(shape, arn, self._clock(), unused, self._make, self._layout)
         elif found.shape != shape:  # its capacity changed: buckets as it now is
-            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0, self._make)
+            found = self._resources[key] = _resource(shape, arn, self._clock(), 0.0, self._make, self._layout)
         return found
+
+    def _layout(self, key: str, count: int) -> PartitionMap:
+        return PartitionMap(key, count, self._make, self._splits, self._heat_seconds)
 
     def admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str = "") -> None:
         """Raise DynamoDB's throttling error if the operation of `record` may not run now on what `request` names
@@ -235,7 +202,7 @@ class Throttle:
                 limit = "Provisioned" if resource.provisioned else "MaxOnDemand"
                 return resource, f"Index{access}{limit}ThroughputExceeded", index.name
         for h in _partitions_named(meta, operation, request):
-            if table.partition(h).level(now) <= 0:
+            if table.partitions.partition(h, now).bucket.level(now) <= 0:
                 return table, f"Table{access}KeyRangeThroughputExceeded", None
         return None
 
@@ -272,10 +239,20 @@ class Throttle:
                     self.exchange.drawn(bucket.key, charge.units)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                partition = table.partition(charge.key.h)
-                partition.take(share, now)
-                if self.exchange is not None:
-                    self.exchange.drawn(partition.key, share)
+                self._heat(table.partitions, charge.key.h, share, now)
+
+    def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> None:
+        """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot."""
+        partition = partitions.partition(h, now)
+        partition.bucket.take(share, now)
+        partition.heat.take(share, now)
+        partition.note(h, share)
+        split = partitions.split_if_hot(partition, now)
+        if self.exchange is not None:
+            self.exchange.drawn(partition.bucket.key, share)
+            self.exchange.drawn(partition.heat.key, share)
+            if split is not None:
+                self.exchange.split(*split)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:

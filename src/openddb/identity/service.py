@@ -70,7 +70,7 @@ def query_target(authorization: bytes | None) -> bytes | None:
     return IAM_TARGET if service == b"iam" else STS_TARGET if service == b"sts" else None
 
 
-def _as_query_error(error: DynamoDBError) -> QueryError:
+def as_query_error(error: DynamoDBError) -> QueryError:
     """An authentication refusal in IAM's and STS's codes (their messages are DynamoDB's words, but for the
     invalid token's final period)."""
     message = error.message or ""
@@ -155,7 +155,7 @@ class IdentityService:
                 raise IncompleteSignatureException("Authorization header requires 'Credential' parameter.")
             return verifier.verify(authorization, incoming.signed)
         except DynamoDBError as error:
-            raise _as_query_error(error) from None
+            raise as_query_error(error) from None
 
     def _authorize(self, call: IamCall, peer: str) -> None:
         """AccessDenied unless the caller may run this IAM action: the root always; a user or an assumed role if

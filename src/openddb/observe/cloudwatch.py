@@ -6,16 +6,20 @@ table's Contributor Insights. The HTTP layer hands calls here in CloudWatch's pr
 What each metric keeps decides the statistics it answers (`kept`): Sum everywhere; SampleCount and Average where
 the number of samples is known (requests answered for SuccessfulRequestLatency and ReturnedItemCount; the events
 themselves for the throttle, error, condition-failure and conflict counts, whose Minimum and Maximum are then 1).
-A statistic a metric does not keep is refused (InvalidParameterCombination), never made up. Periods are whole
-minutes, as for CloudWatch's standard-resolution metrics; time ranges reach back three hours at most.
+A statistic a metric does not keep is refused (InvalidParameterCombination), never made up. SuccessfulRequestLatency
+also answers percentiles (ExtendedStatistics `pNN`), estimated from its latency buckets (observe/percentiles.py).
+Periods are whole minutes, as for CloudWatch's standard-resolution metrics; time ranges reach back three hours at
+most. GetMetricData's metric math (Expression) is observe/metric_math.py's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from openddb.observe.history import Series, merged
+from openddb.observe.history import Series, merged, merged_buckets
+from openddb.observe.metric_math import Expressions, MathError, TimeSeries
 from openddb.observe.metrics import COUNTERS, HISTOGRAM
+from openddb.observe.percentiles import estimate, percentile_of
 
 NAMESPACE = "AWS/DynamoDB"
 JSON_TARGET = b"GraniteServiceVersion20100801."  # X-Amz-Target of a call in the AWS JSON 1.0 protocol
@@ -95,7 +99,9 @@ class Window:
         return grouped
 
 
-def _statistics(points: list[list[Any]], wanted: list[str]) -> dict[str, float]:
+def _statistics(points: list[list[Any]], wanted: list[str], buckets: list[list[float]] | None = None
+                ) -> dict[str, float]:
+    """The statistics `wanted` of a period's minutes (`buckets`: their latency bucket counts, for percentiles)."""
     total = sum(point[0] for point in points)
     counts = [point[1] for point in points]
     samples = None if any(count is None for count in counts) else float(sum(counts))
@@ -109,25 +115,45 @@ def _statistics(points: list[list[Any]], wanted: list[str]) -> dict[str, float]:
             values[statistic] = total / samples
         elif statistic in ("Minimum", "Maximum"):
             values[statistic] = 1.0  # (each sample of an event count is one event)
+        elif buckets:
+            percentile = percentile_of(statistic)
+            found = None if percentile is None else estimate(percentile, [sum(c) for c in zip(*buckets, strict=True)])
+            if found is not None:
+                values[statistic] = found
     return values
 
 
 def _check_statistics(metric: str, wanted: list[str]) -> None:
-    refused = [statistic for statistic in wanted if statistic not in kept(metric)]
+    refused = [statistic for statistic in wanted
+               if statistic not in kept(metric) and (metric != HISTOGRAM or percentile_of(statistic) is None)]
     if refused:
         # best guess: not a refusal of CloudWatch's, which keeps every statistic; this server's history keeps fewer
-        raise _combination(f"This server keeps {', '.join(kept(metric))} of {metric}, not {', '.join(refused)}.")
+        answered = ", ".join(kept(metric)) + (" and percentiles (pNN)" if metric == HISTOGRAM else "")
+        raise _combination(f"This server keeps {answered} of {metric}, not {', '.join(refused)}.")
+
+
+def _find(params: dict[str, Any], history: dict[Series, dict[int, list[Any]]]) -> Series | None:
+    """The one series a metric name and dimension set name (None: no such series)."""
+    if params.get("Namespace") != NAMESPACE:
+        return None
+    wanted = {d.get("Name"): d.get("Value") for d in params.get("Dimensions") or [] if isinstance(d, dict)}
+    for series in history:
+        if series[0] == params.get("MetricName") and dimensions_of(series) == wanted:
+            return series
+    return None
 
 
 def _series(params: dict[str, Any], history: dict[Series, dict[int, list[Any]]]) -> dict[int, list[Any]]:
     """The minutes of the one series a metric name and dimension set name (none: an empty series)."""
-    if params.get("Namespace") != NAMESPACE:
-        return {}
-    wanted = {d.get("Name"): d.get("Value") for d in params.get("Dimensions") or [] if isinstance(d, dict)}
-    for series, points in history.items():
-        if series[0] == params.get("MetricName") and dimensions_of(series) == wanted:
-            return points
-    return {}
+    found = _find(params, history)
+    return {} if found is None else history[found]
+
+
+def _buckets(params: dict[str, Any], history: dict[Series, dict[int, list[Any]]],
+             snapshots: list[dict[str, Any]]) -> dict[int, list[float]]:
+    """The latency bucket counts per minute of the series `params` names (none unless it is the latency's)."""
+    found = _find(params, history)
+    return merged_buckets(snapshots).get(found[1], {}) if found is not None and found[0] == HISTOGRAM else {}
 
 
 def get_metric_statistics(params: dict[str, Any], snapshots: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,52 +162,82 @@ def get_metric_statistics(params: dict[str, Any], snapshots: list[dict[str, Any]
             raise _missing(member)
     window = Window(params, params.get("Period"))
     wanted = list(params.get("Statistics") or [])
-    if not wanted and not params.get("ExtendedStatistics"):
+    extended = list(params.get("ExtendedStatistics") or [])
+    if not wanted and not extended:
         # best guess: CloudWatch asks for one of the two
         raise _missing("Statistics")
-    if params.get("ExtendedStatistics"):
-        raise _combination("This server keeps no percentiles (ExtendedStatistics).")  # best guess: as above
+    if wanted and extended:  # best guess at the words: the API Reference says one or the other, not both
+        raise _combination("The parameters Statistics and ExtendedStatistics are mutually exclusive.")
     if any(statistic not in STATISTICS for statistic in wanted):
         raise invalid(f"The parameter Statistics must be among {', '.join(STATISTICS)}.")  # best guess
+    if any(percentile_of(statistic) is None for statistic in extended):  # best guess at the words
+        raise invalid("The parameter ExtendedStatistics must be percentiles from p0.0 to p100.")
     if window.count() > MAX_DATAPOINTS:
         raise _combination(f"You have requested up to {window.count():,} datapoints, which exceeds the limit of "
                            f"{MAX_DATAPOINTS:,}. You may reduce the datapoints requested by increasing Period, or "
                            "decreasing the time range.")
     metric = str(params["MetricName"])
-    _check_statistics(metric, wanted)
-    points = _series(params, merged(snapshots)[0])
+    _check_statistics(metric, wanted + extended)
+    history = merged(snapshots)[0]
+    buckets = window.buckets(_buckets(params, history, snapshots))
     unit = _UNITS.get(metric, "Count")
-    datapoints = [{"Timestamp": at, **_statistics(grouped, wanted), "Unit": unit}
-                  for at, grouped in sorted(window.buckets(points).items())]
+    datapoints = []
+    for at, grouped in sorted(window.buckets(_series(params, history)).items()):
+        point: dict[str, Any] = {"Timestamp": at, **_statistics(grouped, wanted)}
+        if extended:
+            point["ExtendedStatistics"] = _statistics(grouped, extended, buckets.get(at))
+        datapoints.append({**point, "Unit": unit})
     return {"Label": metric, "Datapoints": datapoints}
 
 
 def get_metric_data(params: dict[str, Any], snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+    """MetricStat queries as GetMetricStatistics answers them, and metric math Expressions over them
+    (observe/metric_math.py), each result newest first unless ScanBy says otherwise."""
     queries = params.get("MetricDataQueries")
-    if not isinstance(queries, list) or not queries:
+    if not isinstance(queries, list) or not queries or not all(isinstance(query, dict) for query in queries):
         raise _missing("MetricDataQueries")
     history = merged(snapshots)[0]
+    stats: dict[str, tuple[str, TimeSeries]] = {}
+    for query in queries:
+        if isinstance(query.get("MetricStat"), dict) and query.get("Expression") is not None:
+            # best guess at the words: the API Reference has a query give one or the other
+            raise invalid(f"The query {query.get('Id')} has both a MetricStat and an Expression.")
+        if isinstance(query.get("MetricStat"), dict):
+            stats[str(query.get("Id"))] = _metric_stat(params, query, history, snapshots)
+    values = Expressions(queries, stats)
     descending = params.get("ScanBy", "TimestampDescending") == "TimestampDescending"
     results = []
     for query in queries:
-        stat = query.get("MetricStat")
-        if not isinstance(stat, dict):  # best guess: this server answers MetricStat queries only
-            raise invalid(f"The query {query.get('Id')} has no MetricStat: this server evaluates no Expression.")
-        metric = stat.get("Metric") or {}
-        window = Window(params, stat.get("Period"))
-        statistic = str(stat.get("Stat", ""))
-        if statistic not in STATISTICS:
-            raise invalid(f"The statistic {statistic} is not among {', '.join(STATISTICS)}.")  # best guess
-        _check_statistics(str(metric.get("MetricName")), [statistic])
-        grouped = sorted(window.buckets(_series(metric, history)).items(), reverse=descending)
-        values = [(at, _statistics(points, [statistic]).get(statistic))
-                  for at, points in grouped]
         if query.get("ReturnData", True) is False:
             continue
-        results.append({"Id": query.get("Id"), "Label": query.get("Label") or metric.get("MetricName"),
-                        "Timestamps": [at for at, value in values if value is not None],
-                        "Values": [value for _, value in values if value is not None], "StatusCode": "Complete"})
+        try:
+            found = values.results(query)
+        except MathError as error:  # best guess at the words around the reason
+            raise invalid(f"Error in expression {query.get('Id')}: {error}") from None
+        for label, series in found:
+            times = sorted(series, reverse=descending)
+            results.append({"Id": query.get("Id"), "Label": label, "Timestamps": times,
+                            "Values": [series[at] for at in times], "StatusCode": "Complete"})
     return {"MetricDataResults": results, "Messages": []}
+
+
+def _metric_stat(params: dict[str, Any], query: dict[str, Any], history: dict[Series, dict[int, list[Any]]],
+                 snapshots: list[dict[str, Any]]) -> tuple[str, TimeSeries]:
+    """A MetricStat query's (label, time series)."""
+    stat = query["MetricStat"]
+    metric = stat.get("Metric") or {}
+    window = Window(params, stat.get("Period"))
+    statistic = str(stat.get("Stat", ""))
+    if statistic not in STATISTICS and percentile_of(statistic) is None:
+        raise invalid(f"The statistic {statistic} is not among {', '.join(STATISTICS)} or pNN.")  # best guess
+    _check_statistics(str(metric.get("MetricName")), [statistic])
+    buckets = window.buckets(_buckets(metric, history, snapshots))
+    series: TimeSeries = {}
+    for at, points in window.buckets(_series(metric, history)).items():
+        value = _statistics(points, [statistic], buckets.get(at)).get(statistic)
+        if value is not None:
+            series[at] = value
+    return str(query.get("Label") or metric.get("MetricName")), series
 
 
 def list_metrics(params: dict[str, Any], snapshots: list[dict[str, Any]]) -> dict[str, Any]:

@@ -6,8 +6,10 @@ nothing more, and a minute's figures are off by at most the second in which a sa
 Kept per minute and series (metric name, label values): the sum and the sample count. The sample count is known
 where each sample is one event (throttles, errors, condition failures, conflicts: sum and count are equal), for
 SuccessfulRequestLatency (requests answered) and ReturnedItemCount (Query, Scan and ExecuteStatement answered);
-for consumed capacity it is not (None), so only its Sum is served. Contributor Insights' key counts are kept per
-minute too, by rule and key (observe/insights.py counts them). MINUTES are kept (three hours), as
+for consumed capacity it is not (None), so only its Sum is served. SuccessfulRequestLatency also keeps, per minute,
+its requests per latency bucket (observe/metrics.py's BUCKETS), from which percentiles are estimated
+(observe/cloudwatch.py). Contributor Insights' key counts are kept per minute too, by rule and key
+(observe/insights.py counts them). MINUTES are kept (three hours), as
 `ListMetrics --recently-active PT3H` looks back; older minutes are dropped.
 """
 
@@ -28,6 +30,8 @@ class History:
     def __init__(self) -> None:
         self.minutes: dict[Series, dict[int, list[Any]]] = {}
         self.insights: dict[str, dict[str, dict[int, float]]] = {}  # rule -> key -> minute -> count
+        self.buckets: dict[tuple[str, ...], dict[int, list[float]]] = {}  # latency labels -> minute -> per bucket
+        self._last_buckets: dict[tuple[str, ...], list[float]] = {}
         self._last: dict[Series, tuple[float, float]] = {}  # series -> (cumulative sum, cumulative count)
         self._last_keys: dict[tuple[str, str], float] = {}
 
@@ -40,6 +44,7 @@ class History:
             count = float(sum(values[:-1]))
             requests[tuple(labels)] = count
             grew |= self._add((_LATENCY, tuple(labels)), values[-1], count, minute)
+            self._add_buckets(tuple(labels), values[:-1], minute)
         for name, series in snapshot["counters"].items():
             for labels, value in series:
                 key = tuple(labels)
@@ -70,6 +75,18 @@ class History:
             point[1] += count - last_count
         return True
 
+    def _add_buckets(self, labels: tuple[str, ...], counts: list[float], minute: int) -> None:
+        last = self._last_buckets.get(labels)
+        self._last_buckets[labels] = list(counts)
+        if last is None or len(last) != len(counts) or any(now < before for now, before in zip(counts, last,
+                                                                                                 strict=True)):
+            last = [0.0] * len(counts)  # (counted again from zero: a reset)
+        added = [now - before for now, before in zip(counts, last, strict=True)]
+        if any(added):
+            point = self.buckets.setdefault(labels, {}).setdefault(minute, [0.0] * len(counts))
+            for bucket, count in enumerate(added):
+                point[bucket] += count
+
     def _add_key(self, rule: str, key: str, count: float, minute: int) -> bool:
         last = self._last_keys.get((rule, key), 0.0)
         self._last_keys[(rule, key)] = count
@@ -89,15 +106,20 @@ class History:
             for counts in keys.values():
                 for stale in [at for at in counts if at < oldest]:
                     del counts[stale]
+        for minutes in self.buckets.values():
+            for stale in [at for at in minutes if at < oldest]:
+                del minutes[stale]
 
     def snapshot(self) -> dict[str, Any]:
         """The minutes, as the other workers read them: {"series": [[name, labels, [[minute, sum, count]...]]...],
-        "insights": {rule: {key: [[minute, count]...]}}}."""
+        "insights": {rule: {key: [[minute, count]...]}}, "buckets": [[latency labels, [[minute, counts]...]]...]}."""
         return {"series": [[name, list(labels), [[at, point[0], point[1]] for at, point in points.items()]]
                            for (name, labels), points in self.minutes.items() if points],
                 "insights": {rule: {key: [[at, count] for at, count in points.items()]
                                     for key, points in keys.items() if points}
-                             for rule, keys in self.insights.items()}}
+                             for rule, keys in self.insights.items()},
+                "buckets": [[list(labels), [[at, counts] for at, counts in minutes.items()]]
+                            for labels, minutes in self.buckets.items() if minutes]}
 
 
 def merged(snapshots: list[dict[str, Any]]) -> tuple[dict[Series, dict[int, list[Any]]],
@@ -120,3 +142,16 @@ def merged(snapshots: list[dict[str, Any]]) -> tuple[dict[Series, dict[int, list
                 for at, count in points:
                     into_key[int(at)] = into_key.get(int(at), 0.0) + count
     return series, insights
+
+
+def merged_buckets(snapshots: list[dict[str, Any]]) -> dict[tuple[str, ...], dict[int, list[float]]]:
+    """Every worker's latency bucket counts summed: latency labels -> minute -> requests per bucket."""
+    found: dict[tuple[str, ...], dict[int, list[float]]] = {}
+    for snapshot in snapshots:
+        for labels, minutes in (snapshot.get("history") or {}).get("buckets", ()):
+            into = found.setdefault(tuple(labels), {})
+            for at, counts in minutes:
+                point = into.setdefault(int(at), [0.0] * len(counts))
+                for bucket, count in enumerate(counts):
+                    point[bucket] += count
+    return found

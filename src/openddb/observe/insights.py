@@ -6,10 +6,13 @@ insights. Which tables are enabled is read from their descriptions about once a 
 server's background round): while no table has insights a request costs a test.
 Counted: every item read or written in the table itself (its charges' keys) under the PKC rule (the partition key)
 and SKC (partition and sort key; a Query counts its partition under PKC only), and every key of a throttled request
-under PKT/SKT. Counts are totals since the insights were enabled on this worker (CloudWatch reports them per
-period); a GSI's keys are not counted (its charges carry no key), only its rules named. Where tables are kept by
-account and region, a rule's counts are kept under its name qualified by its table's namespace
-("<account>/<region>/<rule>"), as CloudWatch keeps rules per account and region (observe/namespaces.py).
+under PKT/SKT. A GSI with insights of its own counts its keys the same way under its rules: each item a write put
+in or took out of it (by the item's index key: the new item's, or the old one's when the write took it out), and
+the partition a Query on it named. Counts are totals since the insights were enabled on this worker (CloudWatch
+reports them per period). A GSI's throttled keys are not counted (a throttle names the table's keys): its PKT and
+SKT rules stay empty.
+Where tables are kept by account and region, a rule's counts are kept under its name qualified by its table's
+namespace ("<account>/<region>/<rule>"), as CloudWatch keeps rules per account and region (observe/namespaces.py).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from openddb.model import AttributeValue
 from openddb.model.keys import decode_key
-from openddb.model.schema import TableMeta
-from openddb.observe.record import RequestRecord
+from openddb.model.schema import IndexMeta, TableMeta
+from openddb.observe.record import Charge, RequestRecord
 from openddb.storage.base import Engine
 
 MODES = ("ACCESSED_AND_THROTTLED_KEYS", "THROTTLED_KEYS")
@@ -54,14 +58,20 @@ class Insights:
         self._engine = engine
         # table's stored name -> (its description when last read, rule name by kind "PKC", "SKC", "PKT", "SKT")
         self.enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
+        # (table's stored name, GSI name) -> (the GSI, its rule name by kind), for the GSIs with insights
+        self.indexes: dict[tuple[str, str], tuple[IndexMeta, dict[str, str]]] = {}
+        self.active = False  # some table or GSI has insights (what the metrics ask before telling a request)
         self.counts: dict[str, dict[str, float]] = {}  # rule name -> key text -> count
 
     def observe(self, record: RequestRecord) -> None:
         """Count the keys of one answered request (a Listener: see observe/record.py)."""
-        if not self.enabled:  # (refreshed once a second by the server: `refresh`; Metrics asks this first)
+        if not self.active:  # (refreshed once a second by the server: `refresh`; Metrics asks this first)
             return
         namespace = record.namespace  # (`enabled` is keyed by stored names; charges name tables as clients do)
         for charge in record.charges:
+            if charge.index_name is not None and charge.items and self.indexes:
+                self._count_index(namespace, charge)
+                continue
             found = self.enabled.get(namespace + charge.table)
             if found is None or charge.key is None or charge.index_name is not None:
                 continue
@@ -82,18 +92,46 @@ class Insights:
         if rule is not None and sk and meta.range_key is not None:
             _add(self.counts.setdefault(rule, {}), f"{key}|{_text(meta.range_key.type, sk)}")
 
+    def _count_index(self, namespace: str, charge: Charge) -> None:
+        """Count the GSI key of an index charge, if the GSI has insights (its keys: see the module's doc)."""
+        assert charge.index_name is not None
+        found = self.indexes.get((namespace + charge.table, charge.index_name))
+        if found is None:
+            return
+        index, rules = found
+        item = next((item for item in reversed(charge.items)
+                     if item is not None and all(key.name in item for key in index.hash_keys)), None)
+        rule = rules.get("PKC")
+        if item is None or rule is None:
+            return
+        key = _values_text([item[key.name] for key in index.hash_keys])
+        _add(self.counts.setdefault(rule, {}), key)
+        rule = rules.get("SKC")
+        if rule is not None and index.range_keys and all(attribute.name in item for attribute in index.range_keys):
+            _add(self.counts.setdefault(rule, {}),
+                 f"{key}|{_values_text([item[attribute.name] for attribute in index.range_keys])}")
+
     def refresh(self) -> None:
-        """Read which tables have insights enabled (the server calls it about once a second)."""
+        """Read which tables and GSIs have insights enabled (the server calls it about once a second)."""
         engine = self._engine()
         enabled: dict[str, tuple[TableMeta, dict[str, str]]] = {}
+        indexes: dict[tuple[str, str], tuple[IndexMeta, dict[str, str]]] = {}
         for name in engine.list_tables():
             meta = engine.get_table(name)
-            setting = meta.contributor_insights.get("") if meta is not None else None
-            if meta is None or setting is None or setting["status"] != "ENABLED":
+            if meta is None:
                 continue
-            names, qualifier = rule_names(meta, "", setting), namespace_of(name)
-            enabled[name] = (meta, {rule.split("-")[1]: qualifier + rule for rule in names})
-        self.enabled = enabled
+            qualifier = namespace_of(name)
+            for index_name, setting in meta.contributor_insights.items():
+                index = meta.index(index_name) if index_name else None
+                if setting["status"] != "ENABLED" or (index_name and index is None):
+                    continue
+                rules = {rule.split("-")[1]: qualifier + rule for rule in rule_names(meta, index_name, setting)}
+                if index is None:
+                    enabled[name] = (meta, rules)
+                else:
+                    indexes[(name, index_name)] = (index, rules)
+        self.enabled, self.indexes = enabled, indexes
+        self.active = bool(enabled or indexes)
 
     def snapshot(self) -> dict[str, list[list[Any]]]:
         """Each rule's counted keys (for the other workers to sum)."""
@@ -110,3 +148,9 @@ def _add(keys: dict[str, float], key: str) -> None:
 def _text(key_type: str, encoded: bytes) -> str:
     """A key value as CloudWatch's reports show a contributor: the string, the number, the base64 of binary."""
     return str(next(iter(decode_key(key_type, encoded).values())))
+
+
+def _values_text(values: list[AttributeValue]) -> str:
+    """A GSI key's values as a contributor: each as `_text` shows it, joined by "|" if the key has several
+    attributes (best guess: how DynamoDB shows a multi-attribute key's contributor is not documented)."""
+    return "|".join(str(next(iter(value.values()))) for value in values)

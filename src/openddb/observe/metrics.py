@@ -92,7 +92,7 @@ class Metrics:
         charges = record.charges
         namespace = record.namespace  # (tables are counted by their stored names: see the module's doc)
         if len(charges) == 1:
-            _, table, index, is_global, units, write, _, _, _ = charges[0]
+            _, table, index, is_global, units, write, _, _, _, _ = charges[0]
             if namespace:
                 table = namespace + table
             series = self.series.get((table, record.operation)) or self._new_series(table, record.operation)
@@ -118,7 +118,7 @@ class Metrics:
         else:
             self._refused(record, table)
         insights = self.insights
-        if insights is not None and insights.enabled:  # (one listener, not two: a call less per request)
+        if insights is not None and insights.active:  # (one listener, not two: a call less per request)
             insights.observe(record)
 
     def _new_series(self, table: str, operation: str) -> list[float]:

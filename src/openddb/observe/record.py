@@ -33,6 +33,9 @@ class Charge(NamedTuple):
     key: StorageKey | None
     # A vector index's write: `size` is its VectorWriteRequestBytes, `units` 0 (reported apart from capacity)
     vector: bool = False
+    # An index's charge: the items whose index key it read or wrote, for listeners that count an index's keys
+    # (Contributor Insights): (old, new) of a write (either None), or the key values a Query on it named
+    items: tuple[dict[str, Any] | None, ...] = ()
 
 
 class RequestRecord:

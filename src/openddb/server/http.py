@@ -451,8 +451,9 @@ class HttpProtocol(asyncio.Protocol):
                 return
             operation = cloudwatch_wire.operation_of(url)
             if operation is not None:  # CloudWatch's reads of the metrics (server/cloudwatch_wire.py)
-                status, body, more = self.server.cloudwatch(operation, b"".join(self._body),
-                                                            headers.get(b"authorization"))
+                body = b"".join(self._body)
+                signed = SignedRequest(method, url, headers, body) if self.server.verifying else None
+                status, body, more = self.server.cloudwatch(operation, body, headers.get(b"authorization"), signed)
                 self._answer(render_extended(status, body, cloudwatch_wire.CONTENT_TYPE, request_id, keep_alive,
                                              extra + more, None), keep_alive)
                 return

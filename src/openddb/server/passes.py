@@ -26,6 +26,7 @@ from openddb.advisor.state import ServerState as AdvisedState
 from openddb.api.context import visible_table
 from openddb.api.incoming import Incoming
 from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.insights import Insights, namespace_of, rule_names
@@ -132,16 +133,20 @@ class ServerState:
         """GET /metrics: every worker's figures in Prometheus' text format (observe/prometheus.py)."""
         return prometheus.render(self.metrics.collected(), self.engine)
 
-    def cloudwatch(self, operation: str, body: bytes, authorization: bytes | None) -> tuple[int, bytes, bytes]:
-        """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines."""
+    def cloudwatch(self, operation: str, body: bytes, authorization: bytes | None,
+                   signed: SignedRequest | None) -> tuple[int, bytes, bytes]:
+        """A CloudWatch call on the metrics' history (server/cloudwatch_wire.py): status, CBOR body, header lines;
+        `signed`: what its signature covers, with --auth verify."""
+        signature = cloudwatch_wire.Signature(self.dispatcher.verifier, authorization, signed)
         snapshots, rules = self._caller_view(authorization)
-        return cloudwatch_wire.answer(operation, body, snapshots, rules)
+        return cloudwatch_wire.answer(operation, body, snapshots, rules, signature)
 
     def cloudwatch_json(self, incoming: Incoming) -> tuple[int, bytes]:
         """A CloudWatch call in the AWS JSON protocol, as the dispatcher hands it over (its X-Amz-Target)."""
         operation = incoming.target[len(CLOUDWATCH_TARGET):].decode("latin-1")
+        signature = cloudwatch_wire.Signature(self.dispatcher.verifier, incoming.authorization, incoming.signed)
         snapshots, rules = self._caller_view(incoming.authorization)
-        return cloudwatch_wire.answer_json(operation, incoming.body, snapshots, rules)
+        return cloudwatch_wire.answer_json(operation, incoming.body, snapshots, rules, signature)
 
     def _caller_view(self, authorization: bytes | None) -> tuple[Callable[[], list[dict[str, Any]]],
                                                                  Callable[[], set[str]]]:
