@@ -69,7 +69,7 @@ def pitr_off(state: ServerState, meta: TableMeta) -> list[Outcome]:
 
 
 def access_patterns(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    declared = advisor.settings.declared.get(meta.name)
+    declared = advisor.settings.declared.get(meta.stored_name, advisor.settings.declared.get(meta.name))
     if declared is None:
         return [NotChecked("access-pattern-undeclared", meta.name, "no access patterns declared for this table "
                            "(docs/ADVISOR.md: the advisor's configuration file)")]
