@@ -365,13 +365,25 @@ def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
         process.finish()
 
 
-def test_off_and_misconfigured(tmp_path: Path, server: ServerProcess) -> None:
-    """Off (the default) there is no report (404); a configuration file with an unknown threshold stops the
+def test_auto_off_and_misconfigured(tmp_path: Path) -> None:
+    """By default (auto) a server of one process advises, and one of several workers does not (each would see a part
+    of the traffic); --advisor off gives no report (404); a configuration file with an unknown threshold stops the
     server at start with the reason and exit status 2."""
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(server.endpoint + "/openddb/advisor")
-    refused.value.close()
-    assert refused.value.code == 404
+    def status(process: ServerProcess) -> int:
+        try:
+            with urllib.request.urlopen(process.endpoint + "/openddb/advisor") as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as refused:
+            refused.close()
+            return refused.code
+
+    for extra, expected in ((("--workers", "1"), 200), (("--workers", "2"), 404),
+                            (("--workers", "1", "--advisor", "off"), 404)):
+        process = ServerProcess(str(tmp_path / f"data-{len(extra)}-{extra[1]}"), *extra)
+        try:
+            assert status(process) == expected, extra
+        finally:
+            process.finish()
     config = tmp_path / "advisor.json"
     config.write_text(json.dumps({"thresholds": {"scans_per_hour": 3}}))
     done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--in-memory", "--port", "0", "--advisor", "on",
@@ -485,7 +497,7 @@ def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
         seen = report(process.endpoint, name)
         gets = [row for row in seen["access_patterns"] if row["operation"] == "GetItem"]
         assert gets[0]["count"] == 200 and gets[0]["read_units"] == 100.0
-        assert seen["window"]["requests_sampled"] >= 150
+        assert seen["window"]["requests_passed_over"] >= 150
         scans = [row for row in seen["access_patterns"] if row["operation"] == "Scan"]
         assert scans[0]["count"] == 3
         large = findings(process.endpoint, name, "item-large")

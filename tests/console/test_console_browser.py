@@ -377,3 +377,43 @@ def test_a_late_answer_does_not_draw_over_the_next_page(browser: Any, console_se
     assert browser.find_element("css selector", "h1").text == "PartiQL"
     assert browser.find_elements("css selector", "main table caption") == []
     assert browser.find_element("css selector", "#status").text == ""
+
+
+def test_console_shows_the_advisor(browser: Any, tmp_path: Path) -> None:
+    """The advisor's page lists a table's findings (Scans on the hot path, a large item) with their evidence, links
+    each to its table and to a query of the key it names, and shows the observed access patterns; a table's own
+    advisor view keeps to it."""
+    server = ServerProcess(None, "--advisor", "on")
+    try:
+        ddb: Any = make_client(server.endpoint)
+        name, other = unique_name("advised"), unique_name("quiet")
+        for table in (name, other):
+            ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "body": {"S": "x" * 120_000}})
+        for _ in range(5):
+            ddb.scan(TableName=name)
+        page = Page(browser, tmp_path / "screenshots")
+        browser.get(server.endpoint + "/console#/advisor")
+        page.heading("Advisor")
+        page.text_in('[data-testid="advisor-summary"]', "findings over")
+        assert page.text_in('tr[data-rule="scan-hot-path"]', name).text.startswith("Error")
+        large = page.text_in('tr[data-rule="item-large"]', name)
+        assert "Query big" in large.text
+        page.text_in("table.patterns tbody tr", "Scan")
+        page.assert_labelled()
+        page.shot("advisor")
+        large.find_element("css selector", "a.key").click()  # the key's link: a query of its partition, run
+        page.heading(f"Query {name}")
+        page.text_in('[data-testid="counts"]', "1 item returned")
+        page.click("nav.subnav a", "Advisor")  # the table's own advisor view
+        page.heading(f"Advisor: {name}")
+        page.text_in('tr[data-rule="scan-hot-path"]', name)
+        rows = browser.find_elements("css selector", "table.findings tbody tr, table.patterns tbody tr")
+        assert rows and all(other not in row.text for row in rows)
+        page.text_in('tr[data-rule="scan-hot-path"] a', name).click()
+        page.heading(f"Table {name}")
+        page.shot("advisor-table")
+    finally:
+        server.finish()

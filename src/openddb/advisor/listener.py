@@ -60,7 +60,8 @@ class Advisor:
         self.second_ends = time.monotonic() + 1.0
         self.passed = 0
         self.weight = 1
-        self.sampled = 0  # calls passed over in all
+        self.passed_over = 0  # calls passed over in all (counted from a sample)
+        self.observing = 0.0  # seconds spent observing calls in full, in all
         self._handlers: dict[str, Callable[[RequestRecord, dict[str, Any], Client, float], None]] = {
             "GetItem": self._get, "PutItem": self._write, "UpdateItem": self._write, "DeleteItem": self._write,
             "Query": self._query, "Scan": self._scan, "BatchGetItem": self._batch, "BatchWriteItem": self._batch,
@@ -79,7 +80,7 @@ class Advisor:
             if passed < self.every:
                 return
             weight, self.passed = passed, 0
-            self.sampled += passed - 1
+            self.passed_over += passed - 1
             moment = time.monotonic()
             if moment >= self.second_ends:  # a new second, a new budget
                 self.spent, self.second_ends = 0.0, moment + 1.0
@@ -98,7 +99,9 @@ class Advisor:
             if record.status == 200 and not self._failed:
                 self._failed = True
                 log.exception("the advisor could not observe a %s request", record.operation)
-        self.spent += time.perf_counter() - started
+        spent = time.perf_counter() - started
+        self.spent += spent
+        self.observing += spent
 
     def table(self, name: str) -> TableObservations:
         """The observations of the table stored as `name` (its namespace and its name: observe/record.py), made on

@@ -35,11 +35,13 @@ class Scope:
     region: str | None = None
 
     def covers(self, stored: str) -> bool:
-        """Whether the table stored as `stored` ("[<account>/<region>/]<name>") is in the scope."""
+        """Whether the table stored as `stored` ("[<account>/<region>/]<name>") is in the scope (a table of the
+        shared namespace is in every account and region)."""
         namespace, _, name = stored.rpartition("/")
         account, _, region = namespace.partition("/")
-        return ((self.table is None or name == self.table) and (self.account is None or account == self.account)
-                and (self.region is None or region == self.region))
+        return ((self.table is None or name == self.table)
+                and (not namespace or ((self.account is None or account == self.account)
+                                       and (self.region is None or region == self.region))))
 
 
 def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, since: float | None = None
@@ -87,7 +89,8 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
             "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
             "access_patterns": patterns,
             "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
-                       "requests_observed": advisor.requests, "requests_sampled": advisor.sampled,
+                       "requests_observed": advisor.requests, "requests_passed_over": advisor.passed_over,
+                       "observing_seconds": round(advisor.observing, 6),
                        "tables": names, "deleted_tables": gone,
                        "configuration": advisor.settings.source or "defaults"},
             "rules": sorted(RULES)}
