@@ -4,6 +4,7 @@ of each step are kept under the test's temporary directory."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -417,3 +418,53 @@ def test_console_shows_the_advisor(browser: Any, tmp_path: Path) -> None:
         page.shot("advisor-table")
     finally:
         server.finish()
+
+
+def test_console_charts_a_tables_metrics(browser: Any, console_server: ServerProcess, tmp_path: Path) -> None:
+    """A table's Metrics tab charts its throughput and latency per minute from CloudWatch's figures on the server's
+    port, and after Contributor Insights is enabled from the page, its partition heat map shows the key read most."""
+    ddb: Any = make_client(console_server.endpoint)
+    name = unique_name("charted")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    for i in range(10):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+    page = Page(browser, tmp_path / "screenshots")
+    browser.get(console_server.endpoint + f"/console#/metrics/{name}")
+    page.heading(f"Metrics of {name}")
+    page.text_in("figure figcaption", "Throughput (capacity units per minute)")
+    page.text_in("figure figcaption", "Latency (ms, average per minute)")
+    turns = itertools.count()
+
+    def drawn_until(check: Any) -> None:
+        """Once the page is drawn, draw it again (the figures reach the history within a second or two) until
+        `check` holds."""
+        def again(driver: Any) -> bool:
+            if driver.find_elements("xpath", "//main/p[text()='Loading…']"):
+                return False  # (still drawing: a new draw now would drop this one's answers)
+            if check(driver):
+                return True
+            driver.execute_script("location.hash = arguments[0]", f"#/metrics/{name}/{(900, 3600)[next(turns) % 2]}")
+            return False
+        page.wait.until(again)
+
+    # Ten 1-unit writes, in one minute or across two: the write units column adds up to 10.
+    drawn_until(lambda driver: driver.execute_script(
+        "const rows = document.querySelectorAll('[data-testid=\"data-Throughput\"] tbody tr');"
+        "return [...rows].reduce((sum, row) => sum + (Number(row.cells[2].textContent) || 0), 0) === 10"))
+    page.click("main button", "Enable Contributor Insights")
+    page.text_in("#status", f"Contributor Insights enabled on {name}")
+    assert ddb.describe_contributor_insights(TableName=name)["ContributorInsightsStatus"] == "ENABLED"
+
+    def hottest(driver: Any) -> bool:
+        # (reads go on while the page is drawn again: insights count a table's keys from when the server has seen
+        # them enabled, a moment after the call)
+        for _ in range(5):
+            ddb.get_item(TableName=name, Key={"pk": {"S": "k3"}})
+        ddb.get_item(TableName=name, Key={"pk": {"S": "k4"}})
+        rows = driver.find_elements("css selector", '[data-testid="heat-keys"] tbody tr')
+        return bool(rows) and rows[0].text.startswith("k3")
+    drawn_until(hottest)
+    page.assert_labelled()
+    page.shot("metrics")

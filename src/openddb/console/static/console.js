@@ -286,7 +286,7 @@ function createPage() {
 
 function tableNav(name, current) {
   const views = [["table", "Overview"], ["items", "Items"], ["query", "Query"], ["stream", "Stream"],
-                 ["advisor", "Advisor"]];
+                 ["metrics", "Metrics"], ["advisor", "Advisor"]];
   return h("nav", { "aria-label": `Table ${name}`, class: "subnav" }, views.map(([view, label]) =>
     h("a", { href: `#/${view}/${encodeURIComponent(name)}`, "aria-current": view === current ? "page" : false }, label)));
 }
