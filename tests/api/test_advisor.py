@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,7 @@ THRESHOLDS = {"hot_key_min_requests": 100, "gsi_unused_writes": 20, "monotonic_m
               "batch_burst_seconds": 5.0,  # (wide: a loaded test machine serves 10 reads slowly)
               "observe_budget": 1}  # (every request observed, however slow the machine: sampling is tested apart)
 DECLARED = "advisor-declared-" + uuid.uuid4().hex[:6]
+DECLARED_KEPT = "advisor-kept-" + uuid.uuid4().hex[:6]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,9 @@ def advised() -> Iterator[ServerProcess]:
         config = Path(directory) / "advisor.json"
         config.write_text(json.dumps({"thresholds": THRESHOLDS, "tables": {DECLARED: {"access_patterns": [
             {"operation": "Query", "index": None, "key_condition": "pk = ?"},
-            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"}]}}}))
+            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"}]},
+            DECLARED_KEPT: {"access_patterns": [{"operation": "Query", "key_condition": "pk = ?"},
+                                                {"operation": "PutItem"}]}}}))
         process = ServerProcess(None, "--advisor-config", str(config))
         try:
             yield process
@@ -282,6 +286,21 @@ def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
     assert findings(advised.endpoint, DECLARED, "pitr-off") == []
 
 
+def test_declared_access_patterns_kept(advised: ServerProcess) -> None:
+    """A table whose traffic is its declared patterns, each of them used, breaks no rule at all."""
+    ddb = client(advised.endpoint)
+    ddb.create_table(TableName=DECLARED_KEPT, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    ddb.update_continuous_backups(TableName=DECLARED_KEPT,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    ddb.put_item(TableName=DECLARED_KEPT, Item={"pk": {"S": "x"}})
+    ddb.query(TableName=DECLARED_KEPT, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "x"}})
+    assert findings(advised.endpoint, DECLARED_KEPT) == []
+    assert "access-pattern-undeclared" not in {entry["rule"] for entry in
+                                               report(advised.endpoint, DECLARED_KEPT)["not_checked"]}
+
+
 def test_broad_policies(advised: ServerProcess) -> None:
     """An IAM user's policy granting dynamodb:* on every resource is found; a narrow one is not."""
     iam = boto3.client("iam", endpoint_url=advised.endpoint, region_name="us-east-1", aws_access_key_id="root",
@@ -321,6 +340,21 @@ def test_advise_command_formats(advised: ServerProcess) -> None:
     assert text.returncode == 0 and "scan-hot-path" in text.stdout and "Observed access patterns" in text.stdout
     later = advise("--format", "json", "--since", str(time.time() + 60))
     assert json.loads(later.stdout)["findings"] == []
+    # A table whose one finding is a warning (point-in-time recovery off): --fail-on error passes, warning fails.
+    warned = f"unbacked-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(TableName=warned, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    for fail_on, status in (("error", 0), ("warning", 1)):
+        done = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", advised.endpoint, "--table",
+                               warned, "--fail-on", fail_on], capture_output=True, text=True, timeout=60)
+        assert done.returncode == status and "WARNING pitr-off" in done.stdout, (fail_on, done.stdout)
+    with socket.socket() as unused:  # (a port nothing listens on: the report cannot be read)
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    unreachable = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", nowhere],
+                                 capture_output=True, text=True, timeout=60)
+    assert unreachable.returncode == 2 and "openddb advise:" in unreachable.stderr
 
 
 def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
