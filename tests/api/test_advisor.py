@@ -40,7 +40,8 @@ def advised() -> Iterator[ServerProcess]:
         config = Path(directory) / "advisor.json"
         config.write_text(json.dumps({"thresholds": THRESHOLDS, "tables": {DECLARED: {"access_patterns": [
             {"operation": "Query", "index": None, "key_condition": "pk = ?"},
-            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"}]},
+            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"},
+            {"operation": "Scan"}, {"operation": "Query", "key_condition": "email = ?"}]},
             DECLARED_KEPT: {"access_patterns": [{"operation": "Query", "key_condition": "pk = ?"},
                                                 {"operation": "PutItem"}]}}}))
         process = ServerProcess(None, "--advisor-config", str(config))
@@ -265,7 +266,8 @@ def test_collections_capacity_and_destructive_changes(advised: ServerProcess) ->
 
 
 def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
-    """With declared patterns, an undeclared one and a declared one no index can serve are reported; a table
+    """With declared patterns, an undeclared one, a declared one never served, one naming an index the table lacks
+    and a Query the table's key cannot serve (no equality on its partition key) are reported; a table
     without point-in-time recovery is reported until it is turned on; the store's encryption is "not checked"
     here, never a pass."""
     ddb = client(advised.endpoint)
@@ -276,7 +278,12 @@ def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
     ddb.get_item(TableName=DECLARED, Key={"pk": {"S": "x"}})
     kinds = {(f["evidence"]["kind"], f["evidence"]["operation"], f["evidence"]["index"])
              for f in findings(advised.endpoint, DECLARED, "access-pattern-undeclared")}
-    assert kinds == {("observed-undeclared", "GetItem", None), ("declared-unserved", "Query", "byMissing")}
+    assert kinds == {("observed-undeclared", "GetItem", None), ("declared-unserved", "Query", "byMissing"),
+                     ("declared-unserved", "Scan", None), ("declared-unserved", "Query", None)}
+    unservable = [f["evidence"] for f in findings(advised.endpoint, DECLARED, "access-pattern-undeclared")
+                  if f["evidence"].get("key_mismatch")]
+    assert [(e["key_condition"], e["key_mismatch"]) for e in unservable] == [
+        ("email = ?", "no equality on the partition key pk")]
     unchecked = {(entry["rule"], entry["table"]) for entry in report(advised.endpoint, DECLARED)["not_checked"]}
     assert ("encryption-off", DECLARED) in unchecked
     (pitr,) = findings(advised.endpoint, DECLARED, "pitr-off")
