@@ -6,15 +6,15 @@
    passes a call over, and one full observation in sample_every), and from them the advisor's cost per call on
    a server serving 2,000, 10,000 and 20,000 calls a second (the budget, observe_budget of each second, spread
    over its calls, plus the sampled cost).
-2. Memory: synthetic GetItem and PutItem records over many distinct keys fed to one advisor observing every one
-   (tracemalloc: the bytes it holds after N records).
+2. Memory: synthetic GetItem and PutItem records over many distinct keys fed to one advisor observing every one:
+   the bytes it holds after N records (sys.getsizeof over its object graph; `--tracemalloc` to trace them).
 
     python benchmarks/advisor.py                      # 1,000,000 records for the memory figure
     python benchmarks/advisor.py --records 10000000
     python benchmarks/advisor.py --profile query      # cProfile of observing Query records, every one in full
 
 For the cost on a running server (throughput and server CPU per request, advisor on against off in one run) see
-benchmarks/streams.py --baseline HEAD --new-args="--advisor on" (docs/ADVISOR.md).
+benchmarks/streams.py --baseline HEAD --baseline-args="--advisor off" --new-args="--advisor on" (docs/ADVISOR.md).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ import dataclasses
 import gc
 import pstats
 import random
+import sys
 import time
 import tracemalloc
+import types
 import uuid
 from typing import Any
 
@@ -117,7 +119,28 @@ def synthetic(count: int, table: str) -> list[RequestRecord]:
     return made
 
 
-def memory(count: int, batch: int, thresholds: Thresholds) -> str:
+def held_bytes(advisor: Advisor) -> int:
+    """The bytes of the objects the advisor's observations hold (sys.getsizeof over their object graph, each object
+    once; the engine, settings, bound handlers, classes, functions and modules left out): without tracemalloc,
+    whose tracing slows a run of millions of records tenfold, and which counts the key encoder's cache of this
+    script's synthetic keys beside the advisor's own objects."""
+    skipped = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType, Engine,
+               Settings, Thresholds)
+    seen: set[int] = set()
+    total = 0
+    pending = [value for name, value in vars(advisor).items() if name not in ("engine_of", "settings", "limits",
+                                                                            "_handlers")]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen or isinstance(item, skipped):
+            continue
+        seen.add(id(item))
+        total += sys.getsizeof(item)
+        pending.extend(gc.get_referents(item))
+    return total
+
+
+def memory(count: int, batch: int, thresholds: Thresholds, traced: bool) -> str:
     engine = open_sqlite(None, "normal")
     table = "bench-" + uuid.uuid4().hex[:6]
     engine.create_table(TableMeta(name=table, table_id=0, uuid=str(uuid.uuid4()), hash_key=KeyAttribute("pk", "S"),
@@ -125,9 +148,10 @@ def memory(count: int, batch: int, thresholds: Thresholds) -> str:
                                                                           "AttributeType": "S"}],
                                   created_at=time.time(), billing_mode="PAY_PER_REQUEST"))
     gc.collect()
-    tracemalloc.start()
+    if traced:
+        tracemalloc.start()
     advisor = Advisor(Settings(thresholds), lambda: engine)
-    before = tracemalloc.get_traced_memory()[0]
+    before = tracemalloc.get_traced_memory()[0] if traced else 0
     done = 0
     while done < count:
         records = synthetic(min(batch, count - done), table)
@@ -136,10 +160,14 @@ def memory(count: int, batch: int, thresholds: Thresholds) -> str:
         done += len(records)
         del records
         gc.collect()
-    held = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    if traced:
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+    else:
+        held = held_bytes(advisor)
+    how = "tracemalloc" if traced else "sys.getsizeof over its object graph"
     return (f"{done:,} records (GetItem and PutItem over {done // 2:,} keys): the advisor holds {held / 1024:,.0f} "
-            f"KiB ({len(advisor.races.items):,} item entries, "
+            f"KiB ({how}; {len(advisor.races.items):,} item entries, "
             f"{sum(len(t.keys.counters) for t in advisor.tables.values())} heavy-hitter counters)")
 
 
@@ -151,8 +179,14 @@ def main() -> None:
     parser.add_argument("--captured", type=int, default=500, help="real records captured per operation")
     parser.add_argument("--repeat", type=int, default=20, help="passes over the captured records")
     parser.add_argument("--profile", choices=OPERATIONS, help="profile observing this operation's records in full")
+    parser.add_argument("--tracemalloc", action="store_true", help="measure the memory with tracemalloc (slow over "
+                                                                   "millions of records) instead of sys.getsizeof")
+    parser.add_argument("--memory-only", action="store_true", help="the memory figure alone")
     args = parser.parse_args()
     every = dataclasses.replace(Thresholds(), observe_budget=1.0)
+    if args.memory_only:
+        print(memory(args.records, args.batch, every, args.tracemalloc))
+        return
     found, server = captured(args.captured)
     engine = server._current().engine
     try:
@@ -180,7 +214,8 @@ def main() -> None:
             print(f"| {operation} | {full:.2f} | {sampled:.2f} | " + " | ".join(f"{cost:.2f}" for cost in at) + " |")
     finally:
         server.stop()
-    print(memory(args.records, args.batch, every))  # (every record observed: the bounded maps at their fullest)
+    # (every record observed in full: the bounded maps at their fullest)
+    print(memory(args.records, args.batch, every, args.tracemalloc))
 
 
 if __name__ == "__main__":
