@@ -498,6 +498,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--new-args", default="", metavar="ARGS",
                         help='more `openddb serve` options for the new server only (e.g. "--advisor on" with '
                              "--baseline HEAD: one option on against off in one run)")
+    parser.add_argument("--baseline-args", default="", metavar="ARGS",
+                        help='more `openddb serve` options for the baseline server only (e.g. "--advisor off" with '
+                             '--baseline HEAD and --new-args="--advisor on")')
     parser.add_argument("--no-save", action="store_true", help="write no JSON lines under benchmarks/results/")
     args = parser.parse_args(argv)
     args.workloads = [label.strip() for label in args.workloads.split(",") if label.strip()]
@@ -569,7 +572,7 @@ def run(args: argparse.Namespace, samples: list[Sample], tmp: str, loop_name: st
         for server in servers:
             check_source(server.src)
             server.start(args.workers, args.log_level,
-                         tuple(shlex.split(args.new_args)) if server.name == "new" else ())
+                         tuple(shlex.split(args.new_args if server.name == "new" else args.baseline_args)))
         for server in servers:
             server.wait_ready()
         asyncio.run(run_rounds(servers, args, samples, save))

@@ -163,9 +163,12 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--split-for-heat", type=_seconds, default=DEFAULT_HEAT_SECONDS, metavar="SECONDS",
                        help="with --throttling on, how long a partition runs at its limit before it splits for heat "
                             f"(default {DEFAULT_HEAT_SECONDS:g}; a split spreads its keys over two partitions)")
-    serve.add_argument("--advisor", choices=("on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "off"),
-                       help="on: the standards advisor observes every request and reports at GET /openddb/advisor "
-                            "(`openddb advise`); off (the default: it costs get/put CPU, docs/ADVISOR.md)")
+    serve.add_argument("--advisor", choices=("auto", "on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "auto"),
+                       help="on: the standards advisor observes the requests (sampled on a busy server) and reports "
+                            "at GET /openddb/advisor (`openddb advise`), from one process unless --workers is given; "
+                            "auto (the default): on where the server is one process (--in-memory, --dev, "
+                            "--workers 1) or --advisor-config is given, off where several processes would each see "
+                            "a part; off: nothing observed (docs/ADVISOR.md)")
     serve.add_argument("--advisor-config", metavar="FILE", default=os.environ.get("OPENDDB_ADVISOR_CONFIG"),
                        help="the advisor's thresholds and declared access patterns (JSON; docs/ADVISOR.md)")
 
@@ -718,11 +721,15 @@ def _start(args: argparse.Namespace) -> int:
     if args.dev and args.workers not in (None, 1):
         raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
                            "leave out --workers")
+    if args.advisor == "auto" and args.advisor_config:  # (a configuration asks for the advisor)
+        args.advisor = "on"
     workers = args.workers or os.cpu_count() or 1
     if args.in_memory or args.dev or (args.advisor == "on" and args.workers is None):
         # An in-memory store lives in one process; a --dev server's clock too; and the advisor's observations,
         # unless --workers asks for more (then each worker advises on the requests it serves).
         workers = 1
+    if args.advisor == "auto":  # (on where one process sees every request: its report is the whole traffic's)
+        args.advisor = "on" if workers == 1 else "off"
     if args.advisor == "on":
         _advisor_settings(args)  # (a mistake in its file is reported before anything is served)
         if workers > 1:

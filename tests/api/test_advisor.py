@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,8 +28,10 @@ from tests.conftest import ServerProcess
 THRESHOLDS = {"hot_key_min_requests": 100, "gsi_unused_writes": 20, "monotonic_min_keys": 20,
               "collection_appends": 20, "capacity_min_seconds": 0, "scan_discard_min_scanned": 20,
               "strong_read_min": 20, "projection_all_min_reads": 10,
-              "batch_burst_seconds": 5.0}  # (wide: a loaded test machine serves 10 reads slowly)
+              "batch_burst_seconds": 5.0,  # (wide: a loaded test machine serves 10 reads slowly)
+              "observe_budget": 1}  # (every request observed, however slow the machine: sampling is tested apart)
 DECLARED = "advisor-declared-" + uuid.uuid4().hex[:6]
+DECLARED_KEPT = "advisor-kept-" + uuid.uuid4().hex[:6]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,10 @@ def advised() -> Iterator[ServerProcess]:
         config = Path(directory) / "advisor.json"
         config.write_text(json.dumps({"thresholds": THRESHOLDS, "tables": {DECLARED: {"access_patterns": [
             {"operation": "Query", "index": None, "key_condition": "pk = ?"},
-            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"}]}}}))
+            {"operation": "Query", "index": "byMissing", "key_condition": "email = ?"},
+            {"operation": "Scan"}, {"operation": "Query", "key_condition": "email = ?"}]},
+            DECLARED_KEPT: {"access_patterns": [{"operation": "Query", "key_condition": "pk = ?"},
+                                                {"operation": "PutItem"}]}}}))
         process = ServerProcess(None, "--advisor-config", str(config))
         try:
             yield process
@@ -260,7 +266,8 @@ def test_collections_capacity_and_destructive_changes(advised: ServerProcess) ->
 
 
 def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
-    """With declared patterns, an undeclared one and a declared one no index can serve are reported; a table
+    """With declared patterns, an undeclared one, a declared one never served, one naming an index the table lacks
+    and a Query the table's key cannot serve (no equality on its partition key) are reported; a table
     without point-in-time recovery is reported until it is turned on; the store's encryption is "not checked"
     here, never a pass."""
     ddb = client(advised.endpoint)
@@ -271,7 +278,12 @@ def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
     ddb.get_item(TableName=DECLARED, Key={"pk": {"S": "x"}})
     kinds = {(f["evidence"]["kind"], f["evidence"]["operation"], f["evidence"]["index"])
              for f in findings(advised.endpoint, DECLARED, "access-pattern-undeclared")}
-    assert kinds == {("observed-undeclared", "GetItem", None), ("declared-unserved", "Query", "byMissing")}
+    assert kinds == {("observed-undeclared", "GetItem", None), ("declared-unserved", "Query", "byMissing"),
+                     ("declared-unserved", "Scan", None), ("declared-unserved", "Query", None)}
+    unservable = [f["evidence"] for f in findings(advised.endpoint, DECLARED, "access-pattern-undeclared")
+                  if f["evidence"].get("key_mismatch")]
+    assert [(e["key_condition"], e["key_mismatch"]) for e in unservable] == [
+        ("email = ?", "no equality on the partition key pk")]
     unchecked = {(entry["rule"], entry["table"]) for entry in report(advised.endpoint, DECLARED)["not_checked"]}
     assert ("encryption-off", DECLARED) in unchecked
     (pitr,) = findings(advised.endpoint, DECLARED, "pitr-off")
@@ -279,6 +291,21 @@ def test_declared_access_patterns_and_state(advised: ServerProcess) -> None:
     ddb.update_continuous_backups(TableName=DECLARED,
                                   PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
     assert findings(advised.endpoint, DECLARED, "pitr-off") == []
+
+
+def test_declared_access_patterns_kept(advised: ServerProcess) -> None:
+    """A table whose traffic is its declared patterns, each of them used, breaks no rule at all."""
+    ddb = client(advised.endpoint)
+    ddb.create_table(TableName=DECLARED_KEPT, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    ddb.update_continuous_backups(TableName=DECLARED_KEPT,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    ddb.put_item(TableName=DECLARED_KEPT, Item={"pk": {"S": "x"}})
+    ddb.query(TableName=DECLARED_KEPT, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "x"}})
+    assert findings(advised.endpoint, DECLARED_KEPT) == []
+    assert "access-pattern-undeclared" not in {entry["rule"] for entry in
+                                               report(advised.endpoint, DECLARED_KEPT)["not_checked"]}
 
 
 def test_broad_policies(advised: ServerProcess) -> None:
@@ -320,6 +347,21 @@ def test_advise_command_formats(advised: ServerProcess) -> None:
     assert text.returncode == 0 and "scan-hot-path" in text.stdout and "Observed access patterns" in text.stdout
     later = advise("--format", "json", "--since", str(time.time() + 60))
     assert json.loads(later.stdout)["findings"] == []
+    # A table whose one finding is a warning (point-in-time recovery off): --fail-on error passes, warning fails.
+    warned = f"unbacked-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(TableName=warned, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    for fail_on, status in (("error", 0), ("warning", 1)):
+        done = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", advised.endpoint, "--table",
+                               warned, "--fail-on", fail_on], capture_output=True, text=True, timeout=60)
+        assert done.returncode == status and "WARNING pitr-off" in done.stdout, (fail_on, done.stdout)
+    with socket.socket() as unused:  # (a port nothing listens on: the report cannot be read)
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    unreachable = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", nowhere],
+                                 capture_output=True, text=True, timeout=60)
+    assert unreachable.returncode == 2 and "openddb advise:" in unreachable.stderr
 
 
 def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
@@ -364,13 +406,25 @@ def test_throttled_retries_without_backoff(tmp_path: Path) -> None:
         process.finish()
 
 
-def test_off_and_misconfigured(tmp_path: Path, server: ServerProcess) -> None:
-    """Off (the default) there is no report (404); a configuration file with an unknown threshold stops the
+def test_auto_off_and_misconfigured(tmp_path: Path) -> None:
+    """By default (auto) a server of one process advises, and one of several workers does not (each would see a part
+    of the traffic); --advisor off gives no report (404); a configuration file with an unknown threshold stops the
     server at start with the reason and exit status 2."""
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(server.endpoint + "/openddb/advisor")
-    refused.value.close()
-    assert refused.value.code == 404
+    def status(process: ServerProcess) -> int:
+        try:
+            with urllib.request.urlopen(process.endpoint + "/openddb/advisor") as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as refused:
+            refused.close()
+            return refused.code
+
+    for extra, expected in ((("--workers", "1"), 200), (("--workers", "2"), 404),
+                            (("--workers", "1", "--advisor", "off"), 404)):
+        process = ServerProcess(str(tmp_path / f"data-{len(extra)}-{extra[1]}"), *extra)
+        try:
+            assert status(process) == expected, extra
+        finally:
+            process.finish()
     config = tmp_path / "advisor.json"
     config.write_text(json.dumps({"thresholds": {"scans_per_hour": 3}}))
     done = subprocess.run([sys.executable, "-m", "openddb", "serve", "--in-memory", "--port", "0", "--advisor", "on",
@@ -410,3 +464,86 @@ def test_malformed_refused_requests_are_left_unobserved(advised: ServerProcess) 
         assert answer.status == 400 and "__type" in json.loads(answer.read())
         connection.close()
     assert "Traceback" not in advised.output()
+
+
+FIRST, SECOND = "111111111111", "222222222222"
+ROOTS = {FIRST: ("AKIDADVISORONE", "secret-one"), SECOND: ("AKIDADVISORTWO", "secret-two")}
+
+
+def test_findings_per_account_and_region(tmp_path: Path) -> None:
+    """With --namespaces account-region, two accounts' tables of one name are two tables to the advisor: the first
+    account's Scans give it findings and a Scan pattern, named by its account and region; the second account's
+    Queries of its own table give none, and `account=`/`region=` (and `openddb advise --account`) keep one
+    account's. (Before, the advisor looked tables up without the caller's namespace and reported nothing.)"""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 1}}))
+    roots = [option for account, (key, secret) in ROOTS.items()
+             for option in ("--root-credentials", f"{key}:{secret}@{account}")]
+    process = ServerProcess(None, "--auth", "verify", "--namespaces", "account-region", *roots,
+                            "--advisor-config", str(config))
+    try:
+        name = f"shared-name-{uuid.uuid4().hex[:8]}"
+        first, second = (boto3.client("dynamodb", endpoint_url=process.endpoint, region_name="eu-west-1",
+                                      aws_access_key_id=ROOTS[account][0], aws_secret_access_key=ROOTS[account][1],
+                                      config=Config(retries={"max_attempts": 1})) for account in (FIRST, SECOND))
+        for ddb in (first, second):
+            ddb.create_table(TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             BillingMode="PAY_PER_REQUEST")
+            ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
+                "PointInTimeRecoveryEnabled": True})
+            ddb.put_item(TableName=name, Item={"pk": {"S": "a"}})
+        for _ in range(5):
+            first.scan(TableName=name, FilterExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
+            second.query(TableName=name, KeyConditionExpression="pk = :v",
+                         ExpressionAttributeValues={":v": {"S": "a"}})
+        whole = report(process.endpoint, name)
+        hot = [f for f in whole["findings"] if f["rule"] == "scan-hot-path"]
+        assert [(f["table"], f["account"], f["region"], f["evidence"]["scans"]) for f in hot] == [
+            (name, FIRST, "eu-west-1", 5)]
+        assert [f for f in whole["findings"] if f["account"] == SECOND] == []
+        patterns = {(row["account"], row["operation"]): row["count"] for row in whole["access_patterns"]}
+        assert patterns[(FIRST, "Scan")] == 5 and patterns[(SECOND, "Query")] == 5
+        assert (FIRST, "Query") not in patterns and (SECOND, "Scan") not in patterns
+        assert {f"{FIRST}/eu-west-1/{name}", f"{SECOND}/eu-west-1/{name}"} <= set(whole["window"]["tables"])
+        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&account={SECOND}") as answer:
+            only = json.loads(answer.read())
+        assert only["findings"] == [] and {row["account"] for row in only["access_patterns"]} == {SECOND}
+        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&region=us-east-1") as answer:
+            assert json.loads(answer.read())["access_patterns"] == []
+        junit = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", process.endpoint, "--table",
+                                name, "--account", FIRST, "--format", "junit"], capture_output=True, text=True,
+                               timeout=60)
+        suites = [suite.get("name") for suite in ElementTree.fromstring(junit.stdout).iter("testsuite")]
+        assert suites == [f"{FIRST}/eu-west-1/{name}"]
+    finally:
+        process.finish()
+
+
+def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
+    """With the time budget spent (observe_budget 0: at once), one successful GetItem or PutItem in sample_every is
+    observed and counted for the ones passed over: the pattern counts and the hot key's share stay right within a
+    sample's error, a large item is observed all the same, and a Scan (never sampled) is counted exactly."""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 0, "sample_every": 4, "hot_key_min_requests": 100}}))
+    process = ServerProcess(None, "--advisor-config", str(config))
+    try:
+        ddb = client(process.endpoint)
+        name = table(ddb, "sampled")
+        for i in range(200):
+            ddb.get_item(TableName=name, Key={"pk": {"S": "hot" if i % 2 else f"k{i}"}})
+        ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "body": {"S": "x" * 120_000}})
+        for _ in range(3):
+            ddb.scan(TableName=name)
+        seen = report(process.endpoint, name)
+        gets = [row for row in seen["access_patterns"] if row["operation"] == "GetItem"]
+        assert gets[0]["count"] == 200 and gets[0]["read_units"] == 100.0
+        assert seen["window"]["requests_passed_over"] >= 150
+        scans = [row for row in seen["access_patterns"] if row["operation"] == "Scan"]
+        assert scans[0]["count"] == 3
+        large = findings(process.endpoint, name, "item-large")
+        assert large and large[0]["evidence"]["largest_key"] == {"pk": {"S": "big"}}
+        hot = findings(process.endpoint, name, "hot-partition")
+        assert hot and hot[0]["evidence"]["key"] == {"S": "hot"} and hot[0]["evidence"]["share_at_least"] >= 0.4
+    finally:
+        process.finish()

@@ -4,6 +4,7 @@ of each step are kept under the test's temporary directory."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -377,3 +378,93 @@ def test_a_late_answer_does_not_draw_over_the_next_page(browser: Any, console_se
     assert browser.find_element("css selector", "h1").text == "PartiQL"
     assert browser.find_elements("css selector", "main table caption") == []
     assert browser.find_element("css selector", "#status").text == ""
+
+
+def test_console_shows_the_advisor(browser: Any, tmp_path: Path) -> None:
+    """The advisor's page lists a table's findings (Scans on the hot path, a large item) with their evidence, links
+    each to its table and to a query of the key it names, and shows the observed access patterns; a table's own
+    advisor view keeps to it."""
+    server = ServerProcess(None, "--advisor", "on")
+    try:
+        ddb: Any = make_client(server.endpoint)
+        name, other = unique_name("advised"), unique_name("quiet")
+        for table in (name, other):
+            ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "body": {"S": "x" * 120_000}})
+        for _ in range(5):
+            ddb.scan(TableName=name)
+        page = Page(browser, tmp_path / "screenshots")
+        browser.get(server.endpoint + "/console#/advisor")
+        page.heading("Advisor")
+        page.text_in('[data-testid="advisor-summary"]', "findings over")
+        assert page.text_in('tr[data-rule="scan-hot-path"]', name).text.startswith("Error")
+        large = page.text_in('tr[data-rule="item-large"]', name)
+        assert "Query big" in large.text
+        page.text_in("table.patterns tbody tr", "Scan")
+        page.assert_labelled()
+        page.shot("advisor")
+        large.find_element("css selector", "a.key").click()  # the key's link: a query of its partition, run
+        page.heading(f"Query {name}")
+        page.text_in('[data-testid="counts"]', "1 item returned")
+        page.click("nav.subnav a", "Advisor")  # the table's own advisor view
+        page.heading(f"Advisor: {name}")
+        page.text_in('tr[data-rule="scan-hot-path"]', name)
+        rows = browser.find_elements("css selector", "table.findings tbody tr, table.patterns tbody tr")
+        assert rows and all(other not in row.text for row in rows)
+        page.text_in('tr[data-rule="scan-hot-path"] a', name).click()
+        page.heading(f"Table {name}")
+        page.shot("advisor-table")
+    finally:
+        server.finish()
+
+
+def test_console_charts_a_tables_metrics(browser: Any, console_server: ServerProcess, tmp_path: Path) -> None:
+    """A table's Metrics tab charts its throughput and latency per minute from CloudWatch's figures on the server's
+    port, and after Contributor Insights is enabled from the page, its partition heat map shows the key read most."""
+    ddb: Any = make_client(console_server.endpoint)
+    name = unique_name("charted")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    for i in range(10):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+    page = Page(browser, tmp_path / "screenshots")
+    browser.get(console_server.endpoint + f"/console#/metrics/{name}")
+    page.heading(f"Metrics of {name}")
+    page.text_in("figure figcaption", "Throughput (capacity units per minute)")
+    page.text_in("figure figcaption", "Latency (ms, average per minute)")
+    turns = itertools.count()
+
+    def drawn_until(check: Any) -> None:
+        """Once the page is drawn, draw it again (the figures reach the history within a second or two) until
+        `check` holds."""
+        def again(driver: Any) -> bool:
+            if driver.find_elements("xpath", "//main/p[text()='Loading…']"):
+                return False  # (still drawing: a new draw now would drop this one's answers)
+            if check(driver):
+                return True
+            driver.execute_script("location.hash = arguments[0]", f"#/metrics/{name}/{(900, 3600)[next(turns) % 2]}")
+            return False
+        page.wait.until(again)
+
+    # Ten 1-unit writes, in one minute or across two: the write units column adds up to 10.
+    drawn_until(lambda driver: driver.execute_script(
+        "const rows = document.querySelectorAll('[data-testid=\"data-Throughput\"] tbody tr');"
+        "return [...rows].reduce((sum, row) => sum + (Number(row.cells[2].textContent) || 0), 0) === 10"))
+    page.click("main button", "Enable Contributor Insights")
+    page.text_in("#status", f"Contributor Insights enabled on {name}")
+    assert ddb.describe_contributor_insights(TableName=name)["ContributorInsightsStatus"] == "ENABLED"
+
+    def hottest(driver: Any) -> bool:
+        # (reads go on while the page is drawn again: insights count a table's keys from when the server has seen
+        # them enabled, a moment after the call)
+        for _ in range(5):
+            ddb.get_item(TableName=name, Key={"pk": {"S": "k3"}})
+        ddb.get_item(TableName=name, Key={"pk": {"S": "k4"}})
+        rows = driver.find_elements("css selector", '[data-testid="heat-keys"] tbody tr')
+        return bool(rows) and rows[0].text.startswith("k3")
+    drawn_until(hottest)
+    page.assert_labelled()
+    page.shot("metrics")

@@ -27,6 +27,10 @@ def add_parser(commands: Any) -> None:
     advise.add_argument("--endpoint", default="http://127.0.0.1:8000", metavar="URL",
                         help="the server (default http://127.0.0.1:8000)")
     advise.add_argument("--table", default=None, metavar="T", help="one table's findings and patterns only")
+    advise.add_argument("--account", default=None, metavar="ID",
+                        help="the tables of this account only (with --namespaces account-region)")
+    advise.add_argument("--region", default=None, metavar="R",
+                        help="the tables of this region only (with --namespaces account-region)")
     advise.add_argument("--since", default=None, metavar="WHEN",
                         help="traffic seen since: a duration ago (30s, 10m, 2h, 1d), an ISO 8601 time or epoch "
                              "seconds")
@@ -48,9 +52,11 @@ def since_epoch(text: str, now: float | None = None) -> float:
         return moment.timestamp()
 
 
-def fetch(endpoint: str, table: str | None, since: float | None) -> dict[str, Any]:
+def fetch(endpoint: str, table: str | None, since: float | None, account: str | None = None,
+          region: str | None = None) -> dict[str, Any]:
     """The report (OSError or ValueError if it cannot be read)."""
-    query = {name: str(value) for name, value in (("table", table), ("since", since)) if value is not None}
+    query = {name: str(value) for name, value in (("table", table), ("account", account), ("region", region),
+                                                  ("since", since)) if value is not None}
     url = endpoint.rstrip("/") + "/openddb/advisor" + ("?" + urllib.parse.urlencode(query) if query else "")
     try:
         with urllib.request.urlopen(url, timeout=30) as answer:
@@ -70,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        report = fetch(args.endpoint, args.table, since)
+        report = fetch(args.endpoint, args.table, since, args.account, args.region)
     except (OSError, ValueError) as error:
         print(f"openddb advise: {error}", file=sys.stderr)
         return 2

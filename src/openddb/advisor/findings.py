@@ -19,12 +19,13 @@ class Finding:
     message: str  # what was seen, in one sentence with its numbers
     evidence: dict[str, Any] = field(default_factory=dict)
     severity: Severity | None = None  # None: the rule's own
+    namespace: str = ""  # the table's: "" (shared) or "<account>/<region>/" (--namespaces account-region)
 
     def to_json(self) -> dict[str, Any]:
         rule = RULES[self.rule]
         return {"rule": self.rule, "severity": self.severity or rule.severity, "table": self.table,
-                "message": self.message, "evidence": self.evidence, "why": rule.why, "fix": rule.fix,
-                "standard": standard(rule)}
+                **placed(self.namespace), "message": self.message, "evidence": self.evidence, "why": rule.why,
+                "fix": rule.fix, "standard": standard(rule)}
 
 
 @dataclass(slots=True)
@@ -32,9 +33,18 @@ class NotChecked:
     rule: str
     table: str | None
     reason: str
+    namespace: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "table": self.table, "reason": self.reason}
+        return {"rule": self.rule, "table": self.table, **placed(self.namespace), "reason": self.reason}
+
+
+def placed(namespace: str) -> dict[str, str]:
+    """The account and region of a table's namespace ("<account>/<region>/"; none for the shared one "")."""
+    if not namespace:
+        return {}
+    account, region, _ = namespace.split("/", 2)
+    return {"account": account, "region": region}
 
 
 Outcome = Finding | NotChecked

@@ -33,6 +33,16 @@ def render(report: dict[str, Any], form: Format) -> str:
     return text(report)
 
 
+def located(entry: dict[str, Any]) -> str:
+    """Where a finding (or rule not checked, or pattern) is: its table, after its account and region where tables
+    are kept by account and region ("111111111111/eu-west-1/orders", as the report's window lists them), or
+    "(server)"."""
+    table = entry.get("table")
+    if table is None:
+        return "(server)"
+    return f"{entry['account']}/{entry['region']}/{table}" if "account" in entry else str(table)
+
+
 def text(report: dict[str, Any]) -> str:
     lines = []
     findings = report["findings"]
@@ -41,7 +51,7 @@ def text(report: dict[str, Any]) -> str:
                  f"({window['configuration']})")
     for finding in findings:
         lines.append("")
-        lines.append(f"{finding['severity'].upper():7} {finding['rule']}  table {finding['table'] or '(server)'}")
+        lines.append(f"{finding['severity'].upper():7} {finding['rule']}  table {located(finding)}")
         lines.append(f"        {finding['message']}")
         lines.append(f"        standard: {finding['standard']['statement']} "
                      f"({', '.join(finding['standard']['sources'])})")
@@ -52,14 +62,14 @@ def text(report: dict[str, Any]) -> str:
         lines.append("")
         lines.append("Not checked:")
         for entry in report["not_checked"]:
-            lines.append(f"  {entry['rule']} {entry['table'] or '(server)'}: {entry['reason']}")
+            lines.append(f"  {entry['rule']} {located(entry)}: {entry['reason']}")
     if report["access_patterns"]:
         lines.append("")
         lines.append("Observed access patterns:")
         lines.append(f"  {'table':20} {'operation':18} {'index':14} {'key condition':34} {'projection':14} "
                      f"{'strong':6} {'count':>8} {'mean ms':>8} {'RCU':>8} {'WCU':>8}")
         for row in report["access_patterns"]:
-            lines.append(f"  {row['table'][:20]:20} {row['operation']:18} {(row['index'] or '-')[:14]:14} "
+            lines.append(f"  {located(row)[-20:]:20} {row['operation']:18} {(row['index'] or '-')[:14]:14} "
                          f"{row['key_condition'][:34]:34} {row['projection']:14} {row['consistent_read']!s:6} "
                          f"{row['count']:>8} {row['latency_ms']['mean']:>8} {row['read_units']:>8g} "
                          f"{row['write_units']:>8g}")
@@ -76,8 +86,10 @@ def sarif(report: dict[str, Any]) -> dict[str, Any]:
     results = [{"ruleId": finding["rule"], "level": _LEVELS[finding["severity"]],
                 "message": {"text": f"{finding['message']}. Fix: {finding['fix']}"},
                 "locations": [{"logicalLocations": [{"name": finding["table"] or "server",
+                                                     "fullyQualifiedName": located(finding),
                                                      "kind": "table" if finding["table"] else "module"}]}],
-                "properties": {"evidence": finding["evidence"], "table": finding["table"]}}
+                "properties": {"evidence": finding["evidence"], "table": finding["table"],
+                               **{member: finding[member] for member in ("account", "region") if member in finding}}}
                for finding in report["findings"]]
     return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
             "runs": [{"tool": {"driver": {"name": "openddb-advisor", "version": __version__,
@@ -88,15 +100,14 @@ def sarif(report: dict[str, Any]) -> dict[str, Any]:
 
 def junit(report: dict[str, Any]) -> str:
     """JUnit XML: a test suite per table, a test case per rule: failed by its findings, skipped when not checked."""
-    tables = sorted({name for name in report["window"]["tables"]} | {f["table"] or "(server)"
-                                                                     for f in report["findings"]})
+    tables = sorted({name for name in report["window"]["tables"]} | {located(f) for f in report["findings"]})
     suites = []
     total = failures = skipped = 0
     for table in tables:
         cases = []
         for rule in RULES:
-            found = [f for f in report["findings"] if (f["table"] or "(server)") == table and f["rule"] == rule]
-            unchecked = [n for n in report["not_checked"] if (n["table"] or "(server)") == table and n["rule"] == rule]
+            found = [f for f in report["findings"] if located(f) == table and f["rule"] == rule]
+            unchecked = [n for n in report["not_checked"] if located(n) == table and n["rule"] == rule]
             if table == "(server)" and not found and not unchecked:
                 continue
             body = "".join(f"<failure type={quoteattr(f['severity'])} message={quoteattr(f['message'])}>"

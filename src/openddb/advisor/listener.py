@@ -16,6 +16,7 @@ from openddb.advisor.observations import Schema, TableObservations
 from openddb.advisor.settings import Settings
 from openddb.advisor.tracking import Bursts, Client, Races, Retries
 from openddb.api.context import table_name_from
+from openddb.model.schema import namespace_of_arn
 from openddb.observe.record import RequestRecord
 from openddb.storage.base import Engine
 
@@ -25,6 +26,10 @@ _SCHEMA_SECONDS = 1.0  # how stale a table's description may be in the advisor's
 THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 _EXAMPLES_MAX = 5
 KEY_STRIDE = 4  # partition keys go into the heavy-hitters sketch for one charge in this many
+# The calls sampled once the advisor's time budget of the second is spent (Thresholds.observe_budget), when they
+# succeed: the frequent single-item calls. Others (Scans, batches, transactions, schema changes, any call refused
+# or throttled) are rare, or are what the rules look for, and are observed in full.
+SAMPLED = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"})
 
 
 class Advisor:
@@ -44,6 +49,19 @@ class Advisor:
         self.transaction_counts: dict[str, int] = {}
         self.changes: list[dict[str, Any]] = []  # destructive schema changes of indexes or tables that served reads
         self._failed = False
+        # Sampling (Thresholds.observe_budget): seconds spent observing since the budget's second began, when that
+        # second ends (monotonic), calls passed over since the last one observed, and the weight of the call being
+        # observed (how many calls it stands for: 1, or the calls passed over and itself)
+        budget = self.limits.observe_budget
+        self.budget = budget if budget < 1.0 else float("inf")
+        self.every = max(int(self.limits.sample_every), 1)
+        self.large = self.limits.blob_bytes
+        self.spent = 0.0
+        self.second_ends = time.monotonic() + 1.0
+        self.passed = 0
+        self.weight = 1
+        self.passed_over = 0  # calls passed over in all (counted from a sample)
+        self.observing = 0.0  # seconds spent observing calls in full, in all
         self._handlers: dict[str, Callable[[RequestRecord, dict[str, Any], Client, float], None]] = {
             "GetItem": self._get, "PutItem": self._write, "UpdateItem": self._write, "DeleteItem": self._write,
             "Query": self._query, "Scan": self._scan, "BatchGetItem": self._batch, "BatchWriteItem": self._batch,
@@ -53,11 +71,26 @@ class Advisor:
         }
 
     def observe(self, record: RequestRecord) -> None:
+        weight = 1
+        if (self.spent >= self.budget and record.status == 200 and record.operation in SAMPLED
+                and not (record.charges and record.charges[0].size >= self.large)):
+            # The second's budget is spent: one call in `every` stands for the ones passed over (a large item is
+            # rare and what item-large looks for: observed still).
+            passed = self.passed = self.passed + 1
+            if passed < self.every:
+                return
+            weight, self.passed = passed, 0
+            self.passed_over += passed - 1
+            moment = time.monotonic()
+            if moment >= self.second_ends:  # a new second, a new budget
+                self.spent, self.second_ends = 0.0, moment + 1.0
         handler = self._handlers.get(record.operation)
         request = record.request
         if handler is None or request is None:
             return
-        self.requests += 1
+        self.requests += weight
+        self.weight = weight
+        started = time.perf_counter()
         try:
             handler(record, request, (record.access_key, record.client), time.monotonic())
         except Exception:  # (a listener must not raise: the request was answered already)
@@ -66,9 +99,13 @@ class Advisor:
             if record.status == 200 and not self._failed:
                 self._failed = True
                 log.exception("the advisor could not observe a %s request", record.operation)
+        spent = time.perf_counter() - started
+        self.spent += spent
+        self.observing += spent
 
     def table(self, name: str) -> TableObservations:
-        """The observations of table `name` (made on first sight), its description refreshed when stale."""
+        """The observations of the table stored as `name` (its namespace and its name: observe/record.py), made on
+        first sight, its description refreshed when stale."""
         now = clock.now()
         table = self.tables.get(name)
         if table is None:
@@ -85,27 +122,25 @@ class Advisor:
         """Add the record's charges to `table`: its pattern, partition keys, per-second units, indexes."""
         read = write = 0.0
         second = int(now)
-        name = table.name
+        name = table.client_name  # (charges name tables as clients do)
+        weight = self.weight
         # (unpacked: a NamedTuple's attributes cost more to read than its items)
         for _, charged, index_name, _, units, writes, _, stored, _, _ in record.charges:
             if charged != name:
                 continue
             key = None if stored is None else stored.pk
+            units *= weight
             if index_name is None:
                 if writes:
                     write += units
                 else:
                     read += units
-                table.key_tick += 1
-                # (one charge in KEY_STRIDE goes into the sketch, its units scaled up: a key taking a large share
-                # of the traffic takes the same share of the sample)
-                if key is not None and not table.key_tick % KEY_STRIDE:
-                    scaled = units * KEY_STRIDE
-                    table.keys.add(key, 0.0 if writes else scaled, scaled if writes else 0.0, second)
+                if key is not None:
+                    self._key(table, key, units, writes, second, weight)
             else:
                 index = table.index(index_name)
                 if writes:
-                    index.writes += 1
+                    index.writes += weight
                     index.write_units += units
                 else:
                     index.units += units
@@ -114,12 +149,24 @@ class Advisor:
         table.write_units += write
         if record.error in THROTTLES:
             table.throttled += 1
-        table.pattern(pattern, record.latency, read, write, record.status == 200, table.last_seen)
+        table.pattern(pattern, record.latency, read, write, record.status == 200, table.last_seen, weight)
         return read, write
+
+    @staticmethod
+    def _key(table: TableObservations, key: bytes, units: float, writes: bool, second: int, weight: int) -> None:
+        """Add a charge of `units` (for `weight` calls) to the partition-key sketch, one charge in KEY_STRIDE (its
+        units scaled up: a key taking a large share of the traffic takes the same share of the sample)."""
+        if weight == 1:
+            table.key_tick += 1
+            if table.key_tick % KEY_STRIDE:
+                return
+            units *= KEY_STRIDE
+        table.keys.add(key, 0.0 if writes else units, units if writes else 0.0, second, weight / KEY_STRIDE
+                       if weight > 1 else 1.0)
 
     def _named(self, record: RequestRecord, request: dict[str, Any]) -> TableObservations | None:
         name = request.get("TableName")
-        return self.table(table_name_from(name)) if isinstance(name, str) and name else None
+        return self.table(_stored(record, name)) if isinstance(name, str) and name else None
 
     def _get(self, record: RequestRecord, request: dict[str, Any], client: Client, now: float) -> None:
         table = self._named(record, request)
@@ -128,12 +175,12 @@ class Advisor:
         consistent = request.get("ConsistentRead") is True
         self._account(record, table, ("GetItem", None, table.schema.key_shape, shapes.projected(request),
                                       consistent), now)
-        table.reads += 1
-        table.strong_reads += consistent
+        table.reads += self.weight
+        table.strong_reads += consistent * self.weight
         self._throttle(record, table, client, now)
         if record.status != 200:
             return
-        self.bursts.call(client, table.name, "read", now, self.limits)
+        self.bursts.call(client, table.name, "read", now, self.limits, self.weight)
         key = request.get("Key")
         if isinstance(key, dict):
             self.races.read(self._item_id(table, key, record), client, now)
@@ -158,7 +205,7 @@ class Advisor:
         operation = record.operation
         conditional = bool(request.get("ConditionExpression") or request.get("Expected"))
         self._account(record, table, (operation, None, table.schema.key_shape, -1, False), now)
-        table.writes += 1
+        table.writes += self.weight
         self._throttle(record, table, client, now)
         ok = record.status == 200
         if operation == "PutItem" and not conditional:
@@ -168,23 +215,24 @@ class Advisor:
             if table.schema.index_keys and isinstance(item, dict):
                 table.check_index_types(item, table.key_of(item))  # (DynamoDB refuses such a write)
             return
-        self.bursts.call(client, table.name, "write", now, self.limits)
+        self.bursts.call(client, table.name, "write", now, self.limits, self.weight)
         item = request.get("Item") if operation == "PutItem" else request.get("Key")
         if not isinstance(item, dict):
             return
         key = table.key_of(item)
         self.races.write(self._item_id(table, item, record), client, now, conditional, key, self.limits)
         size = next((charge.size for charge in record.charges if charge.index_name is None), 0)
-        self._sized(table, size, key)
+        self._sized(table, size, key, self.weight)
         if operation == "PutItem":
             self._put(table, item, key, record, size)
         elif operation == "UpdateItem":
             self._update(table, request, key, record, size)
 
-    def _sized(self, table: TableObservations, size: int, key: Any) -> None:
+    @staticmethod
+    def _sized(table: TableObservations, size: int, key: Any, weight: int = 1) -> None:
         if size > table.sizes.largest:
             table.largest_key = key
-        table.sizes.add(size)
+        table.sizes.add(size, weight)
 
     def _put(self, table: TableObservations, item: dict[str, Any], key: Any, record: RequestRecord,
              size: int) -> None:
@@ -203,7 +251,7 @@ class Advisor:
         limits = self.limits
         writes = table.writes
         if (writes <= limits.item_sample_first or writes % max(limits.item_sample_every, 1) == 0
-                or size >= limits.blob_bytes):
+                or size >= limits.blob_bytes or self.weight > 1):
             table.inspect(item, key, limits, clock.now())
 
     def _update(self, table: TableObservations, request: dict[str, Any], key: Any, record: RequestRecord,
@@ -213,7 +261,7 @@ class Advisor:
             return
         names = request.get("ExpressionAttributeNames")
         for attribute in shapes.appended_attributes(expression, names):
-            table.append(_partition(record), attribute, size, key, self.limits)
+            table.append(_partition(record), attribute, size, key, self.limits, self.weight)
         if table.schema.index_keys or table.schema.ttl:
             values = request.get("ExpressionAttributeValues") or {}
             if "list_append" not in expression:
@@ -241,16 +289,17 @@ class Advisor:
         self._returned(table, record)
 
     def _read(self, table: TableObservations, index: Any, projected: int, consistent: bool) -> None:
-        table.reads += 1
-        table.strong_reads += consistent
+        weight = self.weight
+        table.reads += weight
+        table.strong_reads += consistent * weight
         if isinstance(index, str):
             reads = table.index(index)
-            reads.reads += 1
+            reads.reads += weight
             if 0 <= projected <= self.limits.projection_all_attributes:
-                reads.narrow += 1
+                reads.narrow += weight
 
     def _returned(self, table: TableObservations, record: RequestRecord) -> None:
-        if table.schema.ttl is not None and record.status == 200 and table.reads % 8 == 1:
+        if table.schema.ttl is not None and record.status == 200 and (table.reads % 8 == 1 or self.weight > 1):
             table.expired((record.response or {}).get("Items") or [], clock.now())
 
     def _scan(self, record: RequestRecord, request: dict[str, Any], client: Client, now: float) -> None:
@@ -295,7 +344,7 @@ class Advisor:
         response = record.response or {}
         left = response.get("UnprocessedItems") or response.get("UnprocessedKeys") or {}
         for name, entries in items.items():
-            table = self.table(table_name_from(name))
+            table = self.table(_stored(record, name))
             self._account(record, table, (record.operation, None, table.schema.key_shape, -1, False), now)
             self._throttle(record, table, client, now)
             if record.status != 200:
@@ -319,7 +368,7 @@ class Advisor:
             for kind, body in action.items() if isinstance(action, dict) else ():
                 if isinstance(body, dict) and isinstance(body.get("TableName"), str):
                     key = body.get("Item") if kind == "Put" else body.get("Key")
-                    table = self.table(table_name_from(body["TableName"]))
+                    table = self.table(_stored(record, body["TableName"]))
                     targets.append((table.name, repr(sorted(table.key_of(key).items())) if isinstance(key, dict)
                                     else ""))
         for name in dict.fromkeys(name for name, _ in targets):
@@ -340,7 +389,7 @@ class Advisor:
         name = request.get("TableName")
         if record.status != 200 or not isinstance(name, str):
             return
-        name = table_name_from(name)
+        name = _stored(record, name)
         table = self.tables.get(name)
         least = max(self.limits.destructive_min_reads, 1)
         if table is not None and record.operation == "DeleteTable" and table.reads >= least:
@@ -374,6 +423,14 @@ def _assignments(expression: str, names: dict[str, str] | None, values: dict[str
         if equals and right.startswith(":") and right in values:
             assigned[shapes.resolved(left.strip(), names)] = values[right]
     return assigned
+
+
+def _stored(record: RequestRecord, name_or_arn: str) -> str:
+    """The engine's name of a table the request named (by name: in the caller's namespace; by ARN: in the
+    namespace of the account the ARN names, where tables are kept by account and region)."""
+    if not name_or_arn.startswith("arn:"):
+        return record.namespace + name_or_arn
+    return namespace_of_arn(name_or_arn, bool(record.namespace)) + table_name_from(name_or_arn)
 
 
 def _partition(record: RequestRecord) -> bytes | None:

@@ -61,7 +61,9 @@ class TableObservations:
     """One table's observations (see the module's doc)."""
 
     def __init__(self, name: str, meta: TableMeta | None, now: float) -> None:
-        self.name = name
+        self.name = name  # its stored name: its namespace ("<account>/<region>/" or "") and its name
+        namespace, _, self.client_name = name.rpartition("/")
+        self.namespace = namespace + "/" if namespace else ""
         self.meta = meta  # its last description seen (the report's, once the table is gone)
         self.schema = Schema(meta)
         self.schema_at = now
@@ -113,7 +115,8 @@ class TableObservations:
     def key_attributes(self) -> set[str]:
         return self.schema.key_attributes
 
-    def pattern(self, key: PatternKey, latency: float, read: float, write: float, ok: bool, now: float) -> None:
+    def pattern(self, key: PatternKey, latency: float, read: float, write: float, ok: bool, now: float,
+                weight: int = 1) -> None:
         figures = self.patterns.get(key)
         if figures is None:
             if len(self.patterns) >= _PATTERNS_MAX:
@@ -121,10 +124,10 @@ class TableObservations:
                 figures = self.patterns.get(key)
             if figures is None:
                 figures = self.patterns[key] = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-        figures[COUNT] += 1
+        figures[COUNT] += weight
         if not ok:
-            figures[REFUSED] += 1
-        figures[LATENCY] += latency
+            figures[REFUSED] += weight
+        figures[LATENCY] += latency * weight
         if latency > figures[SLOWEST]:
             figures[SLOWEST] = latency
         figures[READ] += read
@@ -194,7 +197,8 @@ class TableObservations:
                 if len(self.drift_examples) < _EXAMPLES_MAX:
                     self.drift_examples.append({"index": index, "attribute": attribute, "type": found, "key": key})
 
-    def append(self, item_key: bytes | None, attribute: str, size: int, key: Any, limits: Thresholds) -> None:
+    def append(self, item_key: bytes | None, attribute: str, size: int, key: Any, limits: Thresholds,
+               weight: int = 1) -> None:
         slot = (item_key, attribute)
         count = self.appends.get(slot)
         if count is None:
@@ -202,7 +206,7 @@ class TableObservations:
                 for old in list(self.appends)[:2048]:
                     del self.appends[old]
             count = 0
-        self.appends[slot] = count + 1
+        self.appends[slot] = count + weight
         if size >= limits.collection_bytes and len(self.grown) < _EXAMPLES_MAX:
             self.grown.append({"key": key, "attribute": attribute, "item_bytes": size})
 

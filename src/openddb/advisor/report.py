@@ -5,16 +5,17 @@ not check, and the observed access patterns: `{"findings": [...], "not_checked":
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from openddb import clock
 from openddb.advisor import rules_data, rules_schema, rules_traffic
 from openddb.advisor.catalog import RULES
-from openddb.advisor.findings import Finding, Outcome, TableRule
+from openddb.advisor.findings import Finding, Outcome, TableRule, placed
 from openddb.advisor.listener import Advisor
 from openddb.advisor.observations import COUNT, LAST, LATENCY, READ, REFUSED, SLOWEST, WRITE, TableObservations
 from openddb.advisor.state import ServerState
-from openddb.api.context import names_in
+from openddb.api.context import INTERNAL_PREFIX
 
 _TABLE_RULES: dict[str, TableRule] = {
     **rules_traffic.RULES, **rules_data.RULES, "gsi-unused": rules_schema.gsi_unused,
@@ -25,45 +26,81 @@ _ORDER = {rule: position for position, rule in enumerate(RULES)}
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 
 
-def build(advisor: Advisor, state: ServerState, table: str | None = None, since: float | None = None
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which tables a report covers: one name (None: any), in one account and one region (None: any)."""
+
+    table: str | None = None
+    account: str | None = None
+    region: str | None = None
+
+    def covers(self, stored: str) -> bool:
+        """Whether the table stored as `stored` ("[<account>/<region>/]<name>") is in the scope (a table of the
+        shared namespace is in every account and region)."""
+        namespace, _, name = stored.rpartition("/")
+        account, _, region = namespace.partition("/")
+        return ((self.table is None or name == self.table)
+                and (not namespace or ((self.account is None or account == self.account)
+                                       and (self.region is None or region == self.region))))
+
+
+def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, since: float | None = None
           ) -> dict[str, Any]:
-    """The report, of table `table` alone if given, of the traffic seen since `since` (epoch seconds) if given."""
+    """The report of the tables in `scope` (every one if None), of the traffic seen since `since` (epoch seconds) if
+    given. Tables are those of every namespace: with --namespaces account-region each finding, rule not checked and
+    pattern names its table's account and region."""
+    scope = scope or Scope()
     engine = advisor.engine_of()
     outcomes: list[Outcome] = []
     patterns: list[dict[str, Any]] = []
-    names = [name for name in names_in(engine, "") if table is None or name == table]
+    names = [name for name in engine.list_tables() if not name.startswith(INTERNAL_PREFIX) and scope.covers(name)]
     # Tables observed and since deleted (a test suite's, once its store is reset) are reported from their last
     # description.
+    listed = set(names)
     gone = [name for name, seen in advisor.tables.items()
-            if seen.meta is not None and name not in names and (table is None or name == table)]
+            if seen.meta is not None and name not in listed and scope.covers(name)]
     for name in names + gone:
-        meta = engine.get_table(name) if name in names else advisor.tables[name].meta
+        meta = engine.get_table(name) if name in listed else advisor.tables[name].meta
         if meta is None:
             continue
         seen = advisor.tables.get(name)
         if seen is not None and since is not None and seen.last_seen < since:
             seen = None
+        found: list[Outcome] = []
         for rule in _TABLE_RULES.values():
-            outcomes += rule(advisor, seen, meta)
-        if name in names:
-            outcomes += rules_schema.pitr_off(state, meta)
+            found += rule(advisor, seen, meta)
+        if name in listed:
+            found += rules_schema.pitr_off(state, meta)
+        outcomes += _placed(found, meta.name, meta.namespace)
         if seen is not None:
             patterns += _patterns(seen, since)
-    outcomes += [change for change in rules_schema.destructive_changes(advisor)
-                 if (table is None or change.table == table) and (since is None or change.evidence["at"] >= since)]
-    if table is None:
+    for change in rules_schema.destructive_changes(advisor):
+        if scope.covers(change.table or "") and (since is None or change.evidence["at"] >= since):
+            namespace, _, table = (change.table or "").rpartition("/")
+            change.evidence["table"] = table
+            outcomes += _placed([change], table, namespace + "/" if namespace else "")
+    if scope == Scope():
         outcomes += rules_schema.least_privilege(state)
     findings = sorted((outcome for outcome in outcomes if isinstance(outcome, Finding)),
-                      key=lambda finding: (finding.table or "", _ORDER[finding.rule]))
+                      key=lambda finding: (finding.table or "", finding.namespace, _ORDER[finding.rule]))
     rendered = [finding.to_json() for finding in findings]
     rendered.sort(key=lambda finding: _SEVERITY[finding["severity"]])
     return {"findings": rendered,
             "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
             "access_patterns": patterns,
             "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
-                       "requests_observed": advisor.requests, "tables": names, "deleted_tables": gone,
+                       "requests_observed": advisor.requests, "requests_passed_over": advisor.passed_over,
+                       "observing_seconds": round(advisor.observing, 6),
+                       "tables": names, "deleted_tables": gone,
                        "configuration": advisor.settings.source or "defaults"},
             "rules": sorted(RULES)}
+
+
+def _placed(outcomes: list[Outcome], table: str, namespace: str) -> list[Outcome]:
+    """`outcomes` of one table, named as clients name it, in its namespace (the rules name it by its stored name)."""
+    for outcome in outcomes:
+        outcome.table, outcome.namespace = table, namespace
+    return outcomes
 
 
 def _patterns(seen: TableObservations, since: float | None) -> list[dict[str, Any]]:
@@ -72,7 +109,8 @@ def _patterns(seen: TableObservations, since: float | None) -> list[dict[str, An
         if since is not None and figures[LAST] < since:
             continue
         count = figures[COUNT]
-        rows.append({"table": seen.name, "operation": operation, "index": index, "key_condition": shape,
+        rows.append({"table": seen.client_name, **placed(seen.namespace), "operation": operation, "index": index,
+                     "key_condition": shape,
                      "projection": "ALL" if projected < 0 else f"{projected} attributes",
                      "consistent_read": consistent, "count": int(count), "refused": int(figures[REFUSED]),
                      "latency_ms": {"mean": round(figures[LATENCY] / count * 1000, 3) if count else 0.0,

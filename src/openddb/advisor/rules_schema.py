@@ -4,6 +4,7 @@ policies, destructive schema changes."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from openddb.advisor.findings import Finding, NotChecked, Outcome
@@ -69,7 +70,7 @@ def pitr_off(state: ServerState, meta: TableMeta) -> list[Outcome]:
 
 
 def access_patterns(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    declared = advisor.settings.declared.get(meta.name)
+    declared = advisor.settings.declared.get(meta.stored_name, advisor.settings.declared.get(meta.name))
     if declared is None:
         return [NotChecked("access-pattern-undeclared", meta.name, "no access patterns declared for this table "
                            "(docs/ADVISOR.md: the advisor's configuration file)")]
@@ -85,16 +86,43 @@ def access_patterns(advisor: Advisor, seen: TableObservations | None, meta: Tabl
     index_names = {index.name for index in meta.indexes}
     for pattern in declared:
         unservable = pattern.index is not None and pattern.index not in index_names
+        mismatch = None if unservable else _key_mismatch(meta, pattern.operation, pattern.index, pattern.key_condition)
         served = any(_matches(pattern.operation, pattern.index, pattern.key_condition, operation, index, shape)
                      for operation, index, shape, _, _ in observed)
-        if unservable or not served:
-            why = f"no index {pattern.index} can serve it" if unservable else "declared but never served"
+        if unservable or mismatch or not served:
+            why = (f"no index {pattern.index} can serve it" if unservable else
+                   f"the {'index' if pattern.index else 'table'}'s key cannot serve it ({mismatch})" if mismatch else
+                   "declared but never served")
             found.append(Finding("access-pattern-undeclared", meta.name,
                                  f"{why}: {pattern.operation} {pattern.index or 'table'} {pattern.key_condition}"
                                  .rstrip(), {"operation": pattern.operation, "index": pattern.index,
                                              "key_condition": pattern.key_condition, "kind": "declared-unserved",
-                                             "index_missing": unservable}))
+                                             "index_missing": unservable, "key_mismatch": mismatch}))
     return found
+
+
+# The attribute of each condition of a key condition shape ("pk = ?", "sk BETWEEN ? AND ?", "begins_with(sk, ?)").
+_CONDITION = re.compile(r"begins_with\(\s*([^\s,()]+)\s*,\s*\?\s*\)|([^\s,()]+)\s*(=|<=|>=|<|>|BETWEEN)\s*\?")
+
+
+def _key_mismatch(meta: TableMeta, operation: str, index: str | None, shape: str) -> str | None:
+    """Why a declared GetItem or Query of `shape` cannot be served by the key of the table (or of its index
+    `index`), or None: its partition key must be compared with =, and it may name no other attribute than the
+    key's (a condition on another attribute is a filter, not a key condition)."""
+    if operation not in ("Query", "GetItem") or not shape.strip():
+        return None
+    found = meta.index(index) if index else None
+    hashes = [key.name for key in found.hash_keys] if found else [meta.hash_key.name]
+    ranges = ([key.name for key in found.range_keys] if found else
+              [meta.range_key.name] if meta.range_key else [])
+    conditions = [(match.group(1) or match.group(2), match.group(3) or "begins_with")
+                  for match in _CONDITION.finditer(shape)]
+    equal = {attribute for attribute, comparison in conditions if comparison == "="}
+    missing = [name for name in hashes if name not in equal]
+    if missing:
+        return f"no equality on the partition key {', '.join(missing)}"
+    others = [attribute for attribute, _ in conditions if attribute not in hashes and attribute not in ranges]
+    return f"{', '.join(others)} is not a key attribute" if others else None
 
 
 def _matches(operation: str, index: str | None, shape: str, seen_operation: str, seen_index: str | None,

@@ -74,7 +74,7 @@ def hot_partition(advisor: Advisor, seen: TableObservations | None, meta: TableM
         return []
     found: list[Outcome] = []
     sampled = seen.keys.total
-    total = sampled * KEY_STRIDE  # (the sketch sees one charge in KEY_STRIDE)
+    total = round(sampled * KEY_STRIDE)  # (the sketch sees one charge in KEY_STRIDE)
     for key, counter in seen.keys.top(3):
         share = (counter[COUNT] - counter[ERROR]) / sampled
         shown = _shown(key, meta)
@@ -82,7 +82,7 @@ def hot_partition(advisor: Advisor, seen: TableObservations | None, meta: TableM
             found.append(Finding("hot-partition", seen.name,
                                  f"partition key {shown} took about {share:.0%} of {total} requests",
                                  {"key": shown, "sampled_requests": int(counter[COUNT]),
-                                  "overcount": int(counter[ERROR]), "sampled_table_requests": sampled,
+                                  "overcount": int(counter[ERROR]), "sampled_table_requests": round(sampled),
                                   "sampling": f"1 in {KEY_STRIDE}", "table_requests": total,
                                   "share_at_least": round(share, 3),
                                   "peak_read_units_per_second": counter[PEAK_READ],
@@ -190,15 +190,15 @@ def capacity_mode(advisor: Advisor, seen: TableObservations | None, meta: TableM
 
 
 def transaction_overuse(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    count = advisor.transaction_counts.get(meta.name, 0)
+    count = advisor.transaction_counts.get(meta.stored_name, 0)
     if not count:
         return []
     return [Finding("transaction-overuse", meta.name, f"{count} transactions touched one item only",
-                    {"transactions": count, "examples": advisor.transactions.get(meta.name, [])})]
+                    {"transactions": count, "examples": advisor.transactions.get(meta.stored_name, [])})]
 
 
 def missing_idempotency(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    repeated = advisor.retries.repeated.get(meta.name)
+    repeated = advisor.retries.repeated.get(meta.stored_name)
     if not repeated:
         return []
     return [Finding("missing-idempotency", meta.name,
@@ -207,12 +207,12 @@ def missing_idempotency(advisor: Advisor, seen: TableObservations | None, meta: 
 
 
 def unconditional_shared_write(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    races = advisor.races.found.get(meta.name, 0)
+    races = advisor.races.found.get(meta.stored_name, 0)
     if not races:
         return []
     return [Finding("unconditional-shared-write", meta.name,
                     f"{races} unconditional writes raced with another client's write of the same item",
-                    {"races": races, "examples": advisor.races.examples.get(meta.name, [])})]
+                    {"races": races, "examples": advisor.races.examples.get(meta.stored_name, [])})]
 
 
 RULES = {

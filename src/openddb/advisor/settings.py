@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+OBSERVE_BUDGET = 0.005  # (Thresholds.observe_budget's default: 0.5% of each second)
+
 
 class SettingsError(ValueError):
     """The advisor's configuration file cannot be used (the message says why)."""
@@ -62,6 +64,11 @@ class Thresholds:
     naming_styles: int = 2  # naming-consistency
     item_sample_first: int = 64  # items inspected in full: every one of a table's first N writes ...
     item_sample_every: int = 32  # ... then one in N
+    # Sampling, for the advisor's cost on a busy server: GetItem, PutItem, UpdateItem, DeleteItem and Query calls that
+    # succeeded are observed in full until the advisor has spent this share of the current second on them, then one
+    # in `sample_every`, counted for the ones passed over (1 or more: every request observed in full).
+    observe_budget: float = OBSERVE_BUDGET
+    sample_every: int = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,22 +88,23 @@ class Settings:
     source: str = ""  # the file they came from ("" : the defaults)
 
 
-def load(path: str | None) -> Settings:
-    """The settings of `path` (None: the defaults); SettingsError if the file cannot be read or is not of the
-    documented form."""
+def load(path: str | None, observe_budget: float = OBSERVE_BUDGET) -> Settings:
+    """The settings of `path` (None: the defaults, with `observe_budget`: the pytest plugin observes every request
+    unless the file says otherwise); SettingsError if the file cannot be read or is not of the documented form."""
+    defaults = Thresholds(observe_budget=observe_budget)
     if path is None:
-        return Settings()
+        return Settings(defaults)
     try:
         document = orjson.loads(Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError) as error:
         raise SettingsError(f"--advisor-config {path}: {error}") from None
     if not isinstance(document, dict):
         raise SettingsError(f"--advisor-config {path}: a JSON object is expected")
-    return Settings(_thresholds(path, document.get("thresholds", {})), _declared(path, document.get("tables", {})),
-                    path)
+    return Settings(_thresholds(path, document.get("thresholds", {}), defaults),
+                    _declared(path, document.get("tables", {})), path)
 
 
-def _thresholds(path: str, given: Any) -> Thresholds:
+def _thresholds(path: str, given: Any, defaults: Thresholds) -> Thresholds:
     known = {item.name: item.type for item in dataclasses.fields(Thresholds)}
     if not isinstance(given, dict):
         raise SettingsError(f"--advisor-config {path}: \"thresholds\" must be an object")
@@ -105,7 +113,6 @@ def _thresholds(path: str, given: Any) -> Thresholds:
             raise SettingsError(f"--advisor-config {path}: unknown threshold {name!r}")
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             raise SettingsError(f"--advisor-config {path}: threshold {name!r} must be a number at least 0")
-    defaults = Thresholds()
     values = {name: type(getattr(defaults, name))(value) for name, value in given.items()}
     return dataclasses.replace(defaults, **values)
 

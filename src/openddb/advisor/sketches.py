@@ -20,21 +20,22 @@ class HeavyHitters(Generic[K]):
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
-        self.total = 0
+        self.total = 0.0
         self.counters: dict[K, list[float]] = {}
         # Keys whose counters held the smallest count when last looked for (some may have grown since): the next
         # evictions take them, so a stream of new keys costs one scan of the counters per `capacity` keys or so.
         self._smallest: list[K] = []
         self._floor = 0.0
 
-    def add(self, key: K, read: float, write: float, second: int) -> None:
-        self.total += 1
+    def add(self, key: K, read: float, write: float, second: int, count: float = 1.0) -> None:
+        """Count `count` requests of `key` (more than 1: a sample's) and their units."""
+        self.total += count
         counter = self.counters.get(key)
         if counter is None:
             floor = self.counters.pop(self._evicted())[COUNT] if len(self.counters) >= self.capacity else 0.0
-            counter = self.counters[key] = [floor + 1, floor, read, write, second, read, write, read, write]
+            counter = self.counters[key] = [floor + count, floor, read, write, second, read, write, read, write]
             return
-        counter[COUNT] += 1
+        counter[COUNT] += count
         counter[READ] += read
         counter[WRITE] += write
         if counter[SECOND] == second:
@@ -75,12 +76,13 @@ class Sizes:
         self.largest = 0
         self.buckets = [0] * 24
 
-    def add(self, size: int) -> None:
-        self.count += 1
-        self.total += size
+    def add(self, size: int, count: int = 1) -> None:
+        """Count `count` items of `size` bytes (more than 1: a sample's)."""
+        self.count += count
+        self.total += size * count
         if size > self.largest:
             self.largest = size
-        self.buckets[min(size.bit_length(), 23)] += 1
+        self.buckets[min(size.bit_length(), 23)] += count
 
     def percentile(self, share: float) -> int:
         """An upper bound of the `share` percentile (the top of its bucket, never above the largest)."""

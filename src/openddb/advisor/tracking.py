@@ -78,16 +78,17 @@ class Bursts:
     def __init__(self) -> None:
         self.windows: dict[tuple[Client, str, str], list[float]] = {}  # -> [window start, calls, bursts]
 
-    def call(self, client: Client, table: str, kind: str, now: float, limits: Thresholds) -> None:
+    def call(self, client: Client, table: str, kind: str, now: float, limits: Thresholds, weight: int = 1) -> None:
+        """A call (`weight` more than 1: a sample's, standing for that many calls just before)."""
         slot = (client, table, kind)
         window = self.windows.get(slot)
         if window is None:
             _bounded(self.windows)
-            self.windows[slot] = [now, 1.0, 0.0]
+            self.windows[slot] = [now, float(weight), 0.0]
         elif now - window[0] > limits.batch_burst_seconds:
-            window[0], window[1] = now, 1.0
+            window[0], window[1] = now, float(weight)
         else:
-            window[1] += 1
+            window[1] += weight
             if window[1] >= limits.batch_burst:  # a burst: counted, and the next one starts afresh
                 window[0], window[1] = now, 0.0
                 window[2] += 1

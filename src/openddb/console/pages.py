@@ -19,6 +19,8 @@ _SECURITY = (b"Content-Security-Policy: default-src 'none'; script-src 'self'; s
 _FILES = {b"": ("index.html", b"text/html; charset=utf-8"), b"/": ("index.html", b"text/html; charset=utf-8"),
           b"/console.js": ("console.js", b"text/javascript; charset=utf-8"),
           b"/sigv4.js": ("sigv4.js", b"text/javascript; charset=utf-8"),
+          b"/advisor.js": ("advisor.js", b"text/javascript; charset=utf-8"),
+          b"/metrics.js": ("metrics.js", b"text/javascript; charset=utf-8"),
           b"/console.css": ("console.css", b"text/css; charset=utf-8")}
 
 

@@ -169,18 +169,18 @@ class ServerState:
         return found
 
     def advisor_page(self, query: bytes) -> tuple[int, bytes]:
-        """GET /openddb/advisor[?table=T&since=EPOCH]: the advisor's report as JSON (docs/ADVISOR.md); 404 with
-        --advisor off, 400 for a `since` that is not a number."""
+        """GET /openddb/advisor[?table=T&account=A&region=R&since=EPOCH]: the advisor's report as JSON
+        (docs/ADVISOR.md); 404 with --advisor off, 400 for a `since` that is not a number."""
         if self.advisor is None:
             return 404, orjson.dumps({"message": "the advisor is off (openddb serve --advisor on)"})
         parameters = urllib.parse.parse_qs(query.decode("latin-1"))
-        table = parameters.get("table", [None])[0]
+        scope = report.Scope(*(parameters.get(name, [None])[0] for name in ("table", "account", "region")))
         since = parameters.get("since", [None])[0]
         try:
             moment = float(since) if since is not None else None
         except ValueError:
             return 400, orjson.dumps({"message": "since: epoch seconds expected"})
-        return 200, orjson.dumps(report.build(self.advisor, AdvisedState(self.dispatcher), table, moment))
+        return 200, orjson.dumps(report.build(self.advisor, AdvisedState(self.dispatcher), scope, moment))
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes

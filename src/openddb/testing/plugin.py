@@ -76,7 +76,8 @@ def openddb_server(request: pytest.FixtureRequest) -> Iterator[Server]:
 
     config = request.config
     advise = config.getoption("openddb_advise") or config.getoption("openddb_advise_fail_on") is not None
-    server = Server(advisor=load(config.getoption("openddb_advisor_config")) if advise else None)
+    # (a test session wants every request observed, whatever its pace: no sampling unless the file asks for it)
+    server = Server(advisor=load(config.getoption("openddb_advisor_config"), observe_budget=1.0) if advise else None)
     server.start()
     try:
         yield server

@@ -150,7 +150,8 @@ class Server:
         advisor = self.advisor
         if advisor is None:
             raise RuntimeError("the server was started without an advisor (Server(advisor=Settings()))")
-        return self._on_loop(lambda state: report.build(advisor, AdvisedState(state.dispatcher), table))
+        return self._on_loop(lambda state: report.build(advisor, AdvisedState(state.dispatcher),
+                                                         report.Scope(table)))
 
     def sweep_ttl(self) -> int:
         """Delete every item expired by the server's clock now; the number deleted."""

@@ -285,7 +285,8 @@ function createPage() {
 }
 
 function tableNav(name, current) {
-  const views = [["table", "Overview"], ["items", "Items"], ["query", "Query"], ["stream", "Stream"]];
+  const views = [["table", "Overview"], ["items", "Items"], ["query", "Query"], ["stream", "Stream"],
+                 ["metrics", "Metrics"], ["advisor", "Advisor"]];
   return h("nav", { "aria-label": `Table ${name}`, class: "subnav" }, views.map(([view, label]) =>
     h("a", { href: `#/${view}/${encodeURIComponent(name)}`, "aria-current": view === current ? "page" : false }, label)));
 }
@@ -540,7 +541,8 @@ function keyCondition(table, f, names, values) {
   return condition;
 }
 
-async function queryPage(name) {
+// `key`: a partition key value to query at once (the advisor's links to the keys its findings name).
+async function queryPage(name, key) {
   const table = (await call("DescribeTable", { TableName: name })).Table;
   const { f } = queryForm(table);
   const shown = h("div", {});
@@ -577,7 +579,9 @@ async function queryPage(name) {
     field("Projection expression", f.projection), field("Strongly consistent read", f.consistent),
     field("Direction", f.direction), field("Limit", f.limit), h("button", { type: "submit" }, "Run"));
   page(`Query ${name}`, tableNav(name, "query"), form, shown, results);
+  if (key !== undefined) f.partition.value = key;
   refresh();
+  if (key !== undefined) run();
 }
 
 // ---- pages: PartiQL -----------------------------------------------------------------------------------------
@@ -720,17 +724,18 @@ function updateIdentity() {
 }
 
 // ---- navigation ------------------------------------------------------------------------------------------------
-// The console's sections. A new section (metrics, the advisor) adds its entry here and its page in ROUTES, once
-// the page has something real to show.
+// The console's sections. A new section adds its entry here and its page in ROUTES, once the page has something
+// real to show (or does so from a file of its own loaded after this one, as advisor.js does).
 const NAV = [["#/tables", "Tables"], ["#/create", "Create table"], ["#/partiql", "PartiQL"]];
 const ROUTES = {
   tables: () => tablesPage(), create: () => createPage(), partiql: () => partiqlPage(),
-  table: (name) => tablePage(name), items: (name) => itemsPage(name), query: (name) => queryPage(name),
+  table: (name) => tablePage(name), items: (name) => itemsPage(name), query: (name, key) => queryPage(name, key),
   stream: (name) => streamPage(name),
 };
 
 async function route() {
-  const [view, argument] = (location.hash.replace(/^#\/?/, "") || "tables").split("/");
+  const [view, argument, extra] = (location.hash.replace(/^#\/?/, "") || "tables").split("/");
+  const decoded = (part) => (part === undefined ? undefined : decodeURIComponent(part));
   generation += 1;
   tailing = null;
   const handler = ROUTES[view];
@@ -738,7 +743,7 @@ async function route() {
     link.setAttribute("aria-current", link.getAttribute("href") === `#/${view}` ? "page" : "false");
   }
   if (!handler) { page("Not found", h("p", {}, "No such page. ", h("a", { href: "#/tables" }, "Tables"))); return; }
-  try { await handler(argument === undefined ? undefined : decodeURIComponent(argument)); }
+  try { await handler(decoded(argument), decoded(extra)); }
   catch (error) {
     if (error instanceof Stale) return;
     page("Could not load this page", h("p", { class: "problem" }, error.message));
