@@ -266,9 +266,18 @@ def _phase(ddb: Any, name: str, tag: str, keys: list[str]) -> None:
         {"Put": {"TableName": name, "Item": {"pk": {"S": f"{tag}-tx"}}}}])
 
 
-def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
+def test_point_in_time_restore_equals_the_table_at_that_second():
     """Changes of every kind before a chosen second, more after it (TTL expiries included): the table restored
-    to that second equals the table as it was then; to the latest restorable time, as it is now."""
+    to that second equals the table as it was then; to the latest restorable time (five minutes before now: the
+    clock of --dev moved past them), as it is now."""
+    server = ServerProcess(None, "--dev")
+    try:
+        _restore_to_a_second(server, make_client(server.endpoint))
+    finally:
+        server.finish()
+
+
+def _restore_to_a_second(server: ServerProcess, ddb: Any) -> None:
     name = create_table(ddb, range_type=None)
     ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
     put(ddb, name, "before-recovery", v="0")
@@ -288,6 +297,7 @@ def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
         time.sleep(0.2)
     now = items_of(ddb, name)
     assert now != expected
+    control(server, "POST", "/openddb/clock", {"advance": 301})  # (the latest restorable time past the writes)
     target = unique_name("pitr")
     answer = restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=target,
                       RestoreDateTime=datetime.fromtimestamp(chosen, UTC))
@@ -306,17 +316,55 @@ def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
 
 def test_point_in_time_restore_rebuilds_indexes(ddb):
     name = indexed_table(ddb)
-    ddb.update_continuous_backups(TableName=name,
-                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
     for i in range(20):
         ddb.put_item(TableName=name, Item={"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "g": {"S": f"g{i % 2}"},
                                            "l": {"S": f"l{i}"}})
+    ddb.update_continuous_backups(TableName=name,  # (the latest restorable time is then when it was turned on)
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
     target = unique_name("pitr")
     ddb.restore_table_to_point_in_time(SourceTableName=name, TargetTableName=target, UseLatestRestorableTime=True)
     assert wait_active(ddb, target)["TableStatus"] == "ACTIVE"
     got = ddb.query(TableName=target, IndexName="byg2", KeyConditionExpression="g = :g",
                     ExpressionAttributeValues={":g": {"S": "g1"}})["Items"]
     assert len(got) == 10
+
+
+def test_the_latest_restorable_time_is_five_minutes_before_now():
+    """LatestRestorableDateTime is five minutes before now (Developer Guide: "typically"), never before the
+    earliest; UseLatestRestorableTime restores to it, and a RestoreDateTime past it is InvalidRestoreTimeException
+    (the clock of --dev moved ahead). Not on PostgreSQL: its recovery log is stamped with the database's clock,
+    which --dev does not move."""
+    if os.environ.get("OPENDDB_TEST_ENGINE"):
+        pytest.skip("the recovery log's times are PostgreSQL's clock there, which --dev does not move")
+    server = ServerProcess(None, "--dev")
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        put(ddb, name, "a", v="1")
+        window = ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
+            "PointInTimeRecoveryEnabled": True})["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+        assert window["LatestRestorableDateTime"] == window["EarliestRestorableDateTime"]
+        enabled = window["EarliestRestorableDateTime"].timestamp()
+        control(server, "POST", "/openddb/clock", {"advance": 400})
+        put(ddb, name, "a", v="2")  # (at about enabled + 400: after the latest restorable time)
+        window = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"][
+            "PointInTimeRecoveryDescription"]
+        latest = window["LatestRestorableDateTime"].timestamp()
+        assert enabled + 99 <= latest <= enabled + 102, (enabled, latest)
+        early = unique_name("latest")
+        restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=early,
+                 UseLatestRestorableTime=True)
+        assert [item["v"]["S"] for item in items_of(ddb, early)] == ["1"]
+        code, _ = refusal(ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=unique_name(),
+                          RestoreDateTime=datetime.fromtimestamp(latest + 60, UTC))
+        assert code == "InvalidRestoreTimeException"
+        control(server, "POST", "/openddb/clock", {"advance": 701})
+        late = unique_name("latest")
+        restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=late,
+                 UseLatestRestorableTime=True)
+        assert [item["v"]["S"] for item in items_of(ddb, late)] == ["2"]
+    finally:
+        server.finish()
 
 
 def test_recovery_turned_off_forgets_its_log(ddb):
@@ -390,11 +438,11 @@ def test_aws_cli_backup_and_point_in_time_restore(server, ddb):
     aws(e, "restore-table-from-backup", "--target-table-name", target, "--backup-arn", arn)
     wait_active(ddb, target)
     assert items_of(ddb, target) == items_of(ddb, name)
+    put(ddb, name, "b", v="2")  # (before recovery is on: the latest restorable time is then when it was turned on)
     aws(e, "update-continuous-backups", "--table-name", name, "--point-in-time-recovery-specification",
         "PointInTimeRecoveryEnabled=true,RecoveryPeriodInDays=3")
     described = aws(e, "describe-continuous-backups", "--table-name", name)
     assert described["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]["RecoveryPeriodInDays"] == 3
-    put(ddb, name, "b", v="2")
     latest = unique_name("cli")
     aws(e, "restore-table-to-point-in-time", "--source-table-name", name, "--target-table-name", latest,
         "--use-latest-restorable-time")

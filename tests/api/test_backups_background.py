@@ -35,15 +35,15 @@ def _load_part(endpoint: str, name: str, part: int, parts: int, count: int) -> N
 
 def test_a_large_backup_and_restores_leave_other_requests_served(tmp_path):
     """While a 12,000-item table (12 MB) is backed up, then restored from the backup and to a point in time, a
-    client reading another table keeps being answered: no read waits for the copy (each waits at most for one
+    client reading another table keeps being answered: no read waits for the whole copy (each at most for about one
     chunk); the backup and both restores end whole."""
     server = ServerProcess(str(tmp_path))
     ddb = make_client(server.endpoint)
     try:
         name, other = create_table(ddb, range_type=None), create_table(ddb, range_type=None)
-        ddb.update_continuous_backups(TableName=name,
-                                      PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
         _bulk(server.endpoint, name, _ITEMS)
+        ddb.update_continuous_backups(TableName=name,  # (after: the latest restorable time is when it is on)
+                                      PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
         ddb.put_item(TableName=other, Item={"pk": {"S": "hot"}})
         reader = make_client(server.endpoint)
         latencies: list[float] = []
@@ -58,24 +58,25 @@ def test_a_large_backup_and_restores_leave_other_requests_served(tmp_path):
         thread = threading.Thread(target=read)
         thread.start()
         try:
-            started = time.monotonic()
+            started, before = time.monotonic(), len(latencies)
             arn = ddb.create_backup(TableName=name, BackupName="large")["BackupDetails"]["BackupArn"]
             assert wait_available(ddb, arn)["BackupStatus"] == "AVAILABLE"
-            backed_up = time.monotonic() - started
-            during = len(latencies)
+            backed_up, during_backup = time.monotonic() - started, len(latencies) - before
             targets = [unique_name("big"), unique_name("big")]
-            started = time.monotonic()
+            started, before = time.monotonic(), len(latencies)
             ddb.restore_table_from_backup(TargetTableName=targets[0], BackupArn=arn)
             ddb.restore_table_to_point_in_time(SourceTableName=name, TargetTableName=targets[1],
                                                UseLatestRestorableTime=True)
             for target in targets:
                 assert wait_active(ddb, target)["TableStatus"] == "ACTIVE"
-            restoring = time.monotonic() - started
+            restoring, during_restores = time.monotonic() - started, len(latencies) - before
         finally:
             stop.set()
             thread.join()
-        assert during > 5, (during, backed_up)  # reads were answered while the backup was being made
-        assert max(latencies) < 1.0, (max(latencies), backed_up, restoring)
+        # Reads were answered while the copies ran (a copy in one go would hold them all back until it ended: one
+        # read then), each within about a chunk's time (the bound leaves room for a machine shared with others).
+        assert during_backup >= 5 and during_restores >= 5, (during_backup, during_restores, backed_up, restoring)
+        assert max(latencies) < 2.0, (max(latencies), backed_up, restoring)
         assert ddb.describe_backup(BackupArn=arn)["BackupDescription"]["SourceTableDetails"]["ItemCount"] == _ITEMS
         for target in targets:
             assert len(items_of(ddb, target)) == _ITEMS

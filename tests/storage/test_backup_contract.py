@@ -78,7 +78,7 @@ def _churn(engine: Engine, meta: TableMeta, n: int) -> None:
     meta = fresh
     engine.write([put(meta, key(b"s%03d" % i), item(1000 + n)) for i in range(0, 60, 7)])
     engine.write([delete(meta, key(b"s%03d" % i)) for i in range(3 + n, 60, 11)])
-    engine.write([put(meta, key(b"new%d-%d" % (n, i)), item(i)) for i in range(3)])
+    engine.write([put(meta, key(b"%s%d-%d" % (prefix, n, i)), item(i)) for i in range(3) for prefix in (b"a", b"z")])
 
 
 def test_a_backup_in_chunks_is_the_table_at_its_instant(open_engine: EngineFactory) -> None:
