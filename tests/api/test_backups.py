@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -365,6 +365,32 @@ def test_the_latest_restorable_time_is_five_minutes_before_now():
         assert [item["v"]["S"] for item in items_of(ddb, late)] == ["2"]
     finally:
         server.finish()
+
+
+def test_a_deleted_table_with_recovery_on_leaves_a_system_backup(ddb):
+    """DeleteTable of a table with point-in-time recovery on makes a SYSTEM backup, kept 35 days, of the table
+    just before its deletion (API Reference, BackupDetails), listed with BackupType SYSTEM or ALL (not by default)
+    and restorable; a table without recovery leaves none."""
+    name, plain = create_table(ddb, range_type=None), create_table(ddb, range_type=None)
+    for n in range(30):
+        put(ddb, name, f"k{n}", v=str(n))
+        put(ddb, plain, f"k{n}")
+    ddb.update_continuous_backups(TableName=name,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    ddb.delete_item(TableName=name, Key={"pk": {"S": "k0"}})
+    expected = items_of(ddb, name)
+    ddb.delete_table(TableName=name)
+    ddb.delete_table(TableName=plain)
+    assert ddb.list_backups(TableName=name)["BackupSummaries"] == []
+    (summary,) = ddb.list_backups(TableName=name, BackupType="SYSTEM")["BackupSummaries"]
+    assert ddb.list_backups(TableName=name, BackupType="ALL")["BackupSummaries"] == [summary]
+    assert (summary["BackupType"], summary["TableName"]) == ("SYSTEM", name)
+    assert summary["BackupExpiryDateTime"] - summary["BackupCreationDateTime"] == timedelta(days=35)
+    assert wait_available(ddb, summary["BackupArn"])["BackupStatus"] == "AVAILABLE"
+    target = unique_name("undeleted")
+    restored(ddb, ddb.restore_table_from_backup, TargetTableName=target, BackupArn=summary["BackupArn"])
+    assert items_of(ddb, target) == expected and len(expected) == 29
+    assert ddb.list_backups(TableName=plain, BackupType="ALL")["BackupSummaries"] == []
 
 
 def test_recovery_turned_off_forgets_its_log(ddb):

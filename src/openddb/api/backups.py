@@ -16,7 +16,7 @@ from openddb import clock
 from openddb.api import backups_continuous, backups_export, backups_import, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
-from openddb.api.backups_runs import schedule_backup, take_backup_lease
+from openddb.api.backups_runs import expiry, schedule_backup, take_backup_lease
 from openddb.api.backups_shapes import (
     BACKUP_ARN,
     BACKUP_NAME,
@@ -79,9 +79,13 @@ def _in_use(context: RequestContext, record: BackupRecord) -> bool:
 
 
 def _details(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
-    return {"BackupArn": record.arn, "BackupName": record.name, "BackupSizeBytes": record.size,
-            "BackupStatus": status or record.status, "BackupType": record.backup_type,
-            "BackupCreationDateTime": epoch_millis(record.created_at)}
+    details = {"BackupArn": record.arn, "BackupName": record.name, "BackupSizeBytes": record.size,
+               "BackupStatus": status or record.status, "BackupType": record.backup_type,
+               "BackupCreationDateTime": epoch_millis(record.created_at)}
+    expires = expiry(record)
+    if expires is not None:
+        details["BackupExpiryDateTime"] = epoch_millis(expires)
+    return details
 
 
 def _description(record: BackupRecord, encrypted: bool, status: str | None = None) -> dict[str, Any]:
@@ -138,7 +142,8 @@ def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str,
 
 def list_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Backups oldest first, filtered by table, creation time (the lower bound inclusive, the upper exclusive:
-    API Reference, ListBackups) and type (USER by default; this server takes no SYSTEM or AWS_BACKUP backups)."""
+    API Reference, ListBackups) and type (USER by default; SYSTEM: those of deleted tables that had point-in-time
+    recovery on; this server takes no AWS_BACKUP backups)."""
     v.validate(LIST_BACKUPS, request)
     low = timestamp(request, "TimeRangeLowerBound")
     high = timestamp(request, "TimeRangeUpperBound")

@@ -20,15 +20,19 @@ import copy
 import logging
 import time
 
+from openddb import clock
 from openddb.api import backups_records as records
+from openddb.api.backups_shapes import stamped_id
+from openddb.api.figures import epoch_millis
 from openddb.api.indexes import drive, schedule_backfill
 from openddb.model.schema import TableMeta
-from openddb.storage.base import BACKUP_CHUNK, RESTORE_CHUNK, CatalogChanged, Engine, lease_holder
+from openddb.storage.base import BACKUP_CHUNK, RESTORE_CHUNK, BackupRecord, CatalogChanged, Engine, lease_holder
 from openddb.vectors.updates import schedule_vector_backfill
 
 log = logging.getLogger("openddb.backups")
 
 _LEASE_SECONDS = 10.0  # renewed every chunk
+SYSTEM_BACKUP_DAYS = 35
 _BACKING_UP: set[str] = set()  # the backups this process makes (ARNs)
 _RESTORING: set[str] = set()  # the restores this process drives (the restored tables' uuids)
 BUILDING: set[str] = set()  # stored names of the tables this process restored whose indexes are still being built
@@ -64,10 +68,34 @@ def schedule_backup(engine: Engine, arn: str) -> None:
 
 
 def resume_backups(engine: Engine) -> None:
-    """A background duty: take up every backup still CREATING that no process makes (its lease expired)."""
+    """A background duty: take up every backup still CREATING that no process makes (its lease expired); delete
+    the SYSTEM backups past their expiry."""
+    now = clock.now()
     for record in engine.list_backups():
         if record.status == "CREATING" and record.arn not in _BACKING_UP and take_backup_lease(engine, record.arn):
             schedule_backup(engine, record.arn)
+        elif record.status == "AVAILABLE" and (expiry(record) or now) < now:
+            engine.delete_backup(record.arn)
+
+
+def expiry(record: BackupRecord) -> float | None:
+    """BackupExpiryDateTime: a SYSTEM backup "expires automatically 35 days after its creation" (API Reference,
+    BackupDetails); the others never do."""
+    return record.created_at + SYSTEM_BACKUP_DAYS * 86400.0 if record.backup_type == "SYSTEM" else None
+
+
+def system_backup(engine: Engine, meta: TableMeta) -> None:
+    """Before a table with point-in-time recovery on is deleted: "a SYSTEM backup is automatically created and is
+    retained for 35 days ... System backups allow you to restore the deleted table to the state it was in just
+    before the point of deletion" (API Reference, BackupDetails). Begun here, so its instant is before the
+    deletion; made in the background like any backup."""
+    now = clock.now()
+    # best guess: DynamoDB's name of a system backup is not recorded in its documentation; the table's name
+    record = BackupRecord(f"{meta.arn}/backup/{stamped_id(now)}", meta.name, meta.name, meta.uuid,
+                          epoch_millis(now), backup_type="SYSTEM")
+    take_backup_lease(engine, record.arn)
+    if engine.begin_backup(record, meta) is not None:
+        schedule_backup(engine, record.arn)
 
 
 def schedule_restore(engine: Engine, meta: TableMeta) -> None:
