@@ -74,9 +74,10 @@ def test_a_large_backup_and_restores_leave_other_requests_served(tmp_path):
             stop.set()
             thread.join()
         # Reads were answered while the copies ran (a copy in one go would hold them all back until it ended: one
-        # read then), each within about a chunk's time (the bound leaves room for a machine shared with others).
+        # read then), each within about a chunk's time (~0.1 s; the bound is loose for a machine shared with other
+        # work, where a process may stall for seconds: the counts are what tells the two designs apart).
         assert during_backup >= 5 and during_restores >= 5, (during_backup, during_restores, backed_up, restoring)
-        assert max(latencies) < 2.0, (max(latencies), backed_up, restoring)
+        assert max(latencies) < 5.0, (max(latencies), backed_up, restoring)
         assert ddb.describe_backup(BackupArn=arn)["BackupDescription"]["SourceTableDetails"]["ItemCount"] == _ITEMS
         for target in targets:
             assert len(items_of(ddb, target)) == _ITEMS
