@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+from botocore.exceptions import ClientError
+
 from tests.api.test_backups import items_of, load, restored, wait_active, wait_available
 from tests.api.writers import kill_during
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
@@ -109,5 +112,37 @@ def test_a_restore_cut_short_by_kill_9_ends_whole(tmp_path):
         again = unique_name("after")
         restored(ddb, ddb.restore_table_from_backup, TargetTableName=again, BackupArn=arn)
         assert len(items_of(ddb, again)) == 6000
+    finally:
+        server.finish()
+
+
+def test_a_backup_being_made_or_restored_is_in_use(tmp_path, monkeypatch):
+    """While a backup is CREATING it is described and listed so, and neither deleted nor restored
+    (BackupInUseException: "being created, deleted or restored to a table", API Reference); while a restore from
+    it runs, it cannot be deleted either. (Chunks half a second apart, OPENDDB_BACKFILL_PAUSE, keep each state
+    long enough to be seen.)"""
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.5")
+    server = ServerProcess(str(tmp_path))
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        load(ddb, name, 3000)
+        arn = ddb.create_backup(TableName=name, BackupName="slow")["BackupDetails"]["BackupArn"]
+        assert ddb.describe_backup(BackupArn=arn)["BackupDescription"]["BackupDetails"]["BackupStatus"] == "CREATING"
+        assert [b["BackupStatus"] for b in ddb.list_backups(TableName=name)["BackupSummaries"]] == ["CREATING"]
+        for call, request in ((ddb.delete_backup, {}), (ddb.restore_table_from_backup,
+                                                        {"TargetTableName": unique_name("early")})):
+            with pytest.raises(ClientError) as refused:
+                call(BackupArn=arn, **request)
+            assert refused.value.response["Error"]["Code"] == "BackupInUseException"
+        assert wait_available(ddb, arn)["BackupStatus"] == "AVAILABLE"
+        target = unique_name("slow")
+        ddb.restore_table_from_backup(TargetTableName=target, BackupArn=arn)
+        with pytest.raises(ClientError) as refused:
+            ddb.delete_backup(BackupArn=arn)
+        assert refused.value.response["Error"]["Code"] == "BackupInUseException"
+        assert wait_active(ddb, target)["TableStatus"] == "ACTIVE"
+        assert len(items_of(ddb, target)) == 3000
+        assert ddb.delete_backup(BackupArn=arn)["BackupDescription"]["BackupDetails"]["BackupStatus"] == "DELETED"
     finally:
         server.finish()
