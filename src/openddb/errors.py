@@ -263,6 +263,11 @@ class BackupNotFoundException(DynamoDBError):
     """Backup not found for the given BackupARN."""
 
 
+class BackupInUseException(DynamoDBError):
+    """There is another ongoing conflicting backup control plane operation on the table. The backup is either being
+    created, deleted or restored to a table."""
+
+
 class TableAlreadyExistsException(DynamoDBError):
     """A restore's target table name is taken."""
 

@@ -17,6 +17,7 @@ import pytest
 from botocore.config import Config
 
 from tests.api.identity_helpers import error_of
+from tests.api.test_backups import wait_available
 from tests.api.test_cloudwatch import _eventually
 from tests.conftest import ServerProcess, create_table, unique_name
 
@@ -161,6 +162,7 @@ def test_iam_users_and_backups_are_their_accounts(server):
     owner, guest = signed(server, "dynamodb", FIRST), signed(server, "dynamodb", SECOND)
     table = create_table(owner, unique_name("ns-backup"))
     backup = owner.create_backup(TableName=table, BackupName="first")["BackupDetails"]["BackupArn"]
+    wait_available(owner, backup)  # (made in the background: restorable once AVAILABLE)
     assert backup.startswith(table_arn(FIRST, "us-east-1", table) + "/backup/")
     assert backup in [summary["BackupArn"] for summary in owner.list_backups(TableName=table)["BackupSummaries"]]
     assert all(summary["TableArn"].split(":")[4] == SECOND for summary in guest.list_backups()["BackupSummaries"])
@@ -302,6 +304,7 @@ def test_background_work_finds_namespaced_tables(server):
     assert ddb.query(TableName=name, IndexName="by-g", KeyConditionExpression="g = :g",
                      ExpressionAttributeValues={":g": {"S": "x"}})["Count"] == 1
     backup = ddb.create_backup(TableName=name, BackupName="with-index")["BackupDetails"]["BackupArn"]
+    wait_available(ddb, backup)  # (made in the background: restorable once AVAILABLE)
     restored = unique_name("ns-restored-index")
     ddb.restore_table_from_backup(TargetTableName=restored, BackupArn=backup)
     ddb.get_waiter("table_exists").wait(TableName=restored, WaiterConfig=wait)

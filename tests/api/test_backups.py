@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -50,6 +50,37 @@ def wait_active(ddb: Any, name: str) -> dict[str, Any]:
         time.sleep(0.1)
 
 
+def wait_available(ddb: Any, arn: str) -> dict[str, Any]:
+    """A backup's details once no longer CREATING (CreateBackup answers it CREATING: it is made in the
+    background); DELETED if it is gone."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            details = ddb.describe_backup(BackupArn=arn)["BackupDescription"]["BackupDetails"]
+        except ClientError as error:  # (one that could not be finished after a restart is deleted)
+            assert error.response["Error"]["Code"] == "BackupNotFoundException"
+            return {"BackupStatus": "DELETED"}
+        if details["BackupStatus"] != "CREATING" or time.monotonic() > deadline:
+            return details  # type: ignore[no-any-return]
+        time.sleep(0.05)
+
+
+def backup_of(ddb: Any, name: str, backup_name: str) -> dict[str, Any]:
+    """CreateBackup's answer (CREATING), once the backup is AVAILABLE."""
+    answer = ddb.create_backup(TableName=name, BackupName=backup_name)["BackupDetails"]
+    assert answer["BackupStatus"] == "CREATING"
+    assert wait_available(ddb, answer["BackupArn"])["BackupStatus"] == "AVAILABLE"
+    return answer  # type: ignore[no-any-return]
+
+
+def restored(ddb: Any, call: Any, **request: Any) -> dict[str, Any]:
+    """A restore's answer (the table CREATING, RestoreInProgress), once the table is ACTIVE."""
+    answer = call(**request)["TableDescription"]
+    assert answer["TableStatus"] == "CREATING" and answer["RestoreSummary"]["RestoreInProgress"] is True
+    assert wait_active(ddb, request["TargetTableName"])["TableStatus"] == "ACTIVE"
+    return answer  # type: ignore[no-any-return]
+
+
 def put(ddb: Any, name: str, key: str, **values: str) -> None:
     ddb.put_item(TableName=name, Item={"pk": {"S": key}, **{k: {"S": v} for k, v in values.items()}})
 
@@ -83,8 +114,8 @@ def test_a_backup_restores_items_indexes_and_settings(ddb):
     for i in range(30):
         ddb.put_item(TableName=name, Item={"pk": {"S": f"p{i % 3}"}, "sk": {"S": f"s{i}"}, "g": {"S": f"g{i % 5}"},
                                            "l": {"S": f"l{i}"}, "n": {"N": str(i)}})
-    backup = ddb.create_backup(TableName=name, BackupName="nightly.1")["BackupDetails"]
-    assert (backup["BackupName"], backup["BackupStatus"], backup["BackupType"]) == ("nightly.1", "AVAILABLE", "USER")
+    backup = backup_of(ddb, name, "nightly.1")
+    assert (backup["BackupName"], backup["BackupType"]) == ("nightly.1", "USER")
     assert backup["BackupArn"].startswith(f"arn:aws:dynamodb:us-east-1:000000000000:table/{name}/backup/")
     expected = items_of(ddb, name)
     ddb.put_item(TableName=name, Item={"pk": {"S": "later"}, "sk": {"S": "x"}})  # (not in the backup)
@@ -92,7 +123,7 @@ def test_a_backup_restores_items_indexes_and_settings(ddb):
     source, features = described["SourceTableDetails"], described["SourceTableFeatureDetails"]
     assert (source["TableName"], source["ItemCount"], source["BillingMode"]) == (name, 30, "PROVISIONED")
     assert source["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 6}
-    assert source["TableSizeBytes"] == backup["BackupSizeBytes"] > 0
+    assert source["TableSizeBytes"] == described["BackupDetails"]["BackupSizeBytes"] > 0
     assert sorted(i["IndexName"] for i in features["GlobalSecondaryIndexes"]) == ["byg", "byg2"]
     assert [i["IndexName"] for i in features["LocalSecondaryIndexes"]] == ["byl"]
     assert features["StreamDescription"] == {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
@@ -142,6 +173,7 @@ def test_a_backup_is_one_instant_while_writes_go_on(ddb):
         before = acknowledged[-1]
         backup = ddb.create_backup(TableName=name, BackupName="during-writes")["BackupDetails"]
         wait_for(acknowledged, before + 20)  # writes went on after it, too
+        assert wait_available(ddb, backup["BackupArn"])["BackupStatus"] == "AVAILABLE"
     target = unique_name("restored")
     ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup["BackupArn"])
     wait_active(ddb, target)
@@ -158,9 +190,9 @@ def test_list_backups_filters_and_pages(ddb):
     other = create_table(ddb, range_type=None)
     arns = []
     for n in range(3):
-        arns.append(ddb.create_backup(TableName=name, BackupName=f"bk{n}")["BackupDetails"])
+        arns.append(backup_of(ddb, name, f"bk{n}"))
         time.sleep(0.01)
-    ddb.create_backup(TableName=other, BackupName="other")
+    backup_of(ddb, other, "other")
     listed = ddb.list_backups(TableName=name)["BackupSummaries"]
     assert [b["BackupArn"] for b in listed] == [b["BackupArn"] for b in arns]
     assert listed[0]["TableName"] == name and listed[0]["TableArn"].endswith(f":table/{name}")
@@ -192,7 +224,7 @@ def test_backup_errors(ddb):
         assert refusal(call, BackupArn=arn) == ("BackupNotFoundException", f"Backup not found: {arn}")
     assert refusal(ddb.restore_table_from_backup, TargetTableName=unique_name(), BackupArn=arn)[0] == \
         "BackupNotFoundException"
-    backup = ddb.create_backup(TableName=name, BackupName="abc")["BackupDetails"]["BackupArn"]
+    backup = backup_of(ddb, name, "abc")["BackupArn"]
     assert refusal(ddb.restore_table_from_backup, TargetTableName=name, BackupArn=backup) == (
         "TableAlreadyExistsException", f"Table already exists: {name}")
     code, message = refusal(ddb.create_backup, TableName=name, BackupName="a b c")
@@ -234,9 +266,18 @@ def _phase(ddb: Any, name: str, tag: str, keys: list[str]) -> None:
         {"Put": {"TableName": name, "Item": {"pk": {"S": f"{tag}-tx"}}}}])
 
 
-def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
+def test_point_in_time_restore_equals_the_table_at_that_second():
     """Changes of every kind before a chosen second, more after it (TTL expiries included): the table restored
-    to that second equals the table as it was then; to the latest restorable time, as it is now."""
+    to that second equals the table as it was then; to the latest restorable time (five minutes before now: the
+    clock of --dev moved past them), as it is now."""
+    server = ServerProcess(None, "--dev")
+    try:
+        _restore_to_a_second(server, make_client(server.endpoint))
+    finally:
+        server.finish()
+
+
+def _restore_to_a_second(server: ServerProcess, ddb: Any) -> None:
     name = create_table(ddb, range_type=None)
     ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
     put(ddb, name, "before-recovery", v="0")
@@ -256,15 +297,16 @@ def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
         time.sleep(0.2)
     now = items_of(ddb, name)
     assert now != expected
+    control(server, "POST", "/openddb/clock", {"advance": 301})  # (the latest restorable time past the writes)
     target = unique_name("pitr")
-    answer = ddb.restore_table_to_point_in_time(SourceTableName=name, TargetTableName=target,
-                                                RestoreDateTime=datetime.fromtimestamp(chosen, UTC))
-    assert answer["TableDescription"]["RestoreSummary"]["RestoreDateTime"].timestamp() == chosen
+    answer = restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=target,
+                      RestoreDateTime=datetime.fromtimestamp(chosen, UTC))
+    assert answer["RestoreSummary"]["RestoreDateTime"].timestamp() == chosen
     assert items_of(ddb, target) == expected
     latest = unique_name("pitr")
     source_arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
-    ddb.restore_table_to_point_in_time(SourceTableArn=source_arn, TargetTableName=latest,
-                                       UseLatestRestorableTime=True)
+    restored(ddb, ddb.restore_table_to_point_in_time, SourceTableArn=source_arn, TargetTableName=latest,
+             UseLatestRestorableTime=True)
     assert items_of(ddb, latest) == now
     window = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"][
         "PointInTimeRecoveryDescription"]
@@ -274,17 +316,81 @@ def test_point_in_time_restore_equals_the_table_at_that_second(ddb):
 
 def test_point_in_time_restore_rebuilds_indexes(ddb):
     name = indexed_table(ddb)
-    ddb.update_continuous_backups(TableName=name,
-                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
     for i in range(20):
         ddb.put_item(TableName=name, Item={"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "g": {"S": f"g{i % 2}"},
                                            "l": {"S": f"l{i}"}})
+    ddb.update_continuous_backups(TableName=name,  # (the latest restorable time is then when it was turned on)
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
     target = unique_name("pitr")
     ddb.restore_table_to_point_in_time(SourceTableName=name, TargetTableName=target, UseLatestRestorableTime=True)
     assert wait_active(ddb, target)["TableStatus"] == "ACTIVE"
     got = ddb.query(TableName=target, IndexName="byg2", KeyConditionExpression="g = :g",
                     ExpressionAttributeValues={":g": {"S": "g1"}})["Items"]
     assert len(got) == 10
+
+
+def test_the_latest_restorable_time_is_five_minutes_before_now():
+    """LatestRestorableDateTime is five minutes before now (Developer Guide: "typically"), never before the
+    earliest; UseLatestRestorableTime restores to it, and a RestoreDateTime past it is InvalidRestoreTimeException
+    (the clock of --dev moved ahead). Not on PostgreSQL: its recovery log is stamped with the database's clock,
+    which --dev does not move."""
+    if os.environ.get("OPENDDB_TEST_ENGINE"):
+        pytest.skip("the recovery log's times are PostgreSQL's clock there, which --dev does not move")
+    server = ServerProcess(None, "--dev")
+    ddb = make_client(server.endpoint)
+    try:
+        name = create_table(ddb, range_type=None)
+        put(ddb, name, "a", v="1")
+        window = ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
+            "PointInTimeRecoveryEnabled": True})["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+        assert window["LatestRestorableDateTime"] == window["EarliestRestorableDateTime"]
+        enabled = window["EarliestRestorableDateTime"].timestamp()
+        control(server, "POST", "/openddb/clock", {"advance": 400})
+        put(ddb, name, "a", v="2")  # (at about enabled + 400: after the latest restorable time)
+        window = ddb.describe_continuous_backups(TableName=name)["ContinuousBackupsDescription"][
+            "PointInTimeRecoveryDescription"]
+        latest = window["LatestRestorableDateTime"].timestamp()
+        assert enabled + 99 <= latest <= enabled + 102, (enabled, latest)
+        early = unique_name("latest")
+        restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=early,
+                 UseLatestRestorableTime=True)
+        assert [item["v"]["S"] for item in items_of(ddb, early)] == ["1"]
+        code, _ = refusal(ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=unique_name(),
+                          RestoreDateTime=datetime.fromtimestamp(latest + 60, UTC))
+        assert code == "InvalidRestoreTimeException"
+        control(server, "POST", "/openddb/clock", {"advance": 701})
+        late = unique_name("latest")
+        restored(ddb, ddb.restore_table_to_point_in_time, SourceTableName=name, TargetTableName=late,
+                 UseLatestRestorableTime=True)
+        assert [item["v"]["S"] for item in items_of(ddb, late)] == ["2"]
+    finally:
+        server.finish()
+
+
+def test_a_deleted_table_with_recovery_on_leaves_a_system_backup(ddb):
+    """DeleteTable of a table with point-in-time recovery on makes a SYSTEM backup, kept 35 days, of the table
+    just before its deletion (API Reference, BackupDetails), listed with BackupType SYSTEM or ALL (not by default)
+    and restorable; a table without recovery leaves none."""
+    name, plain = create_table(ddb, range_type=None), create_table(ddb, range_type=None)
+    for n in range(30):
+        put(ddb, name, f"k{n}", v=str(n))
+        put(ddb, plain, f"k{n}")
+    ddb.update_continuous_backups(TableName=name,
+                                  PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+    ddb.delete_item(TableName=name, Key={"pk": {"S": "k0"}})
+    expected = items_of(ddb, name)
+    ddb.delete_table(TableName=name)
+    ddb.delete_table(TableName=plain)
+    assert ddb.list_backups(TableName=name)["BackupSummaries"] == []
+    (summary,) = ddb.list_backups(TableName=name, BackupType="SYSTEM")["BackupSummaries"]
+    assert ddb.list_backups(TableName=name, BackupType="ALL")["BackupSummaries"] == [summary]
+    assert (summary["BackupType"], summary["TableName"]) == ("SYSTEM", name)
+    assert summary["BackupExpiryDateTime"] - summary["BackupCreationDateTime"] == timedelta(days=35)
+    assert wait_available(ddb, summary["BackupArn"])["BackupStatus"] == "AVAILABLE"
+    target = unique_name("undeleted")
+    restored(ddb, ddb.restore_table_from_backup, TargetTableName=target, BackupArn=summary["BackupArn"])
+    assert items_of(ddb, target) == expected and len(expected) == 29
+    assert ddb.list_backups(TableName=plain, BackupType="ALL")["BackupSummaries"] == []
 
 
 def test_recovery_turned_off_forgets_its_log(ddb):
@@ -318,7 +424,7 @@ def test_a_backup_cut_short_by_kill_9_is_absent(tmp_path):
     ddb = make_client(server.endpoint)
     name = create_table(ddb, range_type=None)
     load(ddb, name, 6000)
-    kept = ddb.create_backup(TableName=name, BackupName="kept")["BackupDetails"]["BackupArn"]
+    kept = backup_of(ddb, name, "kept")["BackupArn"]
     kill_during(server, lambda: ddb.create_backup(TableName=name, BackupName="cut"), 0.03)
     server = ServerProcess(str(tmp_path))
     ddb = make_client(server.endpoint)
@@ -327,8 +433,10 @@ def test_a_backup_cut_short_by_kill_9_is_absent(tmp_path):
         backups = {b["BackupName"]: b for b in ddb.list_backups(TableName=name)["BackupSummaries"]}
         assert backups["kept"]["BackupArn"] == kept
         for backup in backups.values():
+            if wait_available(ddb, backup["BackupArn"])["BackupStatus"] != "AVAILABLE":
+                continue
             target = unique_name("after-kill")
-            ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup["BackupArn"])
+            restored(ddb, ddb.restore_table_from_backup, TargetTableName=target, BackupArn=backup["BackupArn"])
             assert len(items_of(ddb, target)) == 6000
     finally:
         server.finish()
@@ -352,16 +460,19 @@ def test_aws_cli_backup_and_point_in_time_restore(server, ddb):
     e = server.endpoint
     arn = aws(e, "create-backup", "--table-name", name, "--backup-name", "cli")["BackupDetails"]["BackupArn"]
     target = unique_name("cli")
+    wait_available(ddb, arn)
     aws(e, "restore-table-from-backup", "--target-table-name", target, "--backup-arn", arn)
+    wait_active(ddb, target)
     assert items_of(ddb, target) == items_of(ddb, name)
+    put(ddb, name, "b", v="2")  # (before recovery is on: the latest restorable time is then when it was turned on)
     aws(e, "update-continuous-backups", "--table-name", name, "--point-in-time-recovery-specification",
         "PointInTimeRecoveryEnabled=true,RecoveryPeriodInDays=3")
     described = aws(e, "describe-continuous-backups", "--table-name", name)
     assert described["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]["RecoveryPeriodInDays"] == 3
-    put(ddb, name, "b", v="2")
     latest = unique_name("cli")
     aws(e, "restore-table-to-point-in-time", "--source-table-name", name, "--target-table-name", latest,
         "--use-latest-restorable-time")
+    wait_active(ddb, latest)
     assert items_of(ddb, latest) == items_of(ddb, name)
     listed = aws(e, "list-backups", "--table-name", name)["BackupSummaries"]
     assert [b["BackupArn"] for b in listed] == [arn]
@@ -379,7 +490,7 @@ def test_restores_go_through_creating_with_delayed_statuses():
         assert refusal(ddb.create_backup, TableName=name, BackupName="early") == (
             "TableInUseException", f"Table is in use: {name}")
         wait_active(ddb, name)
-        backup = ddb.create_backup(TableName=name, BackupName="ready")["BackupDetails"]["BackupArn"]
+        backup = backup_of(ddb, name, "ready")["BackupArn"]
         target = unique_name("restored")
         ddb.restore_table_from_backup(TargetTableName=target, BackupArn=backup)
         table = ddb.describe_table(TableName=target)["Table"]
@@ -408,7 +519,7 @@ def test_fifty_restores_at_once(tmp_path):
         put(ddb, name, "a")
         ddb.update_continuous_backups(TableName=name,
                                       PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
-        arn = ddb.create_backup(TableName=name, BackupName="many")["BackupDetails"]["BackupArn"]
+        arn = backup_of(ddb, name, "many")["BackupArn"]
         for n in range(50):
             status = ddb.restore_table_from_backup(TargetTableName=f"{name}-{n}", BackupArn=arn)
             assert status["TableDescription"]["TableStatus"] == "CREATING"

@@ -22,6 +22,7 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from tests.api.identity_helpers import ROOT_KEY, ROOT_SECRET, client
+from tests.api.test_backups import wait_available
 from tests.api.writers import wait_for, writing
 from tests.conftest import ServerProcess, create_table, make_client, unique_name
 
@@ -70,7 +71,7 @@ def write_known_values(server: ServerProcess) -> tuple[str, list[bytes]]:
                     ExpressionAttributeValues={":n": {"S": "NewValueMarker"}})
     ddb.put_item(TableName=name, Item={"pk": {"S": "DeletedKeyMarker"}, "note": {"S": "DeletedValueMarker"}})
     ddb.delete_item(TableName=name, Key={"pk": {"S": "DeletedKeyMarker"}})
-    ddb.create_backup(TableName=name, BackupName="known")
+    wait_available(ddb, ddb.create_backup(TableName=name, BackupName="known")["BackupDetails"]["BackupArn"])
     iam = client(server, "iam")
     iam.create_user(UserName="EncryptedUserMarker")
     secret = iam.create_access_key(UserName="EncryptedUserMarker")["AccessKey"]["SecretAccessKey"]
@@ -203,7 +204,7 @@ def encrypted(tmp_path: Path) -> tuple[Path, str]:
                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
         ddb.put_item(TableName="kept", Item={"pk": {"S": "one"}})
-        ddb.create_backup(TableName="kept", BackupName="kept")
+        wait_available(ddb, ddb.create_backup(TableName="kept", BackupName="kept")["BackupDetails"]["BackupArn"])
     finally:
         server.finish()
     return data, key

@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.api.test_backups import wait_available
 from tests.api.test_imports import start_import, wait_import
 from tests.conftest import unique_name
 
@@ -355,6 +356,7 @@ def test_a_restored_table_searches_as_its_source(ddb) -> None:  # type: ignore[n
         ddb.put_item(TableName=source, Item={"pk": {"S": f"k{n}"}, "emb": vec([1.0, float(n), 0.5, -0.25 * n])})
     expected = search(ddb, source, [1.0, 2.0, 0.0, 0.0], k=5)["SearchResults"]
     backup = ddb.create_backup(TableName=source, BackupName="vectors-backup")["BackupDetails"]["BackupArn"]
+    wait_available(ddb, backup)  # (made in the background: restorable once AVAILABLE)
     restored = [unique_name("vec-restored"), unique_name("vec-pitr")]
     ddb.restore_table_from_backup(TargetTableName=restored[0], BackupArn=backup)
     ddb.update_continuous_backups(TableName=source,
@@ -379,6 +381,7 @@ def test_a_restore_keeps_the_vector_indexes_its_override_names(ddb) -> None:  # 
                         {"category": "S"})
     ddb.put_item(TableName=source, Item={"pk": {"S": "a"}, "category": {"S": "c"}, "emb": vec([1.0, 0.0, 0.0, 0.0])})
     backup = ddb.create_backup(TableName=source, BackupName="vector-override")["BackupDetails"]["BackupArn"]
+    wait_available(ddb, backup)  # (made in the background: restorable once AVAILABLE)
     with pytest.raises(ClientError) as refused:
         ddb.restore_table_from_backup(TargetTableName=unique_name("vec-none"), BackupArn=backup,
                                       VectorIndexOverride=[vector_index("missing")])

@@ -2,9 +2,11 @@
 backups_restore.py, continuous backups (point-in-time recovery) in backups_continuous.py; this module's
 HANDLERS holds all four's (exports: backups_export.py).
 
-A backup is taken whole before CreateBackup answers (the engine copies the table's description and items from
-one snapshot while writes go on, see storage/sqlite_backups.py), so it is AVAILABLE at once; a backup cut short
-by a crash is absent, never listed half made."""
+CreateBackup fixes the backup's instant and answers it CREATING; its items are copied in the background, in
+chunks, while writes go on (backups_runs.py), and it is AVAILABLE once whole ("the backup is created
+asynchronously ... Backup requests are processed instantaneously and become available for restore within
+minutes": API Reference, CreateBackup). One a crash cut short is finished after the restart, or deleted if it can
+no longer be: never listed AVAILABLE unless whole."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from openddb import clock
 from openddb.api import backups_continuous, backups_export, backups_import, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
+from openddb.api.backups_runs import expiry, schedule_backup, take_backup_lease
 from openddb.api.backups_shapes import (
     BACKUP_ARN,
     BACKUP_NAME,
     Timestamp,
+    backup_in_use,
     backup_not_found,
     stamped_id,
     timestamp,
@@ -57,17 +61,31 @@ def create_backup(context: RequestContext, request: dict[str, Any]) -> dict[str,
         raise TableInUseException(f"Table is in use: {meta.name}")
     # (kept to the millisecond it is described with, so a TimeRange bound taken from a description matches it)
     record = BackupRecord(backup_arn(meta, now), request["BackupName"], meta.name, meta.uuid, epoch_millis(now))
-    done = context.engine.create_backup(record, meta)
-    if done is None:  # deleted or replaced meanwhile
+    take_backup_lease(context.engine, record.arn)  # (before it is stored: no duty may take it for abandoned)
+    begun = context.engine.begin_backup(record, meta)
+    if begun is None:  # deleted or replaced meanwhile
         backed_up_table(context, meta.name)
         raise TableInUseException(f"Table is in use: {meta.name}")  # best guess (as above)
-    return {"BackupDetails": _details(done)}
+    details = _details(begun)  # (CREATING: described before the run may finish it, with no loop to run it on)
+    schedule_backup(context.engine, record.arn)
+    return {"BackupDetails": details}
+
+
+def _in_use(context: RequestContext, record: BackupRecord) -> bool:
+    """A backup still being made, or being restored to a table: DeleteBackup refuses it (BackupInUseException)."""
+    return record.status == "CREATING" or any(
+        meta.restore is not None and meta.restore.get("SourceBackupArn") == record.arn and meta.restoring
+        for meta in context.engine.restored_tables())
 
 
 def _details(record: BackupRecord, status: str | None = None) -> dict[str, Any]:
-    return {"BackupArn": record.arn, "BackupName": record.name, "BackupSizeBytes": record.size,
-            "BackupStatus": status or record.status, "BackupType": record.backup_type,
-            "BackupCreationDateTime": epoch_millis(record.created_at)}
+    details = {"BackupArn": record.arn, "BackupName": record.name, "BackupSizeBytes": record.size,
+               "BackupStatus": status or record.status, "BackupType": record.backup_type,
+               "BackupCreationDateTime": epoch_millis(record.created_at)}
+    expires = expiry(record)
+    if expires is not None:
+        details["BackupExpiryDateTime"] = epoch_millis(expires)
+    return details
 
 
 def _description(record: BackupRecord, encrypted: bool, status: str | None = None) -> dict[str, Any]:
@@ -113,14 +131,19 @@ def describe_backup(context: RequestContext, request: dict[str, Any]) -> dict[st
 def delete_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(DESCRIBE_BACKUP, request, "BackupArn")
     record = visible_backup(context, request["BackupArn"])
-    if record is None or not context.engine.delete_backup(record.arn):
+    if record is None:
+        raise backup_not_found(request["BackupArn"])
+    if _in_use(context, record):
+        raise backup_in_use(record.arn)
+    if not context.engine.delete_backup(record.arn):
         raise backup_not_found(request["BackupArn"])
     return {"BackupDescription": _description(record, context.engine.encrypted, "DELETED")}
 
 
 def list_backups(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Backups oldest first, filtered by table, creation time (the lower bound inclusive, the upper exclusive:
-    API Reference, ListBackups) and type (USER by default; this server takes no SYSTEM or AWS_BACKUP backups)."""
+    API Reference, ListBackups) and type (USER by default; SYSTEM: those of deleted tables that had point-in-time
+    recovery on; this server takes no AWS_BACKUP backups)."""
     v.validate(LIST_BACKUPS, request)
     low = timestamp(request, "TimeRangeLowerBound")
     high = timestamp(request, "TimeRangeUpperBound")

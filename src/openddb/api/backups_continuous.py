@@ -32,6 +32,7 @@ UPDATE_CONTINUOUS_BACKUPS = v.Struct({
 })
 DEFAULT_RECOVERY_DAYS = 35  # (API Reference, PointInTimeRecoverySpecification: "defaults to 35")
 _DAY = 86400.0
+LATEST_LAG = 300.0  # LatestRestorableDateTime's distance behind now (see `restorable`)
 TRIM_SECONDS = 60.0  # how often the recovery logs are trimmed (by one process of those sharing the store)
 _next_trim = 0.0
 
@@ -45,9 +46,20 @@ def backed_up_table(context: RequestContext, name_or_arn: str) -> TableMeta:
     return meta
 
 
+def earliest_restorable(window: RecoveryWindow, now: float) -> float:
+    """EarliestRestorableDateTime of a table with recovery on, by the clock `now`: when it was turned on, or the
+    start of its recovery period if later."""
+    return max(window.enabled_at, now - window.days * _DAY)
+
+
 def restorable(window: RecoveryWindow, now: float) -> tuple[float, float]:
-    """(EarliestRestorableDateTime, LatestRestorableDateTime) of a table with recovery on, by the clock `now`."""
-    return max(window.enabled_at, now - window.days * _DAY), now
+    """(EarliestRestorableDateTime, LatestRestorableDateTime) of a table with recovery on, by the clock `now`:
+    "LatestRestorableDateTime is typically five minutes before the current time" (Developer Guide, "Enable
+    point-in-time recovery in DynamoDB"; API Reference, PointInTimeRecoveryDescription), never before the
+    earliest ("If you disable point-in-time recovery and later enable it on a table ... you can only immediately
+    restore that table using the LatestRestorableDateTime": Developer Guide, "Restore a table in DynamoDB")."""
+    earliest = earliest_restorable(window, now)
+    return earliest, max(earliest, now - LATEST_LAG)
 
 
 def _described(window: RecoveryWindow | None, now: float) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from openddb import clock
 from openddb.api import validation as v
-from openddb.api.backups_continuous import backed_up_table, restorable
+from openddb.api.backups_continuous import backed_up_table, earliest_restorable
 from openddb.api.backups_export_runs import export_records, save_export, schedule_export, take_lease
 from openddb.api.backups_shapes import Timestamp, stamped_id, timestamp
 from openddb.api.context import RequestContext
@@ -138,7 +138,9 @@ def _export_time(request: dict[str, Any], source: TableMeta, window: RecoveryWin
         # best guess: as RestoreTableToPointInTime words it (see backups_restore)
         raise PointInTimeRecoveryUnavailableException(
             f"Point in time recovery is not enabled for table '{source.name}'")
-    earliest, latest = restorable(window, now)
+    # (an export reads the table up to now: ExportTime is not bound by LatestRestorableDateTime, the lag of
+    # DynamoDB's restores; best guess, as the API Reference only says it must be in the recovery window)
+    earliest, latest = earliest_restorable(window, now), now
     at = timestamp(request, "ExportTime")
     if at is None:
         return latest
@@ -155,7 +157,7 @@ def _window(specification: dict[str, Any], window: RecoveryWindow | None, now: f
     until = timestamp(specification, "ExportToTime")
     assert since is not None
     until = now if until is None else until
-    if window is None or since < restorable(window, now)[0] or since >= until:
+    if window is None or since < earliest_restorable(window, now) or since >= until:
         # (best guess: the time it prints, the from time in the captures)
         raise InvalidExportTimeException("Incremental export period from time cannot be less than the table creation "
                                          f"time : {_second(since)}")

@@ -1,9 +1,10 @@
 """Restores into a new table: RestoreTableFromBackup and RestoreTableToPointInTime, with the overrides DynamoDB
 allows (billing mode, provisioned and on-demand throughput, the GSIs and LSIs to keep, encryption).
 
-The engine creates the table and fills it in one transaction (a restore cut short leaves no table). Its indexes
-are stored CREATING and filled by the index backfill (api/indexes.py); meanwhile the table is CREATING and serves
-no item (`pending`), and `finish_restores` makes it ACTIVE once every index is. DynamoDB does not carry over a
+The engine creates the table, CREATING and empty, and the restore's run fills it in the background, chunk by
+chunk (backups_runs.py), then its indexes, stored CREATING, are filled by the index backfill (api/indexes.py);
+meanwhile the table serves no item (`pending`), its RestoreSummary says RestoreInProgress, and `finish_restores`
+makes it ACTIVE once every index is. DynamoDB does not carry over a
 stream, TTL, tags, auto scaling or point-in-time recovery to a restored table (Developer Guide, "Restoring a
 DynamoDB table from a backup"): neither does this."""
 
@@ -18,7 +19,15 @@ from openddb.api import indexes as ix
 from openddb.api import transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, restorable
-from openddb.api.backups_shapes import BACKUP_ARN, Timestamp, backup_not_found, timestamp, visible_backup
+from openddb.api.backups_runs import BUILDING, resume_restores, schedule_restore
+from openddb.api.backups_shapes import (
+    BACKUP_ARN,
+    Timestamp,
+    backup_in_use,
+    backup_not_found,
+    timestamp,
+    visible_backup,
+)
 from openddb.api.context import RequestContext
 from openddb.api.table_capacity import provisioned_request
 from openddb.api.table_descriptions import describe
@@ -35,7 +44,6 @@ from openddb.errors import (
 )
 from openddb.model.schema import BillingMode, TableMeta, VectorIndexMeta
 from openddb.storage.base import CatalogChanged, Engine, RestoreSource
-from openddb.vectors.updates import schedule_vector_backfill
 
 _OVERRIDES: dict[str, v.Shape] = {
     "BillingModeOverride": v.Str(enum=("PROVISIONED", "PAY_PER_REQUEST")),
@@ -64,6 +72,8 @@ def restore_table_from_backup(context: RequestContext, request: dict[str, Any]) 
     record = visible_backup(context, request["BackupArn"])
     if record is None:
         raise backup_not_found(request["BackupArn"])
+    if record.status == "CREATING":
+        raise backup_in_use(record.arn)
     _check_target(context, request["TargetTableName"])
     _check_restores(context)
     source = TableMeta.from_json(record.meta)
@@ -124,28 +134,19 @@ def _check_restores(context: RequestContext) -> None:
 
 
 def _restore(context: RequestContext, meta: TableMeta, source: RestoreSource) -> dict[str, Any]:
-    """Create and fill the table, then start its indexes' backfill; the answer describes it CREATING."""
-    now = clock.now()
-    building = bool(meta.indexes or meta.vector_indexes)
+    """Create the table CREATING and start filling it in the background (backups_runs.py); the answer describes
+    it CREATING."""
     for index in meta.indexes:
         index.status = "CREATING"
     for vector_index in meta.vector_indexes:  # (refilled from the restored items as UpdateTable's creation is)
         vector_index.status, vector_index.backfilling = "CREATING", True
-    if building:
-        meta.pending, meta.pending_until = "CREATING", _UNTIL_RESTORED
-    elif transient.delayed():
-        meta.pending, meta.pending_until = "CREATING", transient.until(now)
+    meta.pending, meta.pending_until, meta.restoring = "CREATING", _UNTIL_RESTORED, True
     try:
-        meta = context.engine.restore_table(meta, source)
+        meta = context.engine.begin_restore(meta, source)
     except ResourceInUseException:  # created meanwhile by another request
         _check_target(context, meta.name)
         raise
-    if building:
-        _BUILDING.add(meta.stored_name)
-    for index in meta.indexes:
-        ix.schedule_backfill(context.engine, meta, index)
-    for vector_index in meta.vector_indexes:
-        schedule_vector_backfill(context.engine, meta, vector_index)
+    schedule_restore(context.engine, meta)
     description = describe(context, meta, status="CREATING", counts=False, fresh=True, warm=False)
     return {"TableDescription": description}
 
@@ -251,20 +252,21 @@ def _spec(index: Any, billing: BillingMode) -> dict[str, Any]:
     return spec
 
 
-_BUILDING: set[str] = set()  # stored names of the tables this process restored whose indexes are still being built
-
-
 def finish_restores(engine: Engine, everywhere: bool = False) -> None:
-    """A background duty: a restored table whose indexes are all built is restored (ACTIVE, or CREATING for
-    --delay-transient-statuses more). Each second for the restores this process started; `everywhere` (every few
-    seconds) for any, as those of another process or one a restart cut short."""
-    names = [meta.stored_name for meta in engine.restored_tables()] if everywhere else sorted(_BUILDING)
+    """A background duty: a restored table whose items are in and whose indexes are all built is restored (ACTIVE,
+    or CREATING for --delay-transient-statuses more). Each second for the restores this process started;
+    `everywhere` (every few seconds) for any, as those of another process or one a restart cut short (whose copy is
+    taken up again first)."""
+    restored = engine.restored_tables() if everywhere else []
+    if everywhere:
+        resume_restores(engine, restored)
+    names = [meta.stored_name for meta in restored] if everywhere else sorted(BUILDING)
     for name in names:
         meta = engine.get_table(name)
         if meta is None or meta.restore is None or meta.pending_until != _UNTIL_RESTORED:
-            _BUILDING.discard(name)
+            BUILDING.discard(name)
             continue
-        if any(index.status == "CREATING" for index in meta.indexes) or \
+        if meta.restoring or any(index.status == "CREATING" for index in meta.indexes) or \
                 any(index.status == "CREATING" for index in meta.vector_indexes):
             continue
         finished = copy.deepcopy(meta)
@@ -272,7 +274,7 @@ def finish_restores(engine: Engine, everywhere: bool = False) -> None:
             ("CREATING", transient.until(clock.now())) if transient.delayed() else (None, 0.0))
         try:
             engine.update_table(finished)
-            _BUILDING.discard(name)
+            BUILDING.discard(name)
         except CatalogChanged:
             pass  # finished by another process, or changed: the next round looks again
 

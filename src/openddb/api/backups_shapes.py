@@ -9,7 +9,7 @@ from typing import Any
 
 from openddb.api import validation as v
 from openddb.api.context import RequestContext
-from openddb.errors import BackupNotFoundException, SerializationException
+from openddb.errors import BackupInUseException, BackupNotFoundException, SerializationException
 from openddb.storage.base import BackupRecord
 
 # botocore's model: BackupName 3-255 of [a-zA-Z0-9_.-]+, BackupArn 37-1024 characters.
@@ -26,6 +26,12 @@ def stamped_id(now: float) -> str:
 def backup_not_found(arn: str) -> BackupNotFoundException:
     # best guess: the message DynamoDB gives with the API Reference's "Backup not found for the given BackupARN"
     return BackupNotFoundException(f"Backup not found: {arn}")
+
+
+def backup_in_use(arn: str) -> BackupInUseException:
+    # best guess: the API Reference's description of BackupInUseException (its message is not recorded in public)
+    return BackupInUseException("There is another ongoing conflicting backup control plane operation on the table. "
+                                f"The backup is either being created, deleted or restored to a table: {arn}")
 
 
 def visible_backup(context: RequestContext, arn: str) -> BackupRecord | None:

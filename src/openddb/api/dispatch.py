@@ -23,6 +23,7 @@ from openddb.api import (
     backups_export_runs,
     backups_import_runs,
     backups_restore,
+    backups_runs,
     batch,
     contributor_insights,
     indexes,
@@ -509,6 +510,7 @@ class Dispatcher:
                            self.engine)
                 self._duty("failing abandoned exports", backups_export_runs.fail_abandoned, self.engine)
                 self._duty("resuming imports", backups_import_runs.resume_imports, self.engine)
+                self._duty("resuming backups", backups_runs.resume_backups, self.engine)
             # (this process's restores each round; on a resume round any, as a restart or another process left them)
             self._duty("finishing restores", backups_restore.finish_restores, self.engine, resume)
             self._duty("recovery log upkeep", backups_continuous.trim_recovery_logs, self.engine, now)

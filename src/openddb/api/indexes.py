@@ -584,8 +584,8 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         current = engine.get_table(name)
         target = None if current is None or current.uuid != uuid else next(
             (i for i in current.indexes if i.index_id == index_id), None)
-        if current is None or target is None or target.status != "CREATING":
-            _RUNNING.discard(job)
+        if current is None or target is None or target.status != "CREATING" or current.restoring:
+            _RUNNING.discard(job)  # (a restore still copying items starts its backfills once they are in)
             return False
         if not engine.try_lease(f"backfill:{uuid}:{index_id}", lease_holder(), _LEASE_SECONDS, time.time()):
             # Another process drives it; if that one dies, a later DescribeTable here takes over once the

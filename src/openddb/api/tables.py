@@ -12,6 +12,7 @@ from openddb import clock
 from openddb.api import indexes as ix
 from openddb.api import quotas, transient
 from openddb.api import validation as v
+from openddb.api.backups_runs import system_backup
 from openddb.api.context import RequestContext
 from openddb.api.resource_policies import attach_created, check_policy
 from openddb.api.table_capacity import provisioned_request, throughput_mode_as_billing_mode
@@ -203,6 +204,8 @@ def delete_table(context: RequestContext, request: dict[str, Any]) -> dict[str, 
                    if member not in _NOT_IN_DELETE_ANSWER}
     if deleting:
         return {"TableDescription": description}
+    if context.engine.recovery_window(meta) is not None:  # (its instant before the rows go)
+        system_backup(context.engine, meta)
     # Only the version checked here: protected, or deleted, by another worker meanwhile, it runs again.
     if transient.delayed():  # the table stays, DELETING, for the delay (then the background duty removes it)
         held = copy.deepcopy(meta)

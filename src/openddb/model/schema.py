@@ -200,6 +200,8 @@ class TableMeta:
     vector_indexes: list[VectorIndexMeta] = field(default_factory=list)
     # A restored table's RestoreSummary (SourceBackupArn, SourceTableArn, RestoreDateTime; see api/backups_restore)
     restore: dict[str, Any] | None = None
+    # While a restore copies the table's items (before its indexes' backfill may start): see api/backups_runs.py
+    restoring: bool = False
     # The namespace the table belongs to: "" (the shared one: every account and region), or "<account>/<region>/"
     # (docs/ACCOUNTS-AND-REGIONS.md). The engines keep it under `stored_name`; clients see `name`.
     namespace: str = ""

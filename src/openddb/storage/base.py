@@ -348,8 +348,9 @@ BackupStatus = Literal["CREATING", "AVAILABLE", "DELETED"]
 @dataclass(slots=True)
 class BackupRecord:
     """An on-demand backup as the store keeps it: a copy of one table's items and its description (`meta`, the
-    TableMeta JSON) taken in one snapshot. Only complete backups are stored (the copy and the record commit
-    together), so a backup cut short by a crash is absent, never half there."""
+    TableMeta JSON) as of one instant. CREATING while its items are being copied (in chunks, see
+    `Engine.continue_backup`), then AVAILABLE with every item; one that can no longer be finished is deleted,
+    never made AVAILABLE."""
 
     arn: str
     name: str
@@ -361,6 +362,26 @@ class BackupRecord:
     size: int = 0
     item_count: int = 0
     meta: bytes = b""
+
+
+# What one chunk of a backup or a restore left (see `Engine.continue_backup`, `Engine.continue_restore`).
+BackupProgress = Literal["more", "done", "lost"]
+RestoreProgress = Literal["more", "done", "lost"]
+BACKUP_CHUNK = 1_000  # items a chunk of a backup or a restore copies (one short transaction: ~0.1 s of 1 KB items)
+RESTORE_CHUNK = 1_000
+
+
+def restore_ending(from_backup: bool, enabled_at: float | None, at: float) -> RestoreProgress | None:
+    """After a restore's last chunk of items: "done" for a backup's; "lost" if the source's recovery (on since
+    `enabled_at`, None: off, or the table deleted) no longer covers its time `at`; None: the changes after `at`
+    are yet to be undone."""
+    if from_backup:
+        return "done"
+    return "lost" if enabled_at is None or enabled_at > at else None
+
+
+class RestoreLost(Exception):
+    """A restore's source could no longer give its items (see `Engine.continue_restore`)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -653,28 +674,61 @@ class Engine(ABC):
         return False
 
     # --- backups and point-in-time recovery (sqlite_backups.py, postgres_backups.py) -------------------------
-    def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
-        """Copy `table`'s stored description and items, as of one instant, into a stored backup described by
-        `record` (its size, count and meta filled in); writes may go on meanwhile. None if the table is gone."""
+    def begin_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+        """Store the backup `record` CREATING, of `table` as it stands now: the instant its items are copied as
+        (`continue_backup`), while writes go on. None if the table is gone (or replaced)."""
         raise NotImplementedError
 
+    def continue_backup(self, arn: str, limit: int) -> BackupProgress:
+        """Copy up to `limit` more items of the backup `arn` begun by `begin_backup`, each chunk its own short
+        transaction: "more" while some remain; "done" once the backup is stored AVAILABLE (its size, count and
+        meta set), all of it as of its instant; "lost" if it can no longer be finished as of that instant (the
+        process holding what it was copied from died): the caller deletes it."""
+        raise NotImplementedError
+
+    def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+        """A whole backup in one call (begin, then every chunk): the stored record, or None if the table is
+        gone."""
+        if self.begin_backup(record, table) is None:
+            return None
+        while (progress := self.continue_backup(record.arn, BACKUP_CHUNK)) == "more":
+            pass
+        return self.get_backup(record.arn) if progress == "done" else None
+
     def list_backups(self) -> list[BackupRecord]:
-        """Every stored backup (without its `meta`), oldest first."""
+        """Every stored backup, CREATING or AVAILABLE (without its `meta`), oldest first."""
         raise NotImplementedError
 
     def get_backup(self, arn: str) -> BackupRecord | None:
-        """A stored backup with its `meta`, or None."""
+        """A stored backup (CREATING or AVAILABLE) with its `meta`, or None."""
         raise NotImplementedError
 
     def delete_backup(self, arn: str) -> bool:
-        """Remove a backup and its items; False if there was none."""
+        """Remove a backup (one being made too: its copy stops) and its items; False if there was none."""
+        raise NotImplementedError
+
+    def begin_restore(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
+        """Create the table `meta` (as `create_table` does, ResourceInUseException if the name is taken), empty,
+        with the restore of `source` into it recorded, for `continue_restore` to fill it."""
+        raise NotImplementedError
+
+    def continue_restore(self, meta: TableMeta, limit: int) -> RestoreProgress:
+        """Copy up to `limit` more items into the table `meta` that `begin_restore` made, each chunk one short
+        transaction that records how far it got (a restore a restart cut short goes on from there): "more" while
+        some remain; "done" once the table holds every item of its source (as of the restore's time); "lost" if
+        the source can no longer give them (its recovery log is gone): the caller removes the table. Index
+        entries are not written: the caller stores the indexes CREATING, and their backfill makes them."""
         raise NotImplementedError
 
     def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
-        """Create the table `meta` (as `create_table` does, ResourceInUseException if the name is taken) filled
-        with the items of `source`, in one transaction: a restore cut short leaves no table. Index entries are
-        not written: the caller stores the indexes CREATING, and their backfill makes them."""
-        raise NotImplementedError
+        """A whole restore in one call (begin, then every chunk)."""
+        self.begin_restore(meta, source)
+        while (progress := self.continue_restore(meta, RESTORE_CHUNK)) == "more":
+            pass
+        if progress == "lost":
+            self.delete_table(meta.stored_name)
+            raise RestoreLost(meta.name)
+        return meta
 
     def recovery_window(self, meta: TableMeta) -> RecoveryWindow | None:
         """The table's point-in-time recovery, or None while it is off."""

@@ -1,7 +1,9 @@
 """Backups and point-in-time recovery on PostgreSQL: the same design as on SQLite (see sqlite_backups.py).
 
-A backup is one transaction that inserts its record and copies the table's description and items with one
-`INSERT ... SELECT` (one MVCC snapshot: writers are never blocked, and a backup cut short is rolled back whole).
+A backup's instant is an MVCC snapshot that a connection of its own exports and holds open while the backup is
+made; each chunk is a transaction that imports it and copies the next items (`INSERT ... SELECT`): writers are
+never blocked. A backup whose holder died (kill -9) can no longer be finished as of its instant: it is deleted,
+never made AVAILABLE. A restore copies in chunks as on SQLite, its progress in `openddb_restore_progress`.
 The recovery log is appended by row triggers on `openddb_items`, three per table with recovery on, each guarded
 by the table's id, so whichever node writes, the change and its record commit together. A write's uncommitted
 placeholder row (size -1, see postgres.py) is no item: its insertion is not logged, and a placeholder made an
@@ -12,12 +14,21 @@ for every node. The tables are made on first use (not by a schema migration), un
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from openddb.model.schema import TableMeta
-from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource, StorageKey
+from openddb.storage.base import (
+    BackupProgress,
+    BackupRecord,
+    RecoveryWindow,
+    RestoreProgress,
+    RestoreSource,
+    StorageKey,
+    restore_ending,
+)
 
 _SCHEMA_LOCK = 0x0DDB_BAC0  # the advisory lock that serialises nodes making the tables
 _SCHEMA = [
@@ -32,6 +43,8 @@ _SCHEMA = [
     "created_at DOUBLE PRECISION NOT NULL, h BIGINT NOT NULL, pk BYTEA NOT NULL, sk BYTEA NOT NULL, pkx BYTEA, "
     "old_size INTEGER, old BYTEA)",
     "CREATE INDEX IF NOT EXISTS openddb_recovery_log_by_time ON openddb_recovery_log (tid, created_at)",
+    "CREATE TABLE IF NOT EXISTS openddb_restore_progress (tid BIGINT PRIMARY KEY, backup_arn TEXT, src BIGINT, "
+    "at DOUBLE PRECISION NOT NULL, h BIGINT, pk BYTEA, sk BYTEA)",
     """CREATE OR REPLACE FUNCTION openddb_recovery_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -54,18 +67,30 @@ END $$""",
 ]
 _TRIGGERS = (("insert", "INSERT", "NEW"), ("update", "UPDATE", "NEW"), ("delete", "DELETE", "OLD"))
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
-# The table at a time, in one statement (so from one snapshot, in READ COMMITTED too): the rows no change after the
-# time touched, as they are, and for each key changed after it, the old image of its first change after it (none
-# for a key inserted after it).
-_AS_IT_WAS = (
+# A restore's chunk: the next `limit` items (after the key h, pk, sk; from the first while h is NULL) copied into
+# the table; answers the last one's key and how many there were.
+_AFTER = "(%(h)s::BIGINT IS NULL OR (h, pk, sk) > (%(h)s, %(pk)s, %(sk)s))"
+_COPIED = ("ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data, pkx=EXCLUDED.pkx "
+           "RETURNING 1) SELECT h, pk, sk, (SELECT count(*) FROM chunk) FROM chunk ORDER BY h DESC, pk DESC, sk DESC "
+           "LIMIT 1")
+_RESTORE_FROM_BACKUP = (
+    f"WITH chunk AS (SELECT h, pk, sk, pkx, size, data FROM openddb_backup_items WHERE arn=%(arn)s AND {_AFTER} "
+    "ORDER BY h, pk, sk LIMIT %(limit)s), copied AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
+    "SELECT %(tid)s, h, pk, sk, size, data, pkx FROM chunk " + _COPIED)
+_RESTORE_FROM_TABLE = (
+    f"WITH chunk AS (SELECT h, pk, sk, pkx, size, data FROM openddb_items WHERE tid=%(src)s AND size >= 0 AND {_AFTER} "
+    "ORDER BY h, pk, sk LIMIT %(limit)s), copied AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
+    "SELECT %(tid)s, h, pk, sk, size, data, pkx FROM chunk " + _COPIED)
+# Once every item is copied (as it was then), the table set back to the restore's time: for each key changed after
+# it, the old image of its first change after it (none: a key inserted after it), in one statement.
+_UNDO = (
     "WITH first AS (SELECT DISTINCT ON (h, pk, sk) h, pk, sk, pkx, old_size, old FROM openddb_recovery_log "
     "WHERE tid=%(src)s AND created_at > %(at)s ORDER BY h, pk, sk, seq), "
-    "kept AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
-    "SELECT %(tid)s, i.h, i.pk, i.sk, i.size, i.data, i.pkx FROM openddb_items i WHERE i.tid=%(src)s AND i.size >= 0 "
-    "AND NOT EXISTS (SELECT 1 FROM first f WHERE f.h=i.h AND f.pk=i.pk AND f.sk=i.sk) RETURNING 1), "
-    "undone AS (INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
-    "SELECT %(tid)s, h, pk, sk, old_size, old, pkx FROM first WHERE old IS NOT NULL RETURNING 1) "
-    "SELECT (SELECT count(*) FROM kept) + (SELECT count(*) FROM undone)")
+    "gone AS (DELETE FROM openddb_items i USING first f WHERE i.tid=%(tid)s AND i.h=f.h AND i.pk=f.pk AND i.sk=f.sk "
+    "AND f.old IS NULL RETURNING 1) "
+    "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) SELECT %(tid)s, h, pk, sk, old_size, old, pkx "
+    "FROM first WHERE old IS NOT NULL ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=EXCLUDED.size, "
+    "data=EXCLUDED.data, pkx=EXCLUDED.pkx")
 _DAY = 86400.0
 
 
@@ -75,10 +100,28 @@ def _record(row: Any, meta: bytes = b"") -> BackupRecord:
                         meta)
 
 
+@dataclass(slots=True)
+class _Snapshot:
+    """A backup being made: the connection holding its instant's snapshot open, and how far its copy got."""
+
+    holder: psycopg.Connection[Any]
+    snapshot: str
+    tid: int
+    after: tuple[int, bytes, bytes] | None = None
+
+
 class PostgresBackups:
     """Backup and recovery storage; mixed into PostgresEngine, whose connection and transactions it uses."""
 
     _backup_schema_ready = False
+    url: str
+    _backup_snapshots: dict[str, _Snapshot] | None = None
+
+    def _held(self) -> dict[str, _Snapshot]:
+        """The backups this process is making, by ARN (lost with the process: see `continue_backup`)."""
+        if self._backup_snapshots is None:
+            self._backup_snapshots = {}
+        return self._backup_snapshots
 
     if TYPE_CHECKING:
         def _transaction(self, begin: str = "BEGIN") -> AbstractContextManager[psycopg.Cursor[Any]]: ...
@@ -101,22 +144,64 @@ class PostgresBackups:
         self._backup_schema_ready = True
 
     # --- on-demand backups ------------------------------------------------------------------------------------
-    def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+    def begin_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+        """The backup's instant is a snapshot exported by a connection of its own that stays in its REPEATABLE
+        READ transaction until the copy is done (`continue_backup` imports it); the record stored CREATING."""
         self._backup_schema()
-        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") as cur:
-            found = cur.execute("SELECT tid, meta FROM openddb_tables WHERE name=%s", (table.stored_name,)).fetchone()
+        holder = psycopg.connect(self.url, autocommit=True)
+        try:
+            holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            exported = holder.execute("SELECT pg_export_snapshot()").fetchone()
+            assert exported is not None
+            snapshot = str(exported[0])
+            found = holder.execute("SELECT tid, meta FROM openddb_tables WHERE name=%s",
+                                   (table.stored_name,)).fetchone()
             if found is None or TableMeta.from_json(bytes(found[1])).uuid != table.uuid:
+                holder.close()
                 return None
-            cur.execute("INSERT INTO openddb_backup_items (arn, h, pk, sk, pkx, size, data) "
-                        "SELECT %s, h, pk, sk, pkx, size, data FROM openddb_items WHERE tid=%s", (record.arn, found[0]))
-            count, size = cur.execute("SELECT count(*), coalesce(sum(size), 0) FROM openddb_backup_items "
-                                      "WHERE arn=%s", (record.arn,)).fetchone() or (0, 0)
-            record.item_count, record.size, record.meta, record.status = int(count), int(size), bytes(found[1]), \
-                "AVAILABLE"
-            cur.execute(f"INSERT INTO openddb_backups ({_RECORD}, meta) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                        "%s)", (record.arn, record.name, record.table_name, record.table_uuid, record.created_at,
-                                record.status, record.backup_type, record.size, record.item_count, record.meta))
+            record.status, record.meta = "CREATING", bytes(found[1])
+            with self._transaction() as cur:
+                cur.execute(f"INSERT INTO openddb_backups ({_RECORD}, meta) VALUES (%s, %s, %s, %s, %s, 'CREATING', "
+                            "%s, 0, 0, %s)", (record.arn, record.name, record.table_name, record.table_uuid,
+                                              record.created_at, record.backup_type, record.meta))
+        except BaseException:
+            holder.close()
+            raise
+        self._held()[record.arn] = _Snapshot(holder, snapshot, int(found[0]))
         return record
+
+    def continue_backup(self, arn: str, limit: int) -> BackupProgress:
+        """A chunk: the next items as of the backup's instant, copied in a transaction that imports its snapshot.
+        A backup whose snapshot this process does not hold (its maker died) is lost."""
+        held = self._held().get(arn)
+        if held is None or held.holder.closed:
+            return "lost"
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") as cur:
+            cur.execute(f"SET TRANSACTION SNAPSHOT '{held.snapshot}'")
+            after = "" if held.after is None else " AND (h, pk, sk) > (%(h)s, %(pk)s, %(sk)s)"
+            h, pk, sk = held.after or (0, b"", b"")
+            found = cur.execute(
+                "WITH chunk AS (SELECT h, pk, sk, pkx, size, data FROM openddb_items WHERE tid=%(tid)s AND size >= 0"
+                f"{after} ORDER BY h, pk, sk LIMIT %(limit)s), copied AS (INSERT INTO openddb_backup_items (arn, h, "
+                "pk, sk, pkx, size, data) SELECT %(arn)s, h, pk, sk, pkx, size, data FROM chunk ON CONFLICT DO NOTHING "
+                "RETURNING 1) "
+                "SELECT h, pk, sk, (SELECT count(*) FROM chunk) FROM chunk ORDER BY h DESC, pk DESC, sk DESC LIMIT 1",
+                {"tid": held.tid, "h": h, "pk": pk, "sk": sk, "limit": limit, "arn": arn}).fetchone()
+            if found is not None and int(found[3]) == limit:
+                held.after = (int(found[0]), bytes(found[1]), bytes(found[2]))
+                return "more"
+        with self._transaction() as cur:  # (not in the snapshot, which predates the record)
+            count, size = cur.execute("SELECT count(*), coalesce(sum(size), 0) FROM openddb_backup_items "
+                                      "WHERE arn=%s", (arn,)).fetchone() or (0, 0)
+            cur.execute("UPDATE openddb_backups SET status='AVAILABLE', size=%s, item_count=%s WHERE arn=%s",
+                        (int(size), int(count), arn))
+        self._let_go(arn)
+        return "done"
+
+    def _let_go(self, arn: str) -> None:
+        held = self._held().pop(arn, None)
+        if held is not None:
+            held.holder.close()
 
     def list_backups(self) -> list[BackupRecord]:
         self._backup_schema()
@@ -130,22 +215,47 @@ class PostgresBackups:
 
     def delete_backup(self, arn: str) -> bool:
         self._backup_schema()
+        self._let_go(arn)
         with self._transaction() as cur:
             cur.execute("DELETE FROM openddb_backup_items WHERE arn=%s", (arn,))
             return cur.execute("DELETE FROM openddb_backups WHERE arn=%s", (arn,)).rowcount > 0
 
     # --- restores ---------------------------------------------------------------------------------------------
-    def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
+    def begin_restore(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
         self._backup_schema()
         with self._ddl_transaction() as cur:
             self._insert_table(cur, meta)
-            if source.backup_arn is not None:
-                cur.execute("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) "
-                            "SELECT %s, h, pk, sk, size, data, pkx FROM openddb_backup_items WHERE arn=%s",
-                            (meta.table_id, source.backup_arn))
-            elif source.table is not None:
-                cur.execute(_AS_IT_WAS, {"src": source.table.table_id, "at": source.at, "tid": meta.table_id})
+            cur.execute("INSERT INTO openddb_restore_progress (tid, backup_arn, src, at) VALUES (%s, %s, %s, %s)",
+                        (meta.table_id, source.backup_arn, None if source.table is None else source.table.table_id,
+                         source.at))
         return meta
+
+    def continue_restore(self, meta: TableMeta, limit: int) -> RestoreProgress:
+        """A chunk in one transaction (see SQLiteBackups.continue_restore)."""
+        self._backup_schema()
+        with self._transaction() as cur:
+            found = cur.execute("SELECT backup_arn, src, at, h, pk, sk FROM openddb_restore_progress WHERE tid=%s "
+                                "FOR UPDATE", (meta.table_id,)).fetchone()
+            if found is None:
+                return "done"
+            backup_arn, src, at = found[0], found[1], float(found[2])
+            if not cur.execute("SELECT 1 FROM openddb_tables WHERE tid=%s", (meta.table_id,)).fetchone():
+                cur.execute("DELETE FROM openddb_restore_progress WHERE tid=%s", (meta.table_id,))
+                return "lost"  # (the table was deleted meanwhile)
+            names = {"tid": meta.table_id, "src": src, "arn": backup_arn, "limit": limit, "h": found[3],
+                     "pk": found[4], "sk": found[5], "at": at}
+            end = cur.execute(_RESTORE_FROM_BACKUP if backup_arn is not None else _RESTORE_FROM_TABLE, names).fetchone()
+            if end is not None and int(end[3]) == limit:
+                cur.execute("UPDATE openddb_restore_progress SET h=%s, pk=%s, sk=%s WHERE tid=%s",
+                            (end[0], end[1], end[2], meta.table_id))
+                return "more"
+            cur.execute("DELETE FROM openddb_restore_progress WHERE tid=%s", (meta.table_id,))
+            recovery = cur.execute("SELECT enabled_at FROM openddb_recovery WHERE tid=%s", (src,)).fetchone()
+            ending = restore_ending(backup_arn is not None, None if recovery is None else float(recovery[0]), at)
+            if ending is not None:
+                return ending
+            cur.execute(_UNDO, names)
+        return "done"
 
     # --- point-in-time recovery -------------------------------------------------------------------------------
     def recovery_window(self, meta: TableMeta) -> RecoveryWindow | None:

@@ -1,11 +1,13 @@
 """Backups and point-in-time recovery on SQLite.
 
 On-demand backups live in a file of their own beside the store (`openddb-backups.sqlite3`, WAL), written by a
-connection of their own that attaches the store read-only as `store`: one transaction inserts the backup's
-record and copies the table's description and items from one read snapshot of the store (`INSERT ... SELECT`,
-in SQLite's C code). The store's writer lock is never taken, so every worker's writes go on during the copy; the
-backup commits whole or not at all (a kill -9 mid-copy leaves no trace of it). A store in memory keeps them in
-its own database instead. An encrypted store's backups file is encrypted with the store's key (see sqlite_cipher).
+connection of their own that attaches the store. A backup is made in chunks while writes go on (docs/
+ARCHITECTURE.md, "On-demand backups"): `begin_backup` records it CREATING and fixes its instant with a hold on the
+snapshot log (triggers that keep the old image of each change of the table from then on); each `continue_backup`
+copies the next items as they are then, in one transaction of the backups file with its progress (the store's
+writer lock is never taken); the last one sets each key changed since the instant back to its image then and
+stores the backup AVAILABLE. A store in memory keeps them in its own database instead. An encrypted store's
+backups file is encrypted with the store's key (see sqlite_cipher).
 
 Point-in-time recovery keeps, for each table that has it on, a log of the old image of every row change
 (`recovery_log`), appended by triggers on `items` as the stream records are (see sqlite_streams): in the
@@ -25,7 +27,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from openddb.model.schema import TableMeta
-from openddb.storage.base import BackupRecord, RecoveryWindow, RestoreSource, StorageKey
+from openddb.storage.base import (
+    BackupProgress,
+    BackupRecord,
+    RecoveryWindow,
+    RestoreProgress,
+    RestoreSource,
+    StorageKey,
+    restore_ending,
+)
 from openddb.storage.sqlite_cipher import Driver
 from openddb.storage.sqlite_streams import statements
 
@@ -42,6 +52,7 @@ CREATE TABLE IF NOT EXISTS backup_items (
     arn TEXT NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL, sk BLOB NOT NULL, size INTEGER NOT NULL,
     data BLOB NOT NULL, PRIMARY KEY (arn, h, pk, sk)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS backup_progress (arn TEXT PRIMARY KEY, h INTEGER, pk BLOB, sk BLOB);
 """
 
 RECOVERY_SCHEMA = """
@@ -50,7 +61,34 @@ CREATE TABLE IF NOT EXISTS recovery_log (
     seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, created_at REAL NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL,
     sk BLOB NOT NULL, old_size INTEGER, old BLOB
 );
+CREATE TABLE IF NOT EXISTS snapshot_holds (arn TEXT PRIMARY KEY, tid INTEGER NOT NULL, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshot_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tid INTEGER NOT NULL, h INTEGER NOT NULL, pk BLOB NOT NULL,
+    sk BLOB NOT NULL, old_size INTEGER, old BLOB
+);
+CREATE TABLE IF NOT EXISTS restore_progress (
+    tid INTEGER PRIMARY KEY, backup_arn TEXT, src INTEGER, at REAL NOT NULL, h INTEGER, pk BLOB, sk BLOB
+);
 """
+
+# While a backup of table {tid} is being made: the old image of each of its row changes, as the recovery log
+# keeps them (AUTOINCREMENT: a sequence number is never given twice, so a hold's `since` stays a true boundary).
+SNAPSHOT_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS snapshot_on_insert_{tid} AFTER INSERT ON items WHEN NEW.tid = {tid} BEGIN
+    INSERT INTO snapshot_log (tid, h, pk, sk, old_size, old) VALUES ({tid}, NEW.h, NEW.pk, NEW.sk, NULL, NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS snapshot_on_update_{tid} AFTER UPDATE ON items
+WHEN NEW.tid = {tid} AND OLD.data IS NOT NEW.data BEGIN
+    INSERT INTO snapshot_log (tid, h, pk, sk, old_size, old) VALUES ({tid}, OLD.h, OLD.pk, OLD.sk, OLD.size, OLD.data);
+END;
+CREATE TRIGGER IF NOT EXISTS snapshot_on_delete_{tid} AFTER DELETE ON items WHEN OLD.tid = {tid} BEGIN
+    INSERT INTO snapshot_log (tid, h, pk, sk, old_size, old) VALUES ({tid}, OLD.h, OLD.pk, OLD.sk, OLD.size, OLD.data);
+END;
+"""
+_SNAPSHOT_TRIGGER_KINDS = ("snapshot_on_insert", "snapshot_on_update", "snapshot_on_delete")
+# For each key of the backup's table changed since its instant, its first change since (as _FIRST_CHANGES).
+_SNAPSHOT_FIRST = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FROM {store}.snapshot_log "
+                   "WHERE seq > :since AND tid=:tid GROUP BY h, pk, sk) ")
 
 # The old image of each row change of table {tid} (None for a row inserted); a row rewritten with the same bytes
 # is no change. The time is the engine's clock, as the stream records'.
@@ -83,6 +121,27 @@ _UNDO_CHANGES = (_FIRST_CHANGES + "INSERT INTO items (tid, h, pk, sk, size, data
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=excluded.size, "
                  "data=excluded.data")
 _DAY = 86400.0
+
+
+def _span(after: tuple[object, ...], end: tuple[object, ...] | None) -> tuple[str, tuple[object, ...]]:
+    """The WHERE clause (and its parameters) of the keys after `after` (none: from the first) up to `end` (none:
+    to the last)."""
+    clause = ""
+    bounds: tuple[object, ...] = ()
+    if after[0] is not None:
+        clause, bounds = " AND (h, pk, sk) > (?, ?, ?)", tuple(after)
+    if end is not None:
+        clause, bounds = clause + " AND (h, pk, sk) <= (?, ?, ?)", bounds + tuple(end)
+    return clause, bounds
+
+
+def _chunk_end(db: sqlite3.Connection, items: str, tid: int, after: tuple[object, ...],
+               limit: int) -> tuple[object, ...] | None:
+    """The key of the `limit`-th row of table `tid` after `after`, or None if fewer are left."""
+    clause, bounds = _span(after, None)
+    found = db.execute(f"SELECT h, pk, sk FROM {items} WHERE tid=?{clause} ORDER BY h, pk, sk LIMIT 1 "
+                       "OFFSET ?", (tid, *bounds, limit - 1)).fetchone()
+    return None if found is None else tuple(found)
 
 
 def _record(row: tuple[object, ...], meta: bytes = b"") -> BackupRecord:
@@ -134,107 +193,163 @@ class SQLiteBackups:
             self._backups = db
         return self._backups, "store"
 
-    def create_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+    @contextmanager
+    def _backup_transaction(self, first: str,
+                            arguments: tuple[object, ...]) -> Iterator[tuple[sqlite3.Connection, str]]:
+        """A transaction on the backups file, begun by the write `first` (so no read-to-write upgrade can fail;
+        BEGIN IMMEDIATE would take the store's write lock too), whose reads of the store (`store.`) share one
+        snapshot of it; committed when the body returns. A store in memory: a transaction of the store's own."""
         db, store = self._backup_db()
         if store == "main":
             with self._transaction():
-                return self._copy_backup(db, store, record, table)
-        db.execute("BEGIN")  # (its first statement writes the backups file: no read-to-write upgrade can fail)
+                db.execute(first, arguments)
+                yield db, store
+            return
+        db.execute("BEGIN")
         try:
-            done = self._copy_backup(db, store, record, table)
-            db.execute("COMMIT" if done is not None else "ROLLBACK")
-            return done
+            db.execute(first, arguments)
+            yield db, store
+            db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
 
-    @staticmethod
-    def _copy_backup(db: sqlite3.Connection, store: str, record: BackupRecord,
-                     table: TableMeta) -> BackupRecord | None:
-        """Inside the backup's transaction: its record, then the table's description and items from one read
-        snapshot of the store (the first read of `store` in the transaction starts it)."""
-        db.execute(f"INSERT INTO backups ({_RECORD}, meta) VALUES (?, ?, ?, ?, ?, 'CREATING', ?, 0, 0, x'')",
-                   (record.arn, record.name, record.table_name, record.table_uuid, record.created_at,
-                    record.backup_type))
-        found = db.execute(f"SELECT tid, meta FROM {store}.tables WHERE name=?", (table.stored_name,)).fetchone()
-        if found is None or TableMeta.from_json(found[1]).uuid != table.uuid:
-            return None
-        db.execute(f"INSERT INTO backup_items (arn, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
-                   f"FROM {store}.items WHERE tid=?", (record.arn, found[0]))
-        count, size = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM backup_items WHERE arn=?",
-                                 (record.arn,)).fetchone()
-        record.item_count, record.size, record.meta, record.status = int(count), int(size), bytes(found[1]), \
-            "AVAILABLE"
-        db.execute("UPDATE backups SET status='AVAILABLE', size=?, item_count=?, meta=? WHERE arn=?",
-                   (record.size, record.item_count, record.meta, record.arn))
-        return record
+    def begin_backup(self, record: BackupRecord, table: TableMeta) -> BackupRecord | None:
+        record.status, record.meta = "CREATING", table.to_json()
+        with self._backup_transaction(f"INSERT INTO backups ({_RECORD}, meta) VALUES (?, ?, ?, ?, ?, 'CREATING', ?, "
+                                      "0, 0, ?)", (record.arn, record.name, record.table_name, record.table_uuid,
+                                                   record.created_at, record.backup_type, record.meta)) as (db, _):
+            db.execute("INSERT INTO backup_progress (arn) VALUES (?)", (record.arn,))
+        # (a crash here leaves a backup with no hold: `continue_backup` finds it lost)
+        with self._transaction() as db:
+            found = db.execute("SELECT tid, meta FROM tables WHERE name=?", (table.stored_name,)).fetchone()
+            if found is not None and TableMeta.from_json(found[1]).uuid == table.uuid:
+                tid = int(found[0])
+                since = db.execute("SELECT seq FROM sqlite_sequence WHERE name='snapshot_log'").fetchone()
+                db.execute("INSERT INTO snapshot_holds (arn, tid, since) VALUES (?, ?, ?)",
+                           (record.arn, tid, 0 if since is None else int(since[0])))
+                for statement in statements(SNAPSHOT_TRIGGERS.format(tid=tid)):
+                    db.execute(statement)
+                return record
+        self.delete_backup(record.arn)
+        return None
+
+    def continue_backup(self, arn: str, limit: int) -> BackupProgress:
+        """A chunk: the items after the last one copied, as they are now, into the backup; once none is left, each
+        key the snapshot log shows changed since the backup's instant set back to its image then (the old image of
+        its first change since; none if that was its insertion): the table as it stood at that instant."""
+        with self._backup_transaction("UPDATE backup_progress SET h = h WHERE arn=?", (arn,)) as (db, store):
+            progress = db.execute("SELECT h, pk, sk FROM backup_progress WHERE arn=?", (arn,)).fetchone()
+            hold = db.execute(f"SELECT tid, since FROM {store}.snapshot_holds WHERE arn=?", (arn,)).fetchone()
+            if progress is None or hold is None:
+                return "lost"
+            tid, since = int(hold[0]), int(hold[1])
+            end = _chunk_end(db, f"{store}.items", tid, progress, limit)
+            clause, bounds = _span(progress, end)
+            db.execute(f"INSERT OR REPLACE INTO backup_items (arn, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, "
+                       f"data FROM {store}.items WHERE tid=?{clause}", (arn, tid, *bounds))
+            if end is not None:
+                db.execute("UPDATE backup_progress SET h=?, pk=?, sk=? WHERE arn=?", (*end, arn))
+                return "more"
+            names = {"arn": arn, "tid": tid, "since": since}
+            db.execute(_SNAPSHOT_FIRST.format(store=store) + "DELETE FROM backup_items WHERE arn=:arn AND (h, pk, sk) "
+                       "IN (SELECT h, pk, sk FROM first WHERE old IS NULL)", names)
+            db.execute(_SNAPSHOT_FIRST.format(store=store) + "INSERT OR REPLACE INTO backup_items (arn, h, pk, sk, "
+                       "size, data) SELECT :arn, h, pk, sk, old_size, old FROM first WHERE old IS NOT NULL", names)
+            count, size = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM backup_items WHERE arn=?",
+                                     (arn,)).fetchone()
+            db.execute("UPDATE backups SET status='AVAILABLE', size=?, item_count=? WHERE arn=?",
+                       (int(size), int(count), arn))
+            db.execute("DELETE FROM backup_progress WHERE arn=?", (arn,))
+        self._release_hold(arn)
+        return "done"
+
+    def _release_hold(self, arn: str) -> None:
+        """The backup's hold on the snapshot log gone; the log of its table trimmed to the holds left (none: the
+        triggers dropped and the log emptied)."""
+        with self._transaction() as db:
+            found = db.execute("SELECT tid FROM snapshot_holds WHERE arn=?", (arn,)).fetchone()
+            if found is None:
+                return
+            tid = int(found[0])
+            db.execute("DELETE FROM snapshot_holds WHERE arn=?", (arn,))
+            oldest = db.execute("SELECT min(since) FROM snapshot_holds WHERE tid=?", (tid,)).fetchone()[0]
+            if oldest is None:
+                for kind in _SNAPSHOT_TRIGGER_KINDS:
+                    db.execute(f"DROP TRIGGER IF EXISTS {kind}_{tid}")
+                db.execute("DELETE FROM snapshot_log WHERE tid=?", (tid,))
+            else:
+                db.execute("DELETE FROM snapshot_log WHERE tid=? AND seq <= ?", (tid, int(oldest)))
 
     def list_backups(self) -> list[BackupRecord]:
         db, _ = self._backup_db()
-        return [_record(row) for row in db.execute(
-            f"SELECT {_RECORD} FROM backups WHERE status='AVAILABLE' ORDER BY created_at, arn")]
+        return [_record(row) for row in db.execute(f"SELECT {_RECORD} FROM backups ORDER BY created_at, arn")]
 
     def get_backup(self, arn: str) -> BackupRecord | None:
         db, _ = self._backup_db()
-        row = db.execute(f"SELECT {_RECORD}, meta FROM backups WHERE arn=? AND status='AVAILABLE'",
-                         (arn,)).fetchone()
+        row = db.execute(f"SELECT {_RECORD}, meta FROM backups WHERE arn=?", (arn,)).fetchone()
         return None if row is None else _record(row[:-1], bytes(row[-1]))
 
     def delete_backup(self, arn: str) -> bool:
-        db, store = self._backup_db()
-        if store == "main":
-            with self._transaction():
-                return self._drop_backup(db, arn)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            dropped = self._drop_backup(db, arn)
-            db.execute("COMMIT")
-            return dropped
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _drop_backup(db: sqlite3.Connection, arn: str) -> bool:
-        db.execute("DELETE FROM backup_items WHERE arn=?", (arn,))
-        return db.execute("DELETE FROM backups WHERE arn=?", (arn,)).rowcount > 0
+        with self._backup_transaction("DELETE FROM backup_items WHERE arn=?", (arn,)) as (db, _):
+            db.execute("DELETE FROM backup_progress WHERE arn=?", (arn,))
+            dropped = db.execute("DELETE FROM backups WHERE arn=?", (arn,)).rowcount > 0
+        self._release_hold(arn)
+        return dropped
 
     # --- restores ---------------------------------------------------------------------------------------------
-    def restore_table(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
-        if source.backup_arn is not None:
-            with self._backups_attached() as backups, self._transaction(ddl=True) as db:
-                self._insert_table(db, meta)
-                db.execute(f"INSERT INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
-                           f"FROM {backups}.backup_items WHERE arn=?", (meta.table_id, source.backup_arn))
-            return meta
+    def begin_restore(self, meta: TableMeta, source: RestoreSource) -> TableMeta:
         with self._transaction(ddl=True) as db:
             self._insert_table(db, meta)
-            if source.table is not None:
-                src = source.table.table_id
-                db.execute("INSERT INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, data "
-                           "FROM items WHERE tid=?", (meta.table_id, src))
-                names = {"src": src, "since": self._first_after(source.at), "tid": meta.table_id}
-                db.execute(_UNDO_INSERTS, names)
-                db.execute(_UNDO_CHANGES, names)
+            db.execute("INSERT INTO restore_progress (tid, backup_arn, src, at) VALUES (?, ?, ?, ?)",
+                       (meta.table_id, source.backup_arn, None if source.table is None else source.table.table_id,
+                        source.at))
         return meta
 
-    @contextmanager
-    def _backups_attached(self) -> Iterator[str]:
-        """The backups file attached to the store's connection (its schema name) for one restore, so the copy is
-        one `INSERT ... SELECT` in SQLite's C code. ATTACH and DETACH need no transaction open: any group is
-        committed and any read snapshot ended first."""
-        if self._backup_db()[1] == "main":  # (a store in memory keeps its backups in its own database)
-            yield "main"
-            return
-        self._end_group()
-        self.end_reads()
-        self._driver.attach(self._db, os.path.join(os.path.dirname(self.location), "openddb-backups.sqlite3"),
-                            "backups")
-        try:
-            yield "backups"
-        finally:
-            self._db.execute("DETACH DATABASE backups")
+    def continue_restore(self, meta: TableMeta, limit: int) -> RestoreProgress:
+        """A chunk in one transaction: the next items of the backup, or of the source table as they are now; once
+        none is left, for a point-in-time restore each key changed after its time set back to its image then."""
+        with self._transaction() as db:
+            found = db.execute("SELECT backup_arn, src, at, h, pk, sk FROM restore_progress WHERE tid=?",
+                               (meta.table_id,)).fetchone()
+            if found is None:
+                return "done"
+            backup_arn, src, at, progress = found[0], found[1], float(found[2]), found[3:]
+            if not db.execute("SELECT 1 FROM tables WHERE tid=?", (meta.table_id,)).fetchone():
+                db.execute("DELETE FROM restore_progress WHERE tid=?", (meta.table_id,))
+                return "lost"  # (the table was deleted meanwhile)
+            if backup_arn is not None:
+                end = self._restore_from_backup(db, meta.table_id, str(backup_arn), progress, limit)
+            else:
+                end = _chunk_end(db, "items", int(src), progress, limit)
+                clause, bounds = _span(progress, end)
+                db.execute(f"INSERT OR REPLACE INTO items (tid, h, pk, sk, size, data) SELECT ?, h, pk, sk, size, "
+                           f"data FROM items WHERE tid=?{clause}", (meta.table_id, int(src), *bounds))
+            if end is not None:
+                db.execute("UPDATE restore_progress SET h=?, pk=?, sk=? WHERE tid=?", (*end, meta.table_id))
+                return "more"
+            db.execute("DELETE FROM restore_progress WHERE tid=?", (meta.table_id,))
+            recovery = db.execute("SELECT enabled_at FROM recovery WHERE tid=?", (src,)).fetchone()
+            ending = restore_ending(backup_arn is not None, None if recovery is None else float(recovery[0]), at)
+            if ending is not None:
+                return ending
+            names = {"src": int(src), "since": self._first_after(at), "tid": meta.table_id}
+            db.execute(_UNDO_INSERTS, names)
+            db.execute(_UNDO_CHANGES, names)
+            return "done"
+
+    def _restore_from_backup(self, db: sqlite3.Connection, tid: int, arn: str, progress: tuple[object, ...],
+                             limit: int) -> tuple[object, ...] | None:
+        """Inside the store's transaction: the next `limit` items of the backup copied into the table `tid`; the
+        last one's key, None once none is left."""
+        backups, _ = self._backup_db()
+        clause, bounds = _span(progress, None)
+        rows = backups.execute(f"SELECT h, pk, sk, size, data FROM backup_items WHERE arn=?{clause} "
+                               "ORDER BY h, pk, sk LIMIT ?", (arn, *bounds, limit)).fetchall()
+        db.executemany("INSERT OR REPLACE INTO items (tid, h, pk, sk, size, data) VALUES (?, ?, ?, ?, ?, ?)",
+                       [(tid, *row) for row in rows])
+        return tuple(rows[-1][:3]) if len(rows) == limit else None
 
     # --- point-in-time recovery -------------------------------------------------------------------------------
     def recovery_window(self, meta: TableMeta) -> RecoveryWindow | None:

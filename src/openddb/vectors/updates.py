@@ -121,8 +121,9 @@ def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndex
         current = engine.get_table(meta.stored_name)
         target = None if current is None or current.uuid != meta.uuid else next(
             (i for i in current.vector_indexes if i.index_id == index.index_id), None)
-        if current is None or target is None or target.status != "CREATING" or not engine.try_lease(
-                f"vector-backfill:{meta.uuid}:{index.index_id}", lease_holder(), 10.0, time.time()):
+        if current is None or target is None or target.status != "CREATING" or current.restoring or \
+                not engine.try_lease(f"vector-backfill:{meta.uuid}:{index.index_id}", lease_holder(), 10.0,
+                                     time.time()):
             _RUNNING.discard(job)
             return False
         if not state["filled"]:
