@@ -67,6 +67,17 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 # another process's may have left stale, and which only decides when to roll over.
 _APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
            "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
+# A blind write's record (its caller did not read the item): the item before is read by the same statement, from
+# the row as it stands under the writer lock (?9-?12: tid, h, pk, sk), and the record built as `_append_record`
+# does (?5, ?6: whether the view type keeps the old image, the new one); none if the row holds the very same bytes
+# (no change) or there is no row to delete.
+_APPEND_READ = (
+    "INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+    "SELECT s.shard_no, ?1, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?3 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, "
+    "?2, CASE WHEN (?5 AND i.data IS NOT NULL) OR (?6 AND ?3 IS NOT NULL) THEN NULL ELSE coalesce(?3, i.data) END, "
+    "CASE WHEN ?5 THEN i.data END, CASE WHEN ?6 THEN ?3 END, CASE WHEN ?5 THEN i.size END, CASE WHEN ?6 THEN ?4 END "
+    "FROM stream_shards s LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 "
+    "WHERE s.sid=?7 AND s.slot=?8 AND s.ending_seq IS NULL AND i.data IS NOT ?3")
 _WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 _WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
@@ -214,22 +225,31 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_record(self, table: TableMeta, h: int, origin: Origin, old: bytes | None, old_size: int,
-                       new: bytes | None, new_size: int) -> None:
+    def _append_record(self, table: TableMeta, row: tuple[int, int, bytearray, bytearray], origin: Origin,
+                       before: tuple[int, bytes | None] | None, new: bytes | None, new_size: int) -> None:
         """Under the writer lock, as a change of `table` (its description in hand has an enabled stream) is
-        written: its record, if the table's stream (as committed) is enabled, built from the stored JSON of the
-        item before (`old`, None if it did not exist) and after (`new`, None once deleted), which differ. It goes
-        to the open shard of the slot of partition hash `h`, rolled over first if it is `shard_seconds` old, so no
-        record lands in a shard past its period. (The background upkeep rolls over the shards nobody writes to.)"""
+        written to `row` (tid, h, pk, sk): its record, if the table's stream (as committed) is enabled, built from
+        the stored JSON of the item before (`before`: its size and JSON, None if it did not exist; or None if the
+        write did not read it, which the statement then does) and after (`new`, None once deleted). None if they
+        are the same. It goes to the open shard of the slot of the row's partition hash, rolled over first if it
+        is `shard_seconds` old, so no record lands in a shard past its period. (The background upkeep rolls over
+        the shards nobody writes to.)"""
         live = self._live_table(table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled:
             return
         sid = stream.stream_id
         now = clock.now()
-        slot = shard_slot(h, self._shard_count(sid))
+        slot = shard_slot(row[1], self._shard_count(sid))
         self._current_shard(sid, slot, now)  # (rolled over first if due)
         view = stream.view_type
+        if before is None:
+            self._db.execute(_APPEND_READ, (now, origin, new, new_size, view in _WITH_OLD, view in _WITH_NEW, sid,
+                                            slot, *row))
+            return
+        old_size, old = before
+        if old == new:
+            return
         # The images the view type keeps; Keys come from an image the record holds, else from `keys` (the whole
         # item, as it was stored: the reader takes the key attributes out of it).
         kept_old = old if view in _WITH_OLD else None

@@ -157,8 +157,8 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _append_record(self, table: TableMeta, h: int, origin: Origin, old: bytes | None, old_size: int,
-                           new: bytes | None, new_size: int) -> None: ...
+        def _append_record(self, table: TableMeta, row: tuple[int, int, bytearray, bytearray], origin: Origin,
+                           before: tuple[int, bytes | None] | None, new: bytes | None, new_size: int) -> None: ...
 
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
@@ -257,14 +257,9 @@ class SQLiteWrites:
         key = change.key
         table = change.table
         row = (table.table_id, key.h, blob(key.pk), blob(key.sk))
-        if table.streaming:
-            old_size, old_data = change.old_size, change.old_data
-            if change.blind:  # (the row as it stands, under the writer lock: what the record's old image is)
-                found = self._db.execute(_GET, row).fetchone()
-                old_size, old_data = (0, None) if found is None else (found[0], found[1])
-            if old_data == change.new_data:  # the same bytes again (or a delete of no item): no change
-                return
-            self._append_record(table, key.h, change.origin, old_data, old_size, change.new_data, change.new_size)
+        if table.streaming:  # (a blind write's old image is the row as it stands, read by the record's statement)
+            self._append_record(table, row, change.origin, None if change.blind else (change.old_size, change.old_data),
+                                change.new_data, change.new_size)
         if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
         if change.new_data is None:
