@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from openddb import clock
-from openddb.model.schema import TableMeta
+from openddb.model.schema import StreamViewType, TableMeta
 from openddb.storage.base import (
+    Change,
     Origin,
     ShardInfo,
     StreamInfo,
@@ -98,6 +99,21 @@ def statements(script: str) -> Iterator[str]:
             if pending.strip(" \n;"):
                 yield pending
             pending = ""
+
+
+def _record(view: StreamViewType, now: float, origin: Origin, before: tuple[int, bytes | None], new: bytes | None,
+            new_size: int, sid: int, slot: int) -> tuple[Any, ...]:
+    """The parameters of `_APPEND` for a change from the item `before` (its size and stored JSON, None if it did
+    not exist) to `new` (None once deleted). The record keeps the images its view type keeps; Keys come from an
+    image the record holds, else from `keys` (the whole item, as it was stored: the reader takes the key
+    attributes out of it)."""
+    old_size, old = before
+    kept_old = old if view in _WITH_OLD else None
+    kept_new = new if view in _WITH_NEW else None
+    keys = None if kept_old is not None or kept_new is not None else (new if new is not None else old)
+    kind = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
+    return (now, kind, origin, keys, kept_old, kept_new, old_size if kept_old is not None else None,
+            new_size if kept_new is not None else None, sid, slot)
 
 
 def _stream_info(row: Any) -> StreamInfo:
@@ -225,40 +241,44 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_record(self, table: TableMeta, row: tuple[int, int, bytearray, bytearray], origin: Origin,
-                       before: tuple[int, bytes | None] | None, new: bytes | None, new_size: int) -> None:
-        """Under the writer lock, as a change of `table` (its description in hand has an enabled stream) is
-        written to `row` (tid, h, pk, sk): its record, if the table's stream (as committed) is enabled, built from
-        the stored JSON of the item before (`before`: its size and JSON, None if it did not exist; or None if the
-        write did not read it, which the statement then does) and after (`new`, None once deleted). None if they
-        are the same. It goes to the open shard of the slot of the row's partition hash, rolled over first if it
-        is `shard_seconds` old, so no record lands in a shard past its period. (The background upkeep rolls over
-        the shards nobody writes to.)"""
-        live = self._live_table(table)
-        stream = live.stream if live is not None else None
-        if stream is None or not stream.enabled:
-            return
-        sid = stream.stream_id
-        now = clock.now()
-        slot = shard_slot(row[1], self._shard_count(sid))
-        self._current_shard(sid, slot, now)  # (rolled over first if due)
-        view = stream.view_type
-        if before is None:
-            self._db.execute(_APPEND_READ, (now, origin, new, new_size, view in _WITH_OLD, view in _WITH_NEW, sid,
-                                            slot, *row))
-            return
-        old_size, old = before
-        if old == new:
-            return
-        # The images the view type keeps; Keys come from an image the record holds, else from `keys` (the whole
-        # item, as it was stored: the reader takes the key attributes out of it).
-        kept_old = old if view in _WITH_OLD else None
-        kept_new = new if view in _WITH_NEW else None
-        keys = None if kept_old is not None or kept_new is not None else (new if new is not None else old)
-        kind = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
-        self._db.execute(_APPEND, (now, kind, origin, keys, kept_old, kept_new,
-                                   old_size if kept_old is not None else None,
-                                   new_size if kept_new is not None else None, sid, slot))
+    def _append_records(self, changes: Sequence[Change]) -> None:
+        """Under the writer lock, before the rows of `changes` are written: one record for each change of a table
+        whose stream (as committed) is enabled, built from the stored JSON of the item before and after it (none if
+        they are the same). The item before a change is the one its key's previous change in `changes` left, else
+        the one the change read, else (a blind write, which read nothing) the row as it stands, which the record's
+        statement reads. A record goes to the open shard of its slot, rolled over first if it is `shard_seconds`
+        old, so none lands in a shard past its period. (The background upkeep rolls over the shards nobody writes
+        to.) Each key's records are appended in the order of its changes."""
+        latest: dict[tuple[int, int, bytes, bytes], tuple[int, bytes | None]] = {}
+        reading: list[tuple[Any, ...]] = []  # (first changes of blind writes: `_APPEND_READ`)
+        given: list[tuple[Any, ...]] = []  # (`_APPEND`)
+        for change in changes:
+            live = self._live_table(change.table) if change.table.streaming else None
+            stream = live.stream if live is not None else None
+            if stream is None or not stream.enabled:
+                continue
+            key = change.key
+            where = (change.table.table_id, key.h, key.pk, key.sk)
+            before = latest.get(where)
+            if before is None and not change.blind:
+                before = (change.old_size, change.old_data)
+            latest[where] = (change.new_size, change.new_data)
+            sid = stream.stream_id
+            now = clock.now()
+            slot = shard_slot(key.h, self._shard_count(sid))
+            self._current_shard(sid, slot, now)  # (rolled over first if due)
+            view = stream.view_type
+            if before is None:
+                reading.append((now, change.origin, change.new_data, change.new_size, view in _WITH_OLD,
+                                view in _WITH_NEW, sid, slot, where[0], where[1], bytearray(where[2]),
+                                bytearray(where[3])))
+            elif before[1] != change.new_data:
+                given.append(_record(view, now, change.origin, before, change.new_data, change.new_size, sid, slot))
+        for sql, params in ((_APPEND_READ, reading), (_APPEND, given)):  # (a key's blind first change first)
+            if len(params) == 1:
+                self._db.execute(sql, params[0])
+            elif params:
+                self._db.executemany(sql, params)
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:

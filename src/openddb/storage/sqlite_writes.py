@@ -25,7 +25,6 @@ from openddb.storage.base import (
     Change,
     CommitResult,
     EngineBusy,
-    Origin,
     RequestToken,
     StorageKey,
     TokenInUse,
@@ -157,8 +156,7 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _append_record(self, table: TableMeta, row: tuple[int, int, bytearray, bytearray], origin: Origin,
-                           before: tuple[int, bytes | None] | None, new: bytes | None, new_size: int) -> None: ...
+        def _append_records(self, changes: Sequence[Change]) -> None: ...
 
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
@@ -231,16 +229,17 @@ class SQLiteWrites:
         return results
 
     def _persist(self, changes: Sequence[Change]) -> None:
-        """The one step that writes item changes, inside the caller's transaction: each changed row at its final
-        state, with its index entries from the stored item to the final one. A table with an enabled stream has its
-        changes written one by one, in order, each with its record (two writes to one key in one group are two
-        records); the others' rows are written once each, with no stream work at all."""
+        """The one step that writes item changes, inside the caller's transaction: first the stream records of
+        the changes of tables with an enabled stream, one per change, in order (two writes to one key in one group
+        are two records); then each changed row at its final state, with its index entries from the stored item to
+        the final one. A table without a stream does no stream work at all."""
         if not changes:
             return
-        if len(changes) == 1 or any(change.table.streaming for change in changes):
-            for change in changes:
-                self._write_change(change)
+        if len(changes) == 1:
+            self._write_change(changes[0])
             return
+        if any(change.table.streaming for change in changes):
+            self._append_records(changes)
         spans: dict[Where, list[Change]] = {}  # each key's first and last change
         for change in changes:
             key = change.key
@@ -253,13 +252,12 @@ class SQLiteWrites:
         self._write_rows(spans)
 
     def _write_change(self, change: Change) -> None:
-        """One change's row, index entries and (on a table with a stream) record (see `_persist`)."""
+        """One change's record (on a table with a stream), index entries and row (see `_persist`)."""
         key = change.key
         table = change.table
         row = (table.table_id, key.h, blob(key.pk), blob(key.sk))
-        if table.streaming:  # (a blind write's old image is the row as it stands, read by the record's statement)
-            self._append_record(table, row, change.origin, None if change.blind else (change.old_size, change.old_data),
-                                change.new_data, change.new_size)
+        if table.streaming:
+            self._append_records((change,))
         if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
         if change.new_data is None:
@@ -268,8 +266,7 @@ class SQLiteWrites:
             self._db.execute(UPSERT, (*row, change.new_size, blob(change.new_data)))
 
     def _write_rows(self, spans: dict[Where, list[Change]]) -> None:
-        """Each changed row at its final state, with its index entries (see `_persist`): rows of tables without a
-        stream."""
+        """Each changed row at its final state, with its index entries (see `_persist`)."""
         db = self._db
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
