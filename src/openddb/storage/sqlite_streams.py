@@ -1,13 +1,14 @@
 """DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
 
-The records are appended by the write path itself (`sqlite_writes`), in the step that persists each change: for
-a change of a table with an enabled stream, `_append_record` builds the record from the item's stored JSON before
-and after, which the write already holds (a blind write, which did not read the row, reads it there, under the
-writer lock), with the change's origin (user, ttl, restore) and the engine's clock. So a record commits with its
-change or not at all, and a table without a stream does no stream work at all: no trigger on `items`, no lookup.
-A streamed table's changes are persisted one by one, in order, so two changes of one key in one group are two
-records; a rewrite with the very same bytes is no change and writes none. The shard is picked as `shard_slot`
-does: `(h * shards) >> 32`. (A store made when triggers wrote the records has them dropped when it is opened.)
+The records are appended by the write path itself (`sqlite_writes`), in the step that persists changes: for
+each change of a table with an enabled stream, `_append_records` builds the record from the item's stored JSON
+before and after, which the write already holds (a blind write, which did not read the row, has it read by the
+record's statement, under the writer lock), with the change's origin (user, ttl, restore) and the engine's clock,
+before the rows are written. So a record commits with its change or not at all, and a table without a stream
+does no stream work at all: no trigger on `items`, no lookup. Every change is a record, so two changes of one key
+in one group are two records, in order; a rewrite with the very same bytes is no change and writes none. The
+shard is picked as `shard_slot` does: `(h * shards) >> 32`. (A store made when triggers wrote the records has
+them dropped when it is opened.)
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
@@ -69,7 +70,7 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 _APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
            "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
 # A blind write's record (its caller did not read the item): the item before is read by the same statement, from
-# the row as it stands under the writer lock (?9-?12: tid, h, pk, sk), and the record built as `_append_record`
+# the row as it stands under the writer lock (?9-?12: tid, h, pk, sk), and the record built as `_record`
 # does (?5, ?6: whether the view type keeps the old image, the new one); none if the row holds the very same bytes
 # (no change) or there is no row to delete.
 _APPEND_READ = (
@@ -190,7 +191,7 @@ class SQLiteStreams:
 
     def _drop_stream_triggers(self) -> None:
         """Under the writer lock, when a store is opened: the triggers on `items` that wrote the records of a store
-        made before the write path appended them itself (`_append_record`) are dropped, so no write records twice.
+        made before the write path appended them itself (`_append_records`) are dropped, so no write records twice.
         A schema change: every connection sees it at its next statement."""
         names = [row[0] for row in self._db.execute(
             "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream\\_on\\_%' ESCAPE '\\'")]
