@@ -251,12 +251,9 @@ class SQLiteStreams:
         old, so none lands in a shard past its period. (The background upkeep rolls over the shards nobody writes
         to.) Each key's records are appended in the order of its changes."""
         latest: dict[tuple[int, int, bytes, bytes], tuple[int, bytes | None]] = {}
-        reading: list[tuple[Any, ...]] = []  # (first changes of blind writes: `_APPEND_READ`)
-        given: list[tuple[Any, ...]] = []  # (`_APPEND`)
+        batches: dict[str, list[tuple[Any, ...]]] = {_APPEND_READ: [], _APPEND: []}  # (a key's blind first first)
         for change in changes:
-            live = self._live_table(change.table) if change.table.streaming else None
-            stream = live.stream if live is not None else None
-            if stream is None or not stream.enabled:
+            if not change.table.streaming:
                 continue
             key = change.key
             where = (change.table.table_id, key.h, key.pk, key.sk)
@@ -264,22 +261,41 @@ class SQLiteStreams:
             if before is None and not change.blind:
                 before = (change.old_size, change.old_data)
             latest[where] = (change.new_size, change.new_data)
-            sid = stream.stream_id
-            now = clock.now()
-            slot = shard_slot(key.h, self._shard_count(sid))
-            self._current_shard(sid, slot, now)  # (rolled over first if due)
-            view = stream.view_type
-            if before is None:
-                reading.append((now, change.origin, change.new_data, change.new_size, view in _WITH_OLD,
-                                view in _WITH_NEW, sid, slot, where[0], where[1], bytearray(where[2]),
-                                bytearray(where[3])))
-            elif before[1] != change.new_data:
-                given.append(_record(view, now, change.origin, before, change.new_data, change.new_size, sid, slot))
-        for sql, params in ((_APPEND_READ, reading), (_APPEND, given)):  # (a key's blind first change first)
+            found = self._record_of(change, before)
+            if found is not None:
+                batches[found[0]].append(found[1])
+        for sql, params in batches.items():
             if len(params) == 1:
                 self._db.execute(sql, params[0])
             elif params:
                 self._db.executemany(sql, params)
+
+    def _append_record(self, change: Change) -> None:
+        """`_append_records` of one change (a write of one item, the commonest, without the bookkeeping)."""
+        found = self._record_of(change, None if change.blind else (change.old_size, change.old_data))
+        if found is not None:
+            self._db.execute(*found)
+
+    def _record_of(self, change: Change, before: tuple[int, bytes | None] | None) -> tuple[str, tuple[Any, ...]] | None:
+        """The statement and parameters appending `change`'s record, from the item `before` it (its size and JSON;
+        None: not read, the statement reads the row); None if it needs none (see `_append_records`)."""
+        live = self._live_table(change.table)
+        stream = live.stream if live is not None else None
+        if stream is None or not stream.enabled:
+            return None
+        key = change.key
+        sid = stream.stream_id
+        now = clock.now()
+        slot = shard_slot(key.h, self._shard_count(sid))
+        self._current_shard(sid, slot, now)  # (rolled over first if due)
+        view = stream.view_type
+        if before is None:
+            return _APPEND_READ, (now, change.origin, change.new_data, change.new_size, view in _WITH_OLD,
+                                  view in _WITH_NEW, sid, slot, change.table.table_id, key.h, bytearray(key.pk),
+                                  bytearray(key.sk))
+        if before[1] == change.new_data:
+            return None
+        return _APPEND, _record(view, now, change.origin, before, change.new_data, change.new_size, sid, slot)
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:

@@ -158,6 +158,8 @@ class SQLiteWrites:
 
         def _append_records(self, changes: Sequence[Change]) -> None: ...
 
+        def _append_record(self, change: Change) -> None: ...
+
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         session = self.session
@@ -257,7 +259,7 @@ class SQLiteWrites:
         table = change.table
         row = (table.table_id, key.h, blob(key.pk), blob(key.sk))
         if table.streaming:
-            self._append_records((change,))
+            self._append_record(change)
         if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
         if change.new_data is None:
