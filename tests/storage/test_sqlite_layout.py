@@ -9,6 +9,7 @@ import pytest
 from openddb.storage.base import HASH_SPACE, IndexKey, StorageKey
 from openddb.storage.sqlite import SQLiteEngine, scan_sql
 from openddb.storage.sqlite_indexes import index_scan_sql
+from tests.storage.test_stream_contract import streamed
 
 
 @pytest.fixture
@@ -49,5 +50,16 @@ def test_a_store_made_before_gains_the_token_sizes(tmp_path) -> None:  # type: i
     try:
         stored = engine.get_token("t")
         assert stored is not None and (stored.request_hash, stored.charged) == (b"\x01", None)
+    finally:
+        engine.close()
+
+
+def test_a_stream_puts_no_trigger_on_items(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Stream records are written by the write path itself: a store with a streamed table has no trigger that
+    every other table's writes would run through."""
+    engine = SQLiteEngine(str(tmp_path))
+    try:
+        streamed(engine)
+        assert engine._db.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall() == []
     finally:
         engine.close()

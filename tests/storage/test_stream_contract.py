@@ -70,6 +70,27 @@ def test_every_change_is_one_record_in_order(engine: Engine) -> None:
     assert all(r.origin == "user" for r in got)
 
 
+@pytest.mark.parametrize("view", ["NEW_AND_OLD_IMAGES", "KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE"])
+def test_blind_writes_record_the_item_as_stored(engine: Engine, view: StreamViewType) -> None:
+    """Writes whose caller needs nothing of the old item (blind) are recorded with the item as it was stored:
+    a blind rewrite of the same item (its attributes in another order) and a blind delete of no item write no
+    record; two blind writes of one key in one request are two records, in order."""
+    meta = streamed(engine, view)
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 1), blind=True)])
+    engine.write([WriteOp(meta, skey("a"), lambda old: dict(reversed(it("a", 1).items())), blind=True)])
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2), blind=True),
+                  WriteOp(meta, skey("a"), lambda old: it("a", 3), blind=True)])
+    engine.write([WriteOp(meta, skey("a"), lambda old: None, blind=True),
+                  WriteOp(meta, skey("b"), lambda old: None, blind=True)])
+    got = records(engine, meta)
+    assert [r.kind for r in got] == ["INSERT", "MODIFY", "MODIFY", "REMOVE"]
+    assert all(r.key_item(("pk", "sk")) == {"pk": {"S": "p"}, "sk": {"S": "a"}} for r in got)
+    olds = [None, "1", "2", "3"] if view in ("NEW_AND_OLD_IMAGES", "OLD_IMAGE") else [None] * 4
+    news = ["1", "2", "3", None] if view in ("NEW_AND_OLD_IMAGES", "NEW_IMAGE") else [None] * 4
+    assert [None if r.old is None else orjson.loads(r.old)["n"]["N"] for r in got] == olds
+    assert [None if r.new is None else orjson.loads(r.new)["n"]["N"] for r in got] == news
+
+
 @pytest.mark.parametrize("view", ["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE"])
 def test_view_type_keeps_only_its_images(engine: Engine, view: StreamViewType) -> None:
     meta = streamed(engine, view)

@@ -184,6 +184,7 @@ class Change:
     new_data: bytes | None  # the new item's stored JSON
     origin: Origin
     old_data: bytes | None = None  # the old item's stored JSON, when it was read
+    blind: bool = False  # the old item was not read (`old`, `old_size`, `old_data` say nothing of it)
 
 
 # --- DynamoDB Streams ------------------------------------------------------------------------------------

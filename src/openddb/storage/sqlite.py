@@ -44,7 +44,6 @@ from openddb.storage.base import (
     Change,
     Engine,
     EngineBusy,
-    Origin,
     RequestToken,
     Row,
     SortRange,
@@ -276,9 +275,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
         # The changes of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []
-        self._origin: Origin = "user"  # what the stream triggers record as the origin of the row being written
         self._open_shards = {}
-        self._quiet_until = 0.0
         self._stream_shards = {}
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
@@ -303,9 +300,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._lock = _WriterLock(None if path is None else os.path.join(path, "openddb.lock"))
         self._signal = _CatalogSignal(None if path is None else os.path.join(path, "openddb.catalog"))
         db = self._db
-        # For the stream triggers (see sqlite_streams): the record's time and the change's origin.
+        # For the recovery log's triggers (see sqlite_backups): a record's time.
         db.create_function("openddb_now", 0, lambda: clock.now())
-        db.create_function("openddb_origin", 0, lambda: self._origin)
         db.execute("PRAGMA busy_timeout = 30000")
         if path is not None:
             db.execute("PRAGMA journal_mode = WAL")
@@ -337,7 +333,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
                 db.execute(statement)
             upgrade_vector_schema(db)
             self._add_size_columns()
-            self._sync_triggers()
+            self._drop_stream_triggers()
             if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
                 db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")
             # A process killed between a commit and its notice left the other processes' cached descriptions

@@ -10,7 +10,7 @@ stores the backup AVAILABLE. A store in memory keeps them in its own database in
 backups file is encrypted with the store's key (see sqlite_cipher).
 
 Point-in-time recovery keeps, for each table that has it on, a log of the old image of every row change
-(`recovery_log`), appended by triggers on `items` as the stream records are (see sqlite_streams): in the
+(`recovery_log`), appended by triggers on `items` (the stream records are not: see sqlite_streams): in the
 statement that writes the row, so a change and its log record commit together, whatever path wrote it (a
 client's write, a batch, a transaction, the TTL sweep). Three triggers per such table, each guarded by its id:
 other tables' writes pay an integer compare. A restore to time T copies the table's current items and undoes,

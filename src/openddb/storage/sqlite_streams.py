@@ -1,36 +1,38 @@
 """DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
 
-The records are written by SQLite itself: triggers on the `items` table append one for every row an item write
-inserts, changes or deletes while the row's table has an enabled stream, in the statement that writes the row.
-So a record commits with its change or not at all, costs no extra round trip from Python, and needs no read of
-the old item (the trigger has the row before and after; a row rewritten with the very same bytes is no change
-and writes none). The write path (`sqlite_writes`) writes a streamed table's changes one by one, in order, so two
-changes of one key in one group are two records; it names each change's origin for the triggers
-(`openddb_origin()`), and the record's time comes from the engine's clock (`openddb_now()`). A trigger picks the
-shard as `shard_slot` does: `(h * shards) >> 32`. There are three triggers per table with an enabled stream, each
-guarded by the table's id: other tables' writes pay an integer compare per streamed table, a store without one
-nothing.
+The records are appended by the write path itself (`sqlite_writes`), in the step that persists changes: for
+each change of a table with an enabled stream, `_append_records` builds the record from the item's stored JSON
+before and after, which the write already holds (a blind write, which did not read the row, has it read by the
+record's statement, under the writer lock), with the change's origin (user, ttl, restore) and the engine's clock,
+before the rows are written. So a record commits with its change or not at all, and a table without a stream
+does no stream work at all: no trigger on `items`, no lookup. Every change is a record, so two changes of one key
+in one group are two records, in order; a rewrite with the very same bytes is no change and writes none. The
+shard is picked as `shard_slot` does: `(h * shards) >> 32`. (A store made when triggers wrote the records has
+them dropped when it is opened.)
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
 so it never goes back. A stream's shards each cover a range of the partition hash (`shard_slot`), so one item's
 records always land in the shards of one slot: its open shard, then that shard's children after each rollover.
-Rollover and closing happen under the writer lock too (the background upkeep rolls over a shard once it is
-`shard_seconds` old), so no record can land in a shard after its ending sequence number was set.
+Rollover and closing happen under the writer lock too (a write rolls over the shard it appends to once it is
+`shard_seconds` old, the background upkeep the others), so no record can land in a shard after its ending
+sequence number was set.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from openddb import clock
-from openddb.model.schema import TableMeta
+from openddb.model.schema import StreamViewType, TableMeta
 from openddb.storage.base import (
+    Change,
+    Origin,
     ShardInfo,
     StreamInfo,
     StreamRecord,
@@ -62,47 +64,24 @@ CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS
 CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
 """
 
-# The triggers that write the records (see the module's docstring): three for each table whose stream is enabled,
-# each guarded by the table's id (`_sync_triggers`). A write to another table costs an integer compare per
-# streamed table; a store without a stream pays nothing.
-STREAM_TRIGGERS = """
-CREATE TRIGGER IF NOT EXISTS stream_on_insert_{tid} AFTER INSERT ON items WHEN NEW.tid = {tid} BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
-    SELECT s.shard_no, openddb_now(), 'INSERT', openddb_origin(),
-        CASE WHEN t.view_type IN ('KEYS_ONLY', 'OLD_IMAGE') THEN NEW.data END,
-        NULL,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END,
-        NULL,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.size END
-    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
-    WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
-END;
-CREATE TRIGGER IF NOT EXISTS stream_on_update_{tid} AFTER UPDATE ON items
-WHEN NEW.tid = {tid} AND OLD.data IS NOT NEW.data BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
-    SELECT s.shard_no, openddb_now(), 'MODIFY', openddb_origin(),
-        CASE WHEN t.view_type IN ('KEYS_ONLY') THEN NEW.data END,
-        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.data END,
-        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.size END,
-        CASE WHEN t.view_type IN ('NEW_IMAGE', 'NEW_AND_OLD_IMAGES') THEN NEW.size END
-    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (NEW.h * t.shards) >> 32
-    WHERE t.tid = NEW.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
-END;
-CREATE TRIGGER IF NOT EXISTS stream_on_delete_{tid} AFTER DELETE ON items WHEN OLD.tid = {tid} BEGIN
-    INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size)
-    SELECT s.shard_no, openddb_now(), 'REMOVE', openddb_origin(),
-        CASE WHEN t.view_type IN ('KEYS_ONLY', 'NEW_IMAGE') THEN OLD.data END,
-        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.data END,
-        NULL,
-        CASE WHEN t.view_type IN ('OLD_IMAGE', 'NEW_AND_OLD_IMAGES') THEN OLD.size END,
-        NULL
-    FROM streams t JOIN stream_shards s ON s.sid = t.sid AND s.slot = (OLD.h * t.shards) >> 32
-    WHERE t.tid = OLD.tid AND t.disabled_at IS NULL AND s.ending_seq IS NULL;
-END;
-"""
-
-_TRIGGER_KINDS = ("stream_on_insert", "stream_on_update", "stream_on_delete")
+# The statement a record is appended by (the sequence number is the log's next rowid), to its slot's open shard
+# as the transaction sees it: not the shard this process cached (`_open_shards`), which a rolled-back rollover or
+# another process's may have left stale, and which only decides when to roll over.
+_APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+           "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
+# A blind write's record (its caller did not read the item): the item before is read by the same statement, from
+# the row as it stands under the writer lock (?9-?12: tid, h, pk, sk), and the record built as `_record`
+# does (?5, ?6: whether the view type keeps the old image, the new one); none if the row holds the very same bytes
+# (no change) or there is no row to delete.
+_APPEND_READ = (
+    "INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+    "SELECT s.shard_no, ?1, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?3 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, "
+    "?2, CASE WHEN (?5 AND i.data IS NOT NULL) OR (?6 AND ?3 IS NOT NULL) THEN NULL ELSE coalesce(?3, i.data) END, "
+    "CASE WHEN ?5 THEN i.data END, CASE WHEN ?6 THEN ?3 END, CASE WHEN ?5 THEN i.size END, CASE WHEN ?6 THEN ?4 END "
+    "FROM stream_shards s LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 "
+    "WHERE s.sid=?7 AND s.slot=?8 AND s.ending_seq IS NULL AND i.data IS NOT ?3")
+_WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
+_WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
 # Records are deleted (trimmed, or gone with their stream) only below the highest one, which keeps the next
@@ -123,6 +102,21 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
 
 
+def _record(view: StreamViewType, now: float, origin: Origin, before: tuple[int, bytes | None], new: bytes | None,
+            new_size: int, sid: int, slot: int) -> tuple[Any, ...]:
+    """The parameters of `_APPEND` for a change from the item `before` (its size and stored JSON, None if it did
+    not exist) to `new` (None once deleted). The record keeps the images its view type keeps; Keys come from an
+    image the record holds, else from `keys` (the whole item, as it was stored: the reader takes the key
+    attributes out of it)."""
+    old_size, old = before
+    kept_old = old if view in _WITH_OLD else None
+    kept_new = new if view in _WITH_NEW else None
+    keys = None if kept_old is not None or kept_new is not None else (new if new is not None else old)
+    kind = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
+    return (now, kind, origin, keys, kept_old, kept_new, old_size if kept_old is not None else None,
+            new_size if kept_new is not None else None, sid, slot)
+
+
 def _stream_info(row: Any) -> StreamInfo:
     return StreamInfo(row[0], row[1], row[2], row[3], row[4], orjson.loads(row[5]), row[6], row[7])
 
@@ -139,10 +133,10 @@ class SQLiteStreams:
     stream_settings: StreamSettings
     # (stream id, slot) -> (shard_no, created_at) of the slot's open shard, as this process last saw it. Only a
     # rollover closes a shard before its stream is disabled, and a rollover happens only once the shard is
-    # `shard_seconds` old: a cached shard younger than that is still open.
+    # `shard_seconds` old: a cached shard younger than that is still open, so a write need not look whether it is
+    # due. (A record's shard is still picked in SQL, see `_APPEND`.)
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
-    _quiet_until: float  # no open shard of the store is due for rollover before then (see `_roll_over_if_due`)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -177,7 +171,6 @@ class SQLiteStreams:
         start = self._next_seq()
         for slot in range(shards):
             self._open_shard(sid, slot, None, start, now)
-        self._sync_triggers()
 
     def _disable_stream(self, sid: int, now: float) -> None:
         db = self._db
@@ -187,37 +180,23 @@ class SQLiteStreams:
             self._close_shard(shard_no)
         for key in [key for key in self._open_shards if key[0] == sid]:
             del self._open_shards[key]
-        self._sync_triggers()
 
     def _add_size_columns(self) -> None:
         """Under the writer lock, when a store is opened: the images' sizes beside them in `stream_log` (a log
         made before they were kept has its records' sizes counted when read)."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(stream_log)")}
-        if "new_size" in columns:
-            return
-        for column in ("old_size", "new_size"):
-            self._db.execute(f"ALTER TABLE stream_log ADD COLUMN {column} INTEGER")
-        for name in self._stream_triggers():  # (made again, keeping the sizes, by `_sync_triggers`)
-            self._db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        if "new_size" not in columns:
+            for column in ("old_size", "new_size"):
+                self._db.execute(f"ALTER TABLE stream_log ADD COLUMN {column} INTEGER")
 
-    def _stream_triggers(self) -> list[str]:
-        return [row[0] for row in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream_on_%'")]
-
-    def _sync_triggers(self) -> None:
-        """Under the writer lock: the record triggers of exactly the tables whose stream is enabled (the others',
-        and those of a store made before triggers were per table, dropped). A schema change: every connection
-        sees it at its next statement."""
-        db = self._db
-        enabled = {int(row[0]) for row in db.execute("SELECT DISTINCT tid FROM streams WHERE disabled_at IS NULL")}
-        wanted = {f"{kind}_{tid}" for tid in enabled for kind in _TRIGGER_KINDS}
-        installed = set(self._stream_triggers())
-        for name in installed - wanted:
-            db.execute(f"DROP TRIGGER IF EXISTS {name}")
-        for tid in sorted(enabled):
-            if any(f"{kind}_{tid}" not in installed for kind in _TRIGGER_KINDS):
-                for statement in statements(STREAM_TRIGGERS.format(tid=tid)):
-                    db.execute(statement)
+    def _drop_stream_triggers(self) -> None:
+        """Under the writer lock, when a store is opened: the triggers on `items` that wrote the records of a store
+        made before the write path appended them itself (`_append_records`) are dropped, so no write records twice.
+        A schema change: every connection sees it at its next statement."""
+        names = [row[0] for row in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream\\_on\\_%' ESCAPE '\\'")]
+        for name in names:
+            self._db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
 
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
@@ -263,23 +242,60 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _roll_over_if_due(self, table: TableMeta, h: int) -> None:
-        """Before the stream trigger writes a record of partition hash `h` of `table`: if the table's stream
-        (as committed) has the slot's open shard `shard_seconds` old, roll it over first, so no record lands in a
-        shard past its period. (The background upkeep rolls over the shards nobody writes to.)
+    def _append_records(self, changes: Sequence[Change]) -> None:
+        """Under the writer lock, before the rows of `changes` are written: one record for each change of a table
+        whose stream (as committed) is enabled, built from the stored JSON of the item before and after it (none if
+        they are the same). The item before a change is the one its key's previous change in `changes` left, else
+        the one the change read, else (a blind write, which read nothing) the row as it stands, which the record's
+        statement reads. A record goes to the open shard of its slot, rolled over first if it is `shard_seconds`
+        old, so none lands in a shard past its period. (The background upkeep rolls over the shards nobody writes
+        to.) Each key's records are appended in the order of its changes."""
+        latest: dict[tuple[int, int, bytes, bytes], tuple[int, bytes | None]] = {}
+        batches: dict[str, list[tuple[Any, ...]]] = {_APPEND_READ: [], _APPEND: []}  # (a key's blind first first)
+        for change in changes:
+            if not change.table.streaming:
+                continue
+            key = change.key
+            where = (change.table.table_id, key.h, key.pk, key.sk)
+            before = latest.get(where)
+            if before is None and not change.blind:
+                before = (change.old_size, change.old_data)
+            latest[where] = (change.new_size, change.new_data)
+            found = self._record_of(change, before)
+            if found is not None:
+                batches[found[0]].append(found[1])
+        for sql, params in batches.items():
+            if len(params) == 1:
+                self._db.execute(sql, params[0])
+            elif params:
+                self._db.executemany(sql, params)
 
-        Until `_quiet_until` (the store's oldest open shard's creation plus the period, as last read) no shard of
-        the store can be due, and a write checks nothing more: shards opened since, by any process, are younger."""
-        now = clock.now()
-        if now < self._quiet_until:
-            return
-        live = self._live_table(table)
+    def _append_record(self, change: Change) -> None:
+        """`_append_records` of one change (a write of one item, the commonest, without the bookkeeping)."""
+        found = self._record_of(change, None if change.blind else (change.old_size, change.old_data))
+        if found is not None:
+            self._db.execute(*found)
+
+    def _record_of(self, change: Change, before: tuple[int, bytes | None] | None) -> tuple[str, tuple[Any, ...]] | None:
+        """The statement and parameters appending `change`'s record, from the item `before` it (its size and JSON;
+        None: not read, the statement reads the row); None if it needs none (see `_append_records`)."""
+        live = self._live_table(change.table)
         stream = live.stream if live is not None else None
-        if stream is not None and stream.enabled:
-            sid = stream.stream_id
-            self._current_shard(sid, shard_slot(h, self._shard_count(sid)), now)
-        oldest = self._db.execute("SELECT min(created_at) FROM stream_shards WHERE ending_seq IS NULL").fetchone()[0]
-        self._quiet_until = (now if oldest is None else oldest) + self.stream_settings.shard_seconds
+        if stream is None or not stream.enabled:
+            return None
+        key = change.key
+        sid = stream.stream_id
+        now = clock.now()
+        slot = shard_slot(key.h, self._shard_count(sid))
+        self._current_shard(sid, slot, now)  # (rolled over first if due)
+        view = stream.view_type
+        if before is None:
+            return _APPEND_READ, (now, change.origin, change.new_data, change.new_size, view in _WITH_OLD,
+                                  view in _WITH_NEW, sid, slot, change.table.table_id, key.h, bytearray(key.pk),
+                                  bytearray(key.sk))
+        if before[1] == change.new_data:
+            return None
+        return _APPEND, _record(view, now, change.origin, before, change.new_data, change.new_size, sid, slot)
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:

@@ -4,8 +4,9 @@ A request's ops are applied (`apply_ops`) against the rows as they stand — rea
 the pass's read snapshot when a worker writes optimistically — before anything is written, so a refused request
 writes nothing. What they changed comes out as a list of `Change`s, in request order, and `_persist` is the one
 step that writes changes to storage: each row once (a key changed twice in a group is written once, at its
-final state), its index entries from the stored item to the final one, and one stream record per change. It runs
-in the request's transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`.
+final state), its index entries from the stored item to the final one, and, for a table with a stream, one
+stream record per change, built from the images the change holds (see sqlite_streams). It runs in the request's
+transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from openddb.storage.base import (
     Change,
     CommitResult,
     EngineBusy,
-    Origin,
     RequestToken,
     StorageKey,
     TokenInUse,
@@ -71,8 +71,9 @@ def stored(db: sqlite3.Connection, where: Where) -> State:
 
 
 def skips_read(op: WriteOp) -> bool:
-    """Whether `op` may be written without reading its row: its caller needs nothing of the old item, and
-    neither do the table's indexes. (A stream needs nothing of it either: its triggers see the row as it was.)"""
+    """Whether `op` may be applied without reading its row: its caller needs nothing of the old item, and
+    neither do the table's indexes. (A stream's record does, but only its stored bytes: `_persist` reads them under
+    the writer lock, as it writes the row, so a blind write keeps no read to check at commit.)"""
     return op.blind and not op.table.indexes and not op.table.vector_indexes
 
 
@@ -96,17 +97,17 @@ def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[l
         size = 0 if new is None else item_size(new)
         # Left as it was (or, on a table with a stream, written again as it was: no record for it): no change to
         # write, and the answer still rests on what was read. (Unread, a rewrite of the same item is a row written
-        # with the same bytes: its trigger sees no change either.)
+        # with the same bytes, which `_persist` sees as no change either.)
         if not blind and (new is old or (op.table.stream is not None and size == old_size and new == old)):
             seen[where] = (old, old_size, old_data)
             results.append(WriteResult(old, new, old_size, size))
             continue
         # A streamed table's rows are written with their attribute names in order, so an unread rewrite of an
-        # equal item (attributes in another order) is the same bytes too, which the stream trigger sees as no change.
+        # equal item (attributes in another order) is the same bytes too, which `_persist` sees as no change.
         data = None if new is None else orjson.dumps(new, option=_SORTED if op.table.stream is not None else 0)
         seen[where] = (new, size, data)
         results.append(WriteResult(old, new, old_size, size))
-        changes.append(Change(op.table, key, old, new, old_size, size, data, op.origin, old_data))
+        changes.append(Change(op.table, key, old, new, old_size, size, data, op.origin, old_data, blind))
     return results, changes, seen
 
 
@@ -139,7 +140,6 @@ class SQLiteWrites:
     _token_writes: int
     _signal: Any
     _lock: Any
-    _origin: Origin
     _load_row: Callable[[Where], State]
 
     if TYPE_CHECKING:
@@ -156,7 +156,9 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _roll_over_if_due(self, table: TableMeta, h: int) -> None: ...
+        def _append_records(self, changes: Sequence[Change]) -> None: ...
+
+        def _append_record(self, change: Change) -> None: ...
 
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
@@ -229,17 +231,17 @@ class SQLiteWrites:
         return results
 
     def _persist(self, changes: Sequence[Change]) -> None:
-        """The one step that writes item changes, inside the caller's transaction: each changed row at its final
-        state, with its index entries from the stored item to the final one. A table with a stream has its
-        changes written one by one, in order, each with its origin: the stream triggers write a record per row
-        written (two writes to one key in one group are two records)."""
+        """The one step that writes item changes, inside the caller's transaction: first the stream records of
+        the changes of tables with an enabled stream, one per change, in order (two writes to one key in one group
+        are two records); then each changed row at its final state, with its index entries from the stored item to
+        the final one. A table without a stream does no stream work at all."""
         if not changes:
             return
-        origin = changes[0].origin
-        if len(changes) == 1 or any(change.table.stream is not None or change.origin != origin for change in changes):
-            for change in changes:
-                self._write_change(change)
+        if len(changes) == 1:
+            self._write_change(changes[0])
             return
+        if any(change.table.streaming for change in changes):
+            self._append_records(changes)
         spans: dict[Where, list[Change]] = {}  # each key's first and last change
         for change in changes:
             key = change.key
@@ -249,28 +251,25 @@ class SQLiteWrites:
                 spans[where] = [change, change]
             else:
                 span[1] = change
-        self._write_rows(spans, origin)
+        self._write_rows(spans)
 
     def _write_change(self, change: Change) -> None:
-        """One change's row and index entries (see `_persist`)."""
+        """One change's record (on a table with a stream), index entries and row (see `_persist`)."""
         key = change.key
         table = change.table
+        row = (table.table_id, key.h, blob(key.pk), blob(key.sk))
+        if table.streaming:
+            self._append_record(change)
         if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
-        if table.stream is not None:
-            self._roll_over_if_due(table, key.h)
-        self._origin = change.origin
         if change.new_data is None:
-            self._db.execute(_DELETE, (table.table_id, key.h, blob(key.pk), blob(key.sk)))
+            self._db.execute(_DELETE, row)
         else:
-            self._db.execute(UPSERT, (table.table_id, key.h, blob(key.pk), blob(key.sk), change.new_size,
-                                      blob(change.new_data)))
+            self._db.execute(UPSERT, (*row, change.new_size, blob(change.new_data)))
 
-    def _write_rows(self, spans: dict[Where, list[Change]], origin: Origin) -> None:
-        """Each changed row at its final state, with its index entries (see `_persist`): rows of tables without a
-        stream (as far as this process knows: their origin is named all the same)."""
+    def _write_rows(self, spans: dict[Where, list[Change]]) -> None:
+        """Each changed row at its final state, with its index entries (see `_persist`)."""
         db = self._db
-        self._origin = origin
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for where, (first, last) in spans.items():
