@@ -415,10 +415,9 @@ class Dispatcher:
         if match is None:
             return "-/-/"
         key, region = match.group(1).decode("latin-1"), match.group(3).decode("latin-1") or "us-east-1"
-        verifier = self.verifier
-        if verifier is None:
+        if self.verifier is None:
             return f"{self.account}/{region}/"
-        credentials = verifier.keys.get(key) or (verifier.lookup(key) if verifier.lookup is not None else None)
+        credentials = self.verifier.credentials(key)
         return "-/-/" if credentials is None else f"{credentials.account}/{region}/"
 
     def _authorize(self, caller: Caller, incoming: Incoming, request: dict[str, Any]) -> Access | None:

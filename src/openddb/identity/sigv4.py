@@ -116,14 +116,19 @@ class Verifier:
         self._signers: dict[tuple[str, bytes, bytes], tuple[Hash, Hash]] = {}
         self._keys: dict[tuple[str, bytes], bytes] = {}  # (secret, scope) -> signing key, derived once a day
 
+    def credentials(self, key_id: str) -> Credentials | None:
+        """The credentials of access key `key_id`: a root's given at start, else the identity store's, or None."""
+        credentials = self.keys.get(key_id)
+        if credentials is None and self.lookup is not None:
+            credentials = self.lookup(key_id)
+        return credentials
+
     def verify(self, authorization: bytes, request: SignedRequest) -> Credentials:
         """The credentials that signed `request` (whose Authorization header's form was checked before), or the
         error DynamoDB answers."""
         cut = authorization.rfind(b"Signature=")
         scope = self._scopes.get(authorization[:cut]) or self._parse(authorization, cut)
-        credentials = self.keys.get(scope.key_id)
-        if credentials is None and self.lookup is not None:
-            credentials = self.lookup(scope.key_id)
+        credentials = self.credentials(scope.key_id)
         headers = request.headers
         token = headers.get(b"x-amz-security-token")
         if credentials is None or (token is None) != (credentials.token is None):
