@@ -56,6 +56,7 @@ from openddb.storage.sqlite_backups import RECOVERY_SCHEMA, SQLiteBackups
 from openddb.storage.sqlite_cipher import Driver, driver
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
+from openddb.storage.sqlite_schema import add_columns
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors, upgrade_vector_schema
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
@@ -334,8 +335,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             upgrade_vector_schema(db)
             self._add_size_columns()
             self._drop_stream_triggers()
-            if "sizes" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:  # a store made before
-                db.execute("ALTER TABLE tokens ADD COLUMN sizes BLOB")
+            add_columns(db, "tokens", {"sizes": "BLOB"})
             # A process killed between a commit and its notice left the other processes' cached descriptions
             # (and read snapshots) stale: every engine opening the store (a worker replacing a dead one, too)
             # bumps both counters, so the others look again.

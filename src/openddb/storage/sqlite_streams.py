@@ -39,6 +39,7 @@ from openddb.storage.base import (
     StreamSettings,
     shard_slot,
 )
+from openddb.storage.sqlite_schema import add_columns
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -184,10 +185,7 @@ class SQLiteStreams:
     def _add_size_columns(self) -> None:
         """Under the writer lock, when a store is opened: the images' sizes beside them in `stream_log` (a log
         made before they were kept has its records' sizes counted when read)."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(stream_log)")}
-        if "new_size" not in columns:
-            for column in ("old_size", "new_size"):
-                self._db.execute(f"ALTER TABLE stream_log ADD COLUMN {column} INTEGER")
+        add_columns(self._db, "stream_log", {"old_size": "INTEGER", "new_size": "INTEGER"})
 
     def _drop_stream_triggers(self) -> None:
         """Under the writer lock, when a store is opened: the triggers on `items` that wrote the records of a store

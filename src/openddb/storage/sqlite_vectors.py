@@ -31,6 +31,7 @@ from openddb.model.keys import partition_hash
 from openddb.model.schema import TableMeta, VectorIndexMeta
 from openddb.storage.base import StorageKey, VectorHit
 from openddb.storage.sqlite_indexes import committed, items_after
+from openddb.storage.sqlite_schema import add_columns
 from openddb.vectors.entries import RETAIN, Changes, EntryRow, entry_of, unchanged
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ CREATE TABLE IF NOT EXISTS vector_tombstones (
 """
 # Run after VECTOR_SCHEMA: a store made before change sequences gains the columns (its partitions keep their
 # version stamps as epochs, at seq 0), then the index on them.
-_SEQ_COLUMNS = ("ALTER TABLE vector_entries ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
-                "ALTER TABLE vector_partitions ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
 _SEQ_INDEX = "CREATE INDEX IF NOT EXISTS vector_entries_seq ON vector_entries (tid, iid, part, seq)"
 
 _PUT = ("INSERT INTO vector_entries (tid, iid, part, tpk, tsk, vec, filters, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
@@ -180,10 +179,8 @@ class _Partition:
 
 def upgrade_vector_schema(db: sqlite3.Connection) -> None:
     """Inside the schema transaction, after VECTOR_SCHEMA: bring a store made before change sequences up to date."""
-    for statement in _SEQ_COLUMNS:
-        table = statement.split()[2]
-        if "seq" not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
-            db.execute(statement)
+    for table in ("vector_entries", "vector_partitions"):
+        add_columns(db, table, {"seq": "INTEGER NOT NULL DEFAULT 0"})
     db.execute(_SEQ_INDEX)
 
 
