@@ -16,14 +16,13 @@ from openddb import clock
 from openddb.api import backups_continuous, backups_export, backups_import, backups_restore, transient
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table
-from openddb.api.backups_runs import expiry, schedule_backup, take_backup_lease
+from openddb.api.backups_runs import backup_arn, expiry, start_backup
 from openddb.api.backups_shapes import (
     BACKUP_ARN,
     BACKUP_NAME,
     Timestamp,
     backup_in_use,
     backup_not_found,
-    stamped_id,
     timestamp,
     visible_backup,
 )
@@ -47,11 +46,6 @@ LIST_BACKUPS = v.Struct({
 })
 
 
-def backup_arn(meta: TableMeta, now: float) -> str:
-    """A backup's ARN in DynamoDB's form: the table's ARN, "/backup/" and the stamped id."""
-    return f"{meta.arn}/backup/{stamped_id(now)}"
-
-
 def create_backup(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate_named(CREATE_BACKUP, request)
     meta = backed_up_table(context, request["TableName"])
@@ -61,14 +55,11 @@ def create_backup(context: RequestContext, request: dict[str, Any]) -> dict[str,
         raise TableInUseException(f"Table is in use: {meta.name}")
     # (kept to the millisecond it is described with, so a TimeRange bound taken from a description matches it)
     record = BackupRecord(backup_arn(meta, now), request["BackupName"], meta.name, meta.uuid, epoch_millis(now))
-    take_backup_lease(context.engine, record.arn)  # (before it is stored: no duty may take it for abandoned)
-    begun = context.engine.begin_backup(record, meta)
+    begun = start_backup(context.engine, record, meta)
     if begun is None:  # deleted or replaced meanwhile
         backed_up_table(context, meta.name)
         raise TableInUseException(f"Table is in use: {meta.name}")  # best guess (as above)
-    details = _details(begun)  # (CREATING: described before the run may finish it, with no loop to run it on)
-    schedule_backup(context.engine, record.arn)
-    return {"BackupDetails": details}
+    return {"BackupDetails": _details(begun)}
 
 
 def _in_use(context: RequestContext, record: BackupRecord) -> bool:

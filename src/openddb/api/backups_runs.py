@@ -91,11 +91,24 @@ def system_backup(engine: Engine, meta: TableMeta) -> None:
     deletion; made in the background like any backup."""
     now = clock.now()
     # best guess: DynamoDB's name of a system backup is not recorded in its documentation; the table's name
-    record = BackupRecord(f"{meta.arn}/backup/{stamped_id(now)}", meta.name, meta.name, meta.uuid,
-                          epoch_millis(now), backup_type="SYSTEM")
+    record = BackupRecord(backup_arn(meta, now), meta.name, meta.name, meta.uuid, epoch_millis(now),
+                          backup_type="SYSTEM")
+    start_backup(engine, record, meta)
+
+
+def backup_arn(meta: TableMeta, now: float) -> str:
+    """A backup's ARN in DynamoDB's form: the table's ARN, "/backup/" and the stamped id."""
+    return f"{meta.arn}/backup/{stamped_id(now)}"
+
+
+def start_backup(engine: Engine, record: BackupRecord, meta: TableMeta) -> BackupRecord | None:
+    """Begin the backup `record` of `meta` (CREATING, its lease taken before it is stored, so no duty takes it for
+    abandoned) and schedule its run; None if the table was deleted or replaced meanwhile."""
     take_backup_lease(engine, record.arn)
-    if engine.begin_backup(record, meta) is not None:
+    begun = engine.begin_backup(record, meta)
+    if begun is not None:
         schedule_backup(engine, record.arn)
+    return begun
 
 
 def schedule_restore(engine: Engine, meta: TableMeta) -> None:
