@@ -31,12 +31,6 @@ TOP = 10  # contributors served per rule
 _KEPT = 5000  # keys counted per rule before the least counted are dropped
 
 
-def namespace_of(stored: str) -> str:
-    """The namespace part of a table's stored name ("<account>/<region>/", or "" in one namespace: a table name
-    has no "/")."""
-    return stored[:stored.rfind("/") + 1] if stored.count("/") >= 2 else ""
-
-
 def rule_names(meta: TableMeta, index: str, setting: dict[str, Any]) -> list[str]:
     """The CloudWatch rules DynamoDB makes for a table's or GSI's insights: PKC/SKC (most accessed partition keys,
     and partition and sort keys) in ACCESSED_AND_THROTTLED_KEYS mode, PKT/SKT (most throttled) in both; the sort
@@ -120,7 +114,7 @@ class Insights:
             meta = engine.get_table(name)
             if meta is None:
                 continue
-            qualifier = namespace_of(name)
+            qualifier = meta.namespace
             for index_name, setting in meta.contributor_insights.items():
                 index = meta.index(index_name) if index_name else None
                 if setting["status"] != "ENABLED" or (index_name and index is None):

@@ -29,7 +29,7 @@ from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailabl
 from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
-from openddb.observe.insights import Insights, namespace_of, rule_names
+from openddb.observe.insights import Insights, rule_names
 from openddb.observe.metrics import Metrics
 from openddb.observe.namespaces import scoped, scoped_rules
 from openddb.server import cloudwatch_wire
@@ -165,7 +165,7 @@ class ServerState:
             meta = visible_table(engine, name)
             for index, setting in (meta.contributor_insights if meta is not None else {}).items():
                 if meta is not None and setting["status"] == "ENABLED":
-                    found.update(namespace_of(name) + rule for rule in rule_names(meta, index, setting))
+                    found.update(meta.namespace + rule for rule in rule_names(meta, index, setting))
         return found
 
     def advisor_page(self, query: bytes) -> tuple[int, bytes]:
