@@ -430,6 +430,14 @@ def test_metrics_request_log_and_insights_tell_two_accounts_tables_of_one_name_a
                     Dimensions=[{"Name": "TableName", "Value": name}], **window)
                 return float(sum(point["Sum"] for point in answer["Datapoints"]))
             assert _eventually(written, units) == units
+
+            def median_latencies(cw: Any = cw) -> int:  # (the latency buckets are the caller's namespace's too)
+                answer = cw.get_metric_statistics(
+                    Namespace="AWS/DynamoDB", MetricName="SuccessfulRequestLatency", Period=600,
+                    ExtendedStatistics=["p50"], Dimensions=[{"Name": "TableName", "Value": name},
+                                                            {"Name": "Operation", "Value": "PutItem"}], **window)
+                return sum(1 for point in answer["Datapoints"] if "p50" in point.get("ExtendedStatistics", {}))
+            assert _eventually(median_latencies, 1) == 1
             report = cw.get_insight_rule_report(RuleName=rules[account], Period=60, **window)
             assert [top["Keys"] for top in report["Contributors"]] == [[f"{account}-key"]]
             other = rules[SECOND if account == FIRST else FIRST]

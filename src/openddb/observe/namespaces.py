@@ -20,9 +20,11 @@ def scoped(snapshots: list[dict[str, Any]], namespace: str) -> list[dict[str, An
         history = snapshot.get("history") or {}
         series = [[name, [_strip(labels[0], namespace), *labels[1:]], points]
                   for name, labels, points in history.get("series", ()) if labels and labels[0].startswith(namespace)]
+        buckets = [[[_strip(labels[0], namespace), *labels[1:]], minutes]
+                   for labels, minutes in history.get("buckets", ()) if labels and labels[0].startswith(namespace)]
         insights = {rule[len(namespace):]: keys for rule, keys in (history.get("insights") or {}).items()
                     if rule.startswith(namespace)}
-        seen.append({**snapshot, "history": {"series": series, "insights": insights}})
+        seen.append({**snapshot, "history": {"series": series, "insights": insights, "buckets": buckets}})
     return seen
 
 
