@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from openddb.api import shared_buckets
-from openddb.api.partition_splits import PartitionMap, SharedSplits
+from openddb.api.partition_splits import LocalSplits, PartitionMap, SharedSplits
 from openddb.api.shared_buckets import SharedBucket, SharedBuckets, create_buckets
-from openddb.api.token_buckets import TokenBucket
+from openddb.api.token_buckets import TokenBucket, local_bucket
 from tests.unit.test_shared_buckets import few_slots
 
 _QUARTER = 1 << 30
@@ -78,3 +78,16 @@ def test_a_split_keeps_its_slot_when_every_slot_its_key_probes_is_taken(tmp_path
         assert bucket.offset - 16 not in (0, 3 * 32)
     assert splits.boundary("range") == 77 and splits.generation() == 1.0
     assert splits.split("range", 99) == 77
+
+
+def test_a_split_leaves_the_other_partitions_as_they_were() -> None:
+    """One process: a split of one partition keeps every other partition's bucket, heat and key sample (a split
+    used to make every partition of the table start again, full, with its heat back)."""
+    partitions = PartitionMap("table n2", 2, local_bucket, LocalSplits(), 5.0)
+    other = partitions.partition(3 * _QUARTER, 10.0)
+    other.bucket.take(0.9, 10.0)
+    other.note(3 * _QUARTER, 0.9)
+    hashes = [_QUARTER - 40, _QUARTER - 30, _QUARTER + 10, _QUARTER + 20]
+    assert _run_hot(partitions, hashes, 10) is not None
+    after = partitions.partition(3 * _QUARTER, 20.0)
+    assert after is other and after.sample == {3 * _QUARTER: 0.9}

@@ -147,9 +147,11 @@ class PartitionMap:
     def partition(self, h: int, now: float) -> Partition:
         """The partition holding hash `h` now."""
         generation = self._book.generation()
-        if generation != self._generation:  # (another worker or node split one: the whole ones are looked up again)
-            self._generation = generation
-            self._leaves.clear()
+        if generation != self._generation:  # (a split somewhere: the ranges now cut are looked up again; the others
+            self._generation = generation   # keep their partitions, buckets, heat and key sample)
+            book, key = self._book, self._key
+            self._leaves = {span: leaf for span, leaf in self._leaves.items()
+                            if book.boundary(f"{key} {span[0]}-{span[1]}") is None}
         i = h * self._count >> 32
         lo, hi = -(-(i << 32) // self._count), -(-((i + 1) << 32) // self._count)
         while True:
