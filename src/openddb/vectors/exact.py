@@ -11,9 +11,9 @@ A search whose snapshot may yet be rolled back (inside a write transaction) leav
 the cached rows less the changed keys, plus the changed entries (`search_changed`). Tombstones older than
 `RETAIN` changes may be purged by the writers, so a cache that far behind is reloaded whole.
 
-A search is one matrix-vector product over the rows its conditions leave (ranked in float32), a partial selection
-of 2*TopK candidates, and their exact scores recomputed in float64 from the stored float32 values (so the order is
-that of the scores returned).
+A search is one matrix-vector product (numpy's einsum) over the rows its conditions leave (ranked in float32), a
+partial selection of 2*TopK candidates, and their exact scores recomputed in float64 from the stored float32 values
+(so the order is that of the scores returned).
 
 This is the only module that imports numpy, and it is imported where a search first runs (see
 `storage/sqlite_vectors.py`), so a server that never searches vectors never loads it (docs/ARCHITECTURE.md).
@@ -253,7 +253,9 @@ def search(partition: Partition, wanted: Wanted, excluded: list[int] | None = No
         return []
     distance, k = wanted.distance, wanted.k
     q32 = np.asarray(wanted.query, dtype=np.float32)
-    rough = _rough(partition, matrix @ q32, rows, distance)
+    # (numpy's own SIMD loop: OpenBLAS's sgemv for a row-major matrix took twice as long here, 9 ms against 4.5
+    # for 100,000 x 256, where einsum streams the matrix at memory speed)
+    rough = _rough(partition, np.einsum("ij,j->i", matrix, q32), rows, distance)
     count = matrix.shape[0]
     chosen = np.argpartition(rough, 2 * k - 1)[:2 * k] if 2 * k < count else np.arange(count)
     q64 = q32.astype(np.float64)

@@ -80,16 +80,14 @@ def search_vectors(context: RequestContext, request: dict[str, Any]) -> dict[str
     part = part_of(conditions.part) if index.hash_key is not None else b""
     filters = [(position, value) for position, value in conditions.filters]
     hits = [] if conditions.empty else context.engine.vector_search(meta, index, part, query, top_k, filters)
-    results = []
-    returned = 0
+    items = []
     for hit in hits:
         item = _projected(meta, index, hit.item)
-        if projection is not None:
-            item = projection.apply(item)
-        returned += item_size(item)
-        results.append({"Item": item, "Score": hit.score})
-    response: dict[str, Any] = {"SearchResults": results}
-    if request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
+        items.append(item if projection is None else projection.apply(item))
+    response: dict[str, Any] = {"SearchResults": [{"Item": item, "Score": hit.score}
+                                                  for item, hit in zip(items, hits)]}
+    if request.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):  # (the items' sizes: only when asked)
+        returned = sum(item_size(item) for item in items)
         response["ConsumedCapacity"] = {"VectorSearchRequestBytes": _search_bytes(index, top_k, returned)}
     return response
 
