@@ -269,6 +269,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._commit_error: BaseException | None = None
         self._spare: _Link | None = None
         self._migrate()
+        self.enable_pgvector()
 
     # --- connection ---------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:

@@ -6,10 +6,17 @@ and `openddb_vector_tombstones` (the key and sequence of each entry a change rem
 Keys are held as the index entries' are (`postgres_indexes.stored_key`: a long one as a prefix and a digest, whole
 beside it).
 
-Search is exact, as on SQLite: the partition's vectors are loaded once into numpy and brought up to date from the
-entries and tombstones stamped after it (`vectors.exact.find`), the state, the changes and the result items read in
-one REPEATABLE READ snapshot. pgvector is not used: CI's PostgreSQL (Debian's packages) lacks it, and only portable
-DDL is used by the migrations; an exact search gives the same results (docs/ARCHITECTURE.md).
+Search is exact, by one of two paths, in one REPEATABLE READ snapshot with the result items:
+- with pgvector (when `CREATE EXTENSION vector` succeeds at start: `enable_pgvector`), every entry also holds its
+  vector as a pgvector `vector` (column `emb`, written with the entry), and the server ranks the partition's entries
+  (those the INLINE_FILTER conditions leave) by the index's operator (<=> cosine distance, <-> L2 distance, <#>
+  negative inner product) with ORDER BY ... LIMIT 2*TopK, a scan of every entry (no approximate index, so nothing
+  is missed); the candidates' exact scores are then recomputed as the numpy path computes them
+  (`vectors.exact.rescored`: pgvector sums in float32), so both paths answer the same. A partition holding an entry
+  without `emb` (written by a node of an older version) is searched by the numpy path instead;
+- without it, as on SQLite: the partition's vectors are loaded once into numpy and brought up to date from the
+  entries and tombstones stamped after it (`vectors.exact.find`).
+The numbered migrations stay portable (no extension): the `emb` column is added by `enable_pgvector`, outside them.
 
 Every write to a partition updates its state row, so writes to one search partition serialize on that row until
 they commit (across nodes too), and their sequence numbers follow their commit order: a snapshot that holds a
@@ -19,11 +26,15 @@ change holds every change numbered before it. Writes to other partitions and tab
 from __future__ import annotations
 
 import dataclasses
+import logging
+import struct
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import psycopg
+from psycopg import errors as pgerrors
 
 from openddb.model import Item
 from openddb.model.keys import partition_hash
@@ -43,9 +54,10 @@ from openddb.vectors.entries import RETAIN, Changes, EntryRow, entry_of, unchang
 
 if TYPE_CHECKING:
     from openddb.storage.postgres_pipeline import Pipeline
-    from openddb.vectors.exact import PartitionCache
+    from openddb.vectors.exact import PartitionCache, Wanted
 
 T = TypeVar("T")
+log = logging.getLogger("openddb.storage")
 
 VECTOR_MIGRATION: list[Migration] = [
     "CREATE TABLE IF NOT EXISTS openddb_vector_entries (tid BIGINT NOT NULL, iid BIGINT NOT NULL, "
@@ -84,6 +96,28 @@ _WRITTEN = f"{_ROWS} AND seq > %s"
 _REMOVED = f"SELECT tpk, tsk, tpkx, tskx FROM openddb_vector_tombstones WHERE {_WHERE} AND seq > %s"
 _ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s"
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# pgvector: the extension, each entry's vector as a `vector` (any dimensions: an index's entries all have its own),
+# and the entries not holding one yet (none once filled: see `enable_pgvector`).
+_PGVECTOR = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "ALTER TABLE openddb_vector_entries ADD COLUMN IF NOT EXISTS emb vector",
+    "CREATE INDEX IF NOT EXISTS openddb_vector_entries_unfilled ON openddb_vector_entries (tid, iid, part) "
+    "WHERE emb IS NULL",
+]
+_PUT_EMBEDDED = _PUT.replace("filters, seq)", "filters, seq, emb)").replace(f"{_SEQ})", f"{_SEQ}, %s::vector)") \
+    .replace("seq = EXCLUDED.seq", "seq = EXCLUDED.seq, emb = EXCLUDED.emb")
+_RACED = (pgerrors.UniqueViolation, pgerrors.DuplicateObject, pgerrors.DuplicateColumn)
+_HAS_EMB = ("SELECT 1 FROM pg_attribute WHERE attrelid = 'openddb_vector_entries'::regclass AND attname = 'emb' "
+            "AND NOT attisdropped")
+_UNFILLED = "SELECT tid, iid, part, tpk, tsk, vec FROM openddb_vector_entries WHERE emb IS NULL LIMIT 1000"
+_FILL = ("UPDATE openddb_vector_entries SET emb = %s::vector WHERE tid=%s AND iid=%s AND part=%s AND tpk=%s "
+         "AND tsk=%s AND vec=%s AND emb IS NULL")
+_ANY_UNFILLED = f"SELECT 1 FROM openddb_vector_entries WHERE {_WHERE} AND emb IS NULL LIMIT 1"
+# The index's distance as pgvector's operator, smallest best; a zero vector's cosine distance (NaN) counts as 1,
+# as the numpy path scores it.
+_RANKS = {"COSINE": "coalesce(nullif(emb <=> %s::vector, 'NaN'::float8), 1)", "EUCLIDEAN": "emb <-> %s::vector",
+          "DOT_PRODUCT": "emb <#> %s::vector"}
+_FILTERED = " AND convert_from(filters, 'UTF8')::jsonb ->> %s::int = %s::text"
 
 
 class PostgresVectors:
@@ -91,6 +125,7 @@ class PostgresVectors:
 
     supports_vectors = True
     _vector_cache: PartitionCache | None = None
+    pgvector = False  # searches rank with pgvector (see enable_pgvector)
 
     if TYPE_CHECKING:  # provided by PostgresEngine
         _pipe: Pipeline
@@ -133,7 +168,11 @@ class PostgresVectors:
         if after is not None and (before is None or before.vector != after.vector or before.filters != after.filters):
             where = (tid, iid, stored_key(after.part, ENTRY_KEY_LIMIT))
             self._pipe.add(_BUMP, where)
-            self._pipe.add(_PUT, (*where, *keys, *wholes, after.vector, after.filters_blob, *where))
+            entry = (*where, *keys, *wholes, after.vector, after.filters_blob, *where)
+            if self.pgvector:
+                self._pipe.add(_PUT_EMBEDDED, (*entry, _vector_text(after.vector)))
+            else:
+                self._pipe.add(_PUT, entry)
             queued = True
         return queued
 
@@ -142,13 +181,18 @@ class PostgresVectors:
         from openddb.vectors import exact  # numpy: loaded by the first search, not by every server start
 
         tid, iid, stored_part = meta.table_id, index.index_id, stored_key(part, ENTRY_KEY_LIMIT)
+        where = (tid, iid, stored_part)
+        wanted = exact.Wanted(query, k, index.distance, conditions)
         with self._transaction(_SNAPSHOT) as cur:
-            found = cur.execute(_STATE, (tid, iid, stored_part)).fetchone()
-            if self._vector_cache is None:
-                self._vector_cache = exact.PartitionCache()
-            ranked = exact.find(self._vector_cache, (tid, iid, part), (0, 0) if found is None else found,
-                                _Partition(cur, (tid, iid, stored_part)), (index.dimensions, len(index.filters)),
-                                exact.Wanted(query, k, index.distance, conditions), True)
+            if self.pgvector and cur.execute(_ANY_UNFILLED, where).fetchone() is None:
+                ranked = exact.rescored(((key, exact.unpacked(vec)) for key, vec in _nearest(cur, where, wanted)),
+                                        wanted)
+            else:
+                found = cur.execute(_STATE, where).fetchone()
+                if self._vector_cache is None:
+                    self._vector_cache = exact.PartitionCache()
+                ranked = exact.find(self._vector_cache, (tid, iid, part), (0, 0) if found is None else found,
+                                    _Partition(cur, where), (index.dimensions, len(index.filters)), wanted, True)
             hits = []
             for (tpk, tsk), score in ranked:
                 data = cur.execute(_ITEM, (tid, partition_hash(tpk), stored_key(tpk, ITEM_KEY_LIMIT),
@@ -156,6 +200,28 @@ class PostgresVectors:
                 if data is not None:
                     hits.append(VectorHit(score, orjson.loads(bytes(data[0]))))
             return hits
+
+    def enable_pgvector(self) -> None:
+        """Search with pgvector from now on if the database has the extension or lets it be created here (else
+        keep the numpy path, saying why in the log), after giving every entry lacking one its `vector` (entries
+        written before; batches of 1,000, each its own transaction)."""
+        for attempt in range(3):
+            try:
+                with self._transaction() as cur:
+                    if cur.execute(_HAS_EMB).fetchone() is None:  # (else no DDL: it would take the table's lock)
+                        for statement in _PGVECTOR:
+                            cur.execute(statement)
+                break
+            except psycopg.Error as error:  # (not installed, not ours to create, not PostgreSQL: numpy serves)
+                if isinstance(error, _RACED) and attempt < 2:  # (another node creating them: look again)
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                log.info("pgvector is not available (%s): vector searches run on numpy", str(error).strip())
+                return
+        self.pgvector = True
+        while self._transact(_fill):
+            pass
+        log.info("vector searches run on pgvector")
 
     def vector_stats(self, meta: TableMeta, index: VectorIndexMeta) -> tuple[int, int]:
         count, size = one_row(self._cursor(), "SELECT count(*), coalesce(sum(length(vec) + length(filters)), 0) "
@@ -216,3 +282,29 @@ class _Partition:
 def _entries(rows: Iterable[Any]) -> Iterator[EntryRow]:
     return ((read_key(bytes(tpk), tpkx), read_key(bytes(tsk), tskx), bytes(vec), bytes(filters))
             for tpk, tsk, vec, filters, tpkx, tskx in rows)
+
+
+def _vector_text(vector: bytes) -> str:
+    """A packed float32 vector as pgvector's text form (each value's shortest repr reads back as the same float32)."""
+    return "[" + ",".join(map(repr, struct.unpack(f"<{len(vector) // 4}f", vector))) + "]"
+
+
+def _nearest(cur: psycopg.Cursor[Any], where: tuple[int, int, bytes],
+             wanted: Wanted) -> Iterator[tuple[tuple[bytes, bytes], bytes]]:
+    """The partition's 2*TopK entries nearest the search vector by pgvector's float32 ranking (every entry the
+    conditions leave is scanned: there is no approximate index), as (table key, vector) candidates."""
+    filters = _FILTERED * len(wanted.conditions)
+    sql = (f"SELECT tpk, tsk, tpkx, tskx, vec FROM openddb_vector_entries WHERE {_WHERE}{filters} "
+           f"ORDER BY {_RANKS[wanted.distance]}, tpk, tsk LIMIT %s")
+    flat = [part for condition in wanted.conditions for part in condition]
+    params = (*where, *flat, "[" + ",".join(map(repr, wanted.query)) + "]", 2 * wanted.k)
+    for tpk, tsk, tpkx, tskx, vec in cur.execute(sql, params).fetchall():
+        yield (read_key(bytes(tpk), tpkx), read_key(bytes(tsk), tskx)), bytes(vec)
+
+
+def _fill(cur: psycopg.Cursor[Any]) -> int:
+    """Give up to 1,000 entries lacking one their `vector`; how many were found."""
+    rows = cur.execute(_UNFILLED).fetchall()
+    cur.executemany(_FILL, [(_vector_text(bytes(vec)), tid, iid, part, tpk, tsk, vec)
+                            for tid, iid, part, tpk, tsk, vec in rows])
+    return len(rows)

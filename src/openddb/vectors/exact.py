@@ -258,15 +258,27 @@ def search(partition: Partition, wanted: Wanted, excluded: list[int] | None = No
     rough = _rough(partition, np.einsum("ij,j->i", matrix, q32), rows, distance)
     count = matrix.shape[0]
     chosen = np.argpartition(rough, 2 * k - 1)[:2 * k] if 2 * k < count else np.arange(count)
-    q64 = q32.astype(np.float64)
+    picked = (position if rows is None else int(rows[position]) for position in chosen.tolist())
+    return rescored(((partition.keys[row], partition.store[row]) for row in picked), wanted)
+
+
+def rescored(candidates: Iterable[tuple[Key, Matrix]], wanted: Wanted) -> list[tuple[Key, float]]:
+    """The `k` best of the candidates (table key, float32 vector) by their exact scores, recomputed in float64
+    from the stored float32 values, best first; ties broken by table key."""
+    distance = wanted.distance
+    q64 = np.asarray(wanted.query, dtype=np.float32).astype(np.float64)
     q_norm = float(np.linalg.norm(q64))
     scored: list[tuple[float, Key]] = []
-    for position in chosen.tolist():
-        row = position if rows is None else int(rows[position])
-        score = _score(partition.store[row].astype(np.float64), q64, q_norm, distance)
-        scored.append((-score if distance == "DOT_PRODUCT" else score, partition.keys[row]))
+    for key, vector in candidates:
+        score = _score(vector.astype(np.float64), q64, q_norm, distance)
+        scored.append((-score if distance == "DOT_PRODUCT" else score, key))
     scored.sort()
-    return [(key, -rank if distance == "DOT_PRODUCT" else rank) for rank, key in scored[:k]]
+    return [(key, -rank if distance == "DOT_PRODUCT" else rank) for rank, key in scored[:wanted.k]]
+
+
+def unpacked(vector: bytes) -> Matrix:
+    """A stored entry's packed little-endian float32 vector as an array (no copy)."""
+    return np.frombuffer(vector, dtype="<f4")
 
 
 def _rough(partition: Partition, products: Matrix, rows: npt.NDArray[np.intp] | None,
