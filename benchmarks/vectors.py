@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import tempfile
 import time
@@ -131,11 +132,13 @@ async def searches(endpoint: Endpoint, dims: int, top_k: int, count: int, after_
             if status != 200 or len(orjson.loads(answer)["SearchResults"]) != top_k:
                 raise RuntimeError(answer.decode())
         cpu = server_cpu() - cpu
+        load = os.getloadavg()[0]  # (the machine's 1-minute load average as the searches end: it is shared)
         changed = await searches_after_put(endpoint, conn, body, after_put)
     finally:
         conn.close()
     return {"first": first * 1000, "p50": percentile_ms(latencies, 0.5), "p99": percentile_ms(latencies, 0.99),
-            "cpu_ms": cpu / count * 1000, "after_put_p50": percentile_ms(changed, 0.5) if changed else 0.0,
+            "cpu_ms": cpu / count * 1000, "load": load,
+            "after_put_p50": percentile_ms(changed, 0.5) if changed else 0.0,
             "after_put_max": max(changed, default=0.0) * 1000}
 
 
@@ -202,7 +205,8 @@ async def run(args: argparse.Namespace, url: str) -> None:
     found = await searches(endpoint, args.dims, args.top_k, args.searches, args.after_put)
     print(f"SearchVectors TopK={args.top_k} over {args.vectors} x {args.dims}: first (loads the partition) "
           f"{found['first']:.0f} ms, then p50 {found['p50']:.1f} ms, p99 {found['p99']:.1f} ms, server CPU "
-          f"{found['cpu_ms']:.1f} ms/search ({args.searches} searches); the search after a put (x{args.after_put}): "
+          f"{found['cpu_ms']:.1f} ms/search ({args.searches} searches, load average {found['load']:.1f}); "
+          f"the search after a put (x{args.after_put}): "
           f"p50 {found['after_put_p50']:.1f} ms, max {found['after_put_max']:.1f} ms", flush=True)
     results: dict[str, list[dict[str, float]]] = {PLAIN: [], INDEXED: []}
     for round_index in range(args.rounds):

@@ -2,7 +2,8 @@
 (OPENDDB_TEST_PGVECTOR; .ci/run starts one from PyPI's `pgserver`, which ships PostgreSQL 16 with pgvector): an
 engine there searches with pgvector, and answers as a brute-force reference does for each distance function, with
 INLINE_FILTER conditions and with a zero vector; an entry lacking its `vector` (written by an older node) sends its
-partition's searches to the numpy path, and the next engine to start gives it one."""
+partition's searches to the numpy path, and the next engine to start gives it one; so does a vector changed by a
+node that knows nothing of pgvector."""
 
 from __future__ import annotations
 
@@ -135,6 +136,24 @@ def test_an_entry_without_its_vector_is_searched_on_numpy_then_filled(engines: l
                            (meta.table_id,)).fetchone()
         assert row == (0,)
     same(search(engine, meta, query, 5, None), expected)
+
+
+def test_a_vector_changed_by_an_older_node_is_not_ranked_by_the_one_it_had(engines: list[PostgresEngine]) -> None:
+    """An older node writes `vec` alone: the entry is left without `emb` (numpy path), not with the old one."""
+    engine = open_engine(engines)
+    meta = engine.create_table(vector_meta("EUCLIDEAN"))
+    stored = load(engine, meta, 40, seed=11)
+    query = [0.5] * DIMS
+    farthest = reference("EUCLIDEAN", stored, query, 40, None)[-1][0]
+    stored[farthest] = (query, stored[farthest][1])  # (now the nearest)
+    with psycopg.connect(str(PGVECTOR_URL), autocommit=True) as conn:
+        conn.execute("UPDATE openddb_vector_entries SET vec=%s WHERE tid=%s AND tpk=%s",
+                     (struct.pack(f"<{DIMS}f", *query), meta.table_id, _stored_pk(conn, meta.table_id, farthest)))
+        assert conn.execute("SELECT count(*) FROM openddb_vector_entries WHERE tid=%s AND emb IS NULL",
+                            (meta.table_id,)).fetchone() == (1,)
+    found = search(engine, meta, query, 3, None)
+    assert found[0][0] == farthest
+    same(found, reference("EUCLIDEAN", stored, query, 3, None))
 
 
 def _stored_pk(conn: psycopg.Connection[tuple[object, ...]], tid: int, key: str) -> bytes:

@@ -103,12 +103,20 @@ _PGVECTOR = [
     "ALTER TABLE openddb_vector_entries ADD COLUMN IF NOT EXISTS emb vector",
     "CREATE INDEX IF NOT EXISTS openddb_vector_entries_unfilled ON openddb_vector_entries (tid, iid, part) "
     "WHERE emb IS NULL",
+    # A node of an older version, which knows nothing of `emb`, changing an entry's vector leaves it without one
+    # (searched on numpy, filled at the next start) rather than with the vector it had.
+    "CREATE OR REPLACE FUNCTION openddb_vector_unfill() RETURNS trigger LANGUAGE plpgsql AS "
+    "'BEGIN NEW.emb := NULL; RETURN NEW; END'",
+    "DROP TRIGGER IF EXISTS openddb_vector_entries_unfill ON openddb_vector_entries",
+    "CREATE TRIGGER openddb_vector_entries_unfill BEFORE UPDATE ON openddb_vector_entries FOR EACH ROW WHEN "
+    "(NEW.vec IS DISTINCT FROM OLD.vec AND NEW.emb IS NOT DISTINCT FROM OLD.emb) "
+    "EXECUTE FUNCTION openddb_vector_unfill()",
 ]
 _PUT_EMBEDDED = _PUT.replace("filters, seq)", "filters, seq, emb)").replace(f"{_SEQ})", f"{_SEQ}, %s::vector)") \
     .replace("seq = EXCLUDED.seq", "seq = EXCLUDED.seq, emb = EXCLUDED.emb")
 _RACED = (pgerrors.UniqueViolation, pgerrors.DuplicateObject, pgerrors.DuplicateColumn)
-_HAS_EMB = ("SELECT 1 FROM pg_attribute WHERE attrelid = 'openddb_vector_entries'::regclass AND attname = 'emb' "
-            "AND NOT attisdropped")
+# (the last of _PGVECTOR's objects: all are there)
+_DONE = "SELECT 1 FROM pg_trigger WHERE tgname = 'openddb_vector_entries_unfill'"
 _UNFILLED = "SELECT tid, iid, part, tpk, tsk, vec FROM openddb_vector_entries WHERE emb IS NULL LIMIT 1000"
 _FILL = ("UPDATE openddb_vector_entries SET emb = %s::vector WHERE tid=%s AND iid=%s AND part=%s AND tpk=%s "
          "AND tsk=%s AND vec=%s AND emb IS NULL")
@@ -208,7 +216,7 @@ class PostgresVectors:
         for attempt in range(3):
             try:
                 with self._transaction() as cur:
-                    if cur.execute(_HAS_EMB).fetchone() is None:  # (else no DDL: it would take the table's lock)
+                    if cur.execute(_DONE).fetchone() is None:  # (else no DDL: it would take the table's lock)
                         for statement in _PGVECTOR:
                             cur.execute(statement)
                 break
