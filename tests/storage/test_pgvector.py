@@ -3,7 +3,7 @@
 engine there searches with pgvector, and answers as a brute-force reference does for each distance function, with
 INLINE_FILTER conditions and with a zero vector; an entry lacking its `vector` (written by an older node) sends its
 partition's searches to the numpy path, and the next engine to start gives it one; so does a vector changed by a
-node that knows nothing of pgvector."""
+node that knows nothing of pgvector; nodes starting together on a new database all take it up."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import math
 import os
 import random
 import struct
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -154,6 +156,24 @@ def test_a_vector_changed_by_an_older_node_is_not_ranked_by_the_one_it_had(engin
     found = search(engine, meta, query, 3, None)
     assert found[0][0] == farthest
     same(found, reference("EUCLIDEAN", stored, query, 3, None))
+
+
+def test_nodes_starting_together_on_a_new_database_all_take_up_pgvector(engines: list[PostgresEngine]) -> None:
+    """The first start creates the extension, the column and the trigger; the others wait for it or find them."""
+    name = f"openddb_pgv_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(str(PGVECTOR_URL), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+        try:
+            url = str(PGVECTOR_URL).rsplit("/", 1)[0] + "/" + name
+            with ThreadPoolExecutor(3) as pool:
+                started = list(pool.map(lambda _: PostgresEngine(url), range(3)))
+            engines.extend(started)
+            assert [engine.pgvector for engine in started] == [True, True, True]
+        finally:
+            for engine in engines:
+                engine.close()
+            engines.clear()
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def _stored_pk(conn: psycopg.Connection[tuple[object, ...]], tid: int, key: str) -> bytes:

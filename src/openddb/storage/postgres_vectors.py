@@ -137,6 +137,7 @@ class PostgresVectors:
 
     if TYPE_CHECKING:  # provided by PostgresEngine
         _pipe: Pipeline
+        _bounded_locks: bool
 
         def _cursor(self) -> psycopg.Cursor[Any]: ...
         def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
@@ -217,6 +218,8 @@ class PostgresVectors:
             try:
                 with self._transaction() as cur:
                     if cur.execute(_DONE).fetchone() is None:  # (else no DDL: it would take the table's lock)
+                        if self._bounded_locks:  # (a node starting beside one doing this waits for it, as migrating)
+                            cur.execute("SET LOCAL lock_timeout = 0")
                         for statement in _PGVECTOR:
                             cur.execute(statement)
                 break
