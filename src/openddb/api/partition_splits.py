@@ -18,9 +18,10 @@ its articles show splits within minutes of sustained load.
 
 A split is a range (lo, hi) of hashes cut at a boundary, kept in a SplitBook: a dict in one process, or the host's
 shared buckets (api/shared_buckets.py: a pinned slot per split and a generation every split raises, so the workers
-see each other's splits), told to other PostgreSQL nodes with the draws (api/throttle_exchange.py). Splits live as
-long as the server: a restart lays the partitions out again from the table's throughput, as does a change of
-capacity past them. Partitions are not split for size (10 GB) here.
+see each other's splits), told to other PostgreSQL nodes with the draws (api/throttle_exchange.py), and kept in the
+store (`Engine.save_splits`, by the throttle's background upkeep within about a second), from which a restarted
+server takes them on its first request: its partitions are laid out as they had split. A change of capacity past
+the table's partitions lays them out afresh (the ranges' keys name their first count).
 """
 
 from __future__ import annotations

@@ -117,6 +117,8 @@ class Throttle:
         self._heat_seconds = heat_seconds
         self._make: MakeBucket = local_bucket
         self._splits: SplitBook = LocalSplits() if shared is None else SharedSplits(shared)
+        self._loaded = False  # (the splits the store kept: taken on the first request)
+        self._unsaved: dict[str, int] = {}  # splits this process made, for the store (`upkeep`)
         if shared is not None:
             def make(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
                 return SharedBucket(shared, key, rate, capacity, now, unused)
@@ -162,6 +164,10 @@ class Throttle:
             shared.unlock()
 
     def _admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str) -> None:
+        if not self._loaded:  # (the partitions as they had split before the server started)
+            for key, boundary in engine.load_splits().items():
+                self._splits.split(key, boundary)
+            self._loaded = True
         operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
         now = self._clock()
@@ -241,6 +247,13 @@ class Throttle:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
                 self._heat(table.partitions, charge.key.h, share, now)
 
+    def upkeep(self, engine: Engine) -> None:
+        """Keep the splits this process made in the store, so a restart lays the partitions out as they split (a
+        background duty, about once a second, off the request path)."""
+        if self._unsaved:
+            engine.save_splits(self._unsaved)
+            self._unsaved = {}
+
     def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> None:
         """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot."""
         partition = partitions.partition(h, now)
@@ -248,6 +261,8 @@ class Throttle:
         partition.heat.take(share, now)
         partition.note(h, share)
         split = partitions.split_if_hot(partition, now)
+        if split is not None:
+            self._unsaved[split[0]] = split[1]
         if self.exchange is not None:
             self.exchange.drawn(partition.bucket.key, share)
             self.exchange.drawn(partition.heat.key, share)
