@@ -1,6 +1,7 @@
 """Split for heat (`--throttling on --split-for-heat S`): a partition that runs at its limit for S seconds splits,
 so an even workload over many keys that outgrows one partition is served, while one hot key, which no split can
-divide, stays throttled at 1,000 WCU a second; across PostgreSQL nodes, a split one node made holds on the other."""
+divide, stays throttled at 1,000 WCU a second; across PostgreSQL nodes, a split one node made holds on the other;
+a restarted server keeps its splits; a partition whose data passes its size limit splits too."""
 
 from __future__ import annotations
 
@@ -117,6 +118,26 @@ def test_a_restarted_server_keeps_the_partitions_as_they_had_split(tmp_path: Any
         one_try_client(again).delete_table(TableName=table)
     finally:
         again.finish()
+
+
+def test_a_partition_whose_data_passes_the_limit_splits_at_its_size_median(tmp_path: Any) -> None:
+    """With a partition's limit at 1 MB (`--partition-size-limit`, a development option; 10 GB as on AWS by
+    default) and no split for heat within the test, sixteen 100 KB items of one partition make it pass the limit:
+    it splits at its size median, eight keys each side, and each half serves its own 1,000 WCU a second, so 1,300
+    WCU a second on those keys is served (whole, the one partition would throttle them from its fourth second)."""
+    server = ServerProcess(str(tmp_path), "--throttling", "on", "--split-for-heat", "300",
+                           "--partition-size-limit", str(1 << 20))
+    try:
+        ddb = one_try_client(server)
+        table, keys = unique_name("size"), _first_partition_keys(16)
+        _on_demand(ddb, table)
+        for key in keys:  # (800 WCU a second: under the partition's limit)
+            ddb.put_item(TableName=table, Item={"pk": {"S": key}, "data": {"S": "x" * (100 * 1024 - 100)}})
+            time.sleep(0.125)
+        time.sleep(1.5)  # (the background upkeep looks at the partition's size about once a second)
+        _assert_unthrottled(server, table, keys, 8.0, 1.0, "the partition did not split for its size")
+    finally:
+        server.finish()
 
 
 @pytest.mark.skipif(not os.environ.get("OPENDDB_TEST_POSTGRES"), reason="set OPENDDB_TEST_POSTGRES to a "

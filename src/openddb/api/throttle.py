@@ -15,8 +15,8 @@ Each table and each GSI is a set of token buckets, kept per worker process:
   most 3,000 read units or 1,000 write units a second, or a linear combination (a bucket of one second); past it,
   TableRead/WriteKeyRangeThroughputExceeded: one hot key is throttled while the same rate spread over many keys is
   not. A partition that runs near its limit for long enough splits for heat (api/partition_splits.py), so an even
-  workload that outgrows its first partitions is served, while one hot key stays throttled. Partitions are not
-  split for size (10 GB) here.
+  workload that outgrows its first partitions is served, while one hot key stays throttled. A partition whose data
+  passes 10 GB splits at its size median (api/partition_sizes.py); its halves serve their own limits.
 - a GSI short of write capacity throttles writes to its table (IndexWriteProvisionedThroughputExceeded, the
   index's ARN): a write to a table is refused while any of its provisioned GSIs' write bucket is empty.
 
@@ -36,12 +36,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
-from openddb.api.partition_splits import DEFAULT_HEAT_SECONDS, LocalSplits, PartitionMap, SharedSplits, SplitBook
+from openddb.api.partition_sizes import DEFAULT_PARTITION_BYTES, SizeWatch, cut_for_size
+from openddb.api.partition_splits import (
+    DEFAULT_HEAT_SECONDS,
+    LocalSplits,
+    Partition,
+    PartitionMap,
+    SharedSplits,
+    SplitBook,
+)
 from openddb.api.shared_buckets import SharedBucket, SharedBuckets
 from openddb.api.throttle_exchange import DrawExchange
 from openddb.api.token_buckets import MakeBucket, TokenBucket, local_bucket
@@ -105,11 +114,13 @@ class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None,
-                 exchange: DrawExchange | None = None, heat_seconds: float = DEFAULT_HEAT_SECONDS) -> None:
+                 exchange: DrawExchange | None = None, heat_seconds: float = DEFAULT_HEAT_SECONDS,
+                 partition_bytes: int = DEFAULT_PARTITION_BYTES) -> None:
         """`shared`: the host's buckets, which every worker draws on (then `monotonic` must be the host's clock,
         time.monotonic); None: this process's own. `exchange`: the draws told across PostgreSQL nodes
         (api/throttle_exchange.py; with `shared` only). `heat_seconds`: how long a partition runs at its limit
-        before it splits (api/partition_splits.py)."""
+        before it splits (api/partition_splits.py); `partition_bytes`: the data past which it splits
+        (api/partition_sizes.py)."""
         self._clock = monotonic
         self.exchange = exchange
         self._resources: dict[tuple[str, str | None], Resource] = {}
@@ -119,6 +130,7 @@ class Throttle:
         self._splits: SplitBook = LocalSplits() if shared is None else SharedSplits(shared)
         self._loaded = False  # (the splits the store kept: taken on the first request)
         self._unsaved: dict[str, int] = {}  # splits this process made, for the store (`upkeep`)
+        self._sizes = SizeWatch(partition_bytes)
         if shared is not None:
             def make(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
                 return SharedBucket(shared, key, rate, capacity, now, unused)
@@ -245,29 +257,60 @@ class Throttle:
                     self.exchange.drawn(bucket.key, charge.units)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                self._heat(table.partitions, charge.key.h, share, now)
+                partition = self._heat(table.partitions, charge.key.h, share, now)
+                if charge.write:
+                    self._sizes.wrote(stored, table.partitions, partition, charge.size)
 
     def upkeep(self, engine: Engine) -> None:
-        """Keep the splits this process made in the store, so a restart lays the partitions out as they split (a
-        background duty, about once a second, off the request path)."""
+        """Split the partitions whose data grew past the limit, and keep the splits this process made in the store,
+        so a restart lays the partitions out as they split (a background duty, about once a second, off the
+        request path)."""
+        for due in self._sizes.take_due():
+            meta = engine.get_table(due.table)
+            if meta is None or not due.partitions.key.startswith(f"{meta.arn} {meta.uuid} "):
+                continue  # (deleted, or made again under its name)
+            cut = cut_for_size(engine, meta, due.partition.lo, due.partition.hi, self._sizes.limit)
+            if cut is not None:
+                self._locked(partial(self._split_for_size, due.partitions, due.partition, cut))
         if self._unsaved:
             engine.save_splits(self._unsaved)
             self._unsaved = {}
 
-    def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> None:
-        """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot."""
+    def _split_for_size(self, partitions: PartitionMap, partition: Partition, cut: int) -> None:
+        self._note_split(partitions.split_at(partition, cut))
+
+    def _locked(self, action: Callable[[], None]) -> None:
+        """Run `action` holding the shared buckets' lock, if any."""
+        shared = self._shared
+        if shared is None:
+            action()
+            return
+        shared.lock()
+        try:
+            action()
+        finally:
+            shared.unlock()
+
+    def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> Partition:
+        """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot; the
+        partition drawn on."""
         partition = partitions.partition(h, now)
         partition.bucket.take(share, now)
         partition.heat.take(share, now)
         partition.note(h, share)
-        split = partitions.split_if_hot(partition, now)
-        if split is not None:
-            self._unsaved[split[0]] = split[1]
         if self.exchange is not None:
             self.exchange.drawn(partition.bucket.key, share)
             self.exchange.drawn(partition.heat.key, share)
-            if split is not None:
-                self.exchange.split(*split)
+        self._note_split(partitions.split_if_hot(partition, now))
+        return partition
+
+    def _note_split(self, split: tuple[str, int] | None) -> None:
+        """A split this process made: kept in the store by `upkeep`, and told to the other nodes."""
+        if split is None:
+            return
+        self._unsaved[split[0]] = split[1]
+        if self.exchange is not None:
+            self.exchange.split(*split)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:
