@@ -19,14 +19,18 @@ Each table and each GSI is a set of token buckets, kept per worker process:
   passes 10 GB splits at its size median (api/partition_sizes.py); its halves serve their own limits.
 - a GSI short of write capacity throttles writes to its table (IndexWriteProvisionedThroughputExceeded, the
   index's ARN): a write to a table is refused while any of its provisioned GSIs' write bucket is empty.
+- a GSI's partitions, by the hash of its own partition key, with the same limits and splits for heat as a table's:
+  past one, Index Read/Write KeyRangeThroughputExceeded with the index's ARN (api/index_partitions.py says which
+  requests name theirs before they run).
 
 A request is admitted while the buckets it draws on are not empty, before it runs (a throttled request changes
 nothing); what it consumed is taken from them after it ran (`observe`, a listener of the request record), so a
 large item may leave a bucket in debt, which later requests wait out, as on DynamoDB. Only item operations are
 throttled; a batch (BatchGetItem, BatchWriteItem) only when every table it names is throttled (DynamoDB refuses a
 batch with the exception only when none of it could be served; here a batch is served whole or not at all).
-A Query's or Scan's partition is not known before it runs: they draw on the table's and index's buckets, and
-their partition after the fact. The workers of a host draw on the same buckets, in shared memory
+A Query's or Scan's table partition is not looked up before it runs: they draw on the table's and index's
+buckets, and their partition after the fact (a Query on a GSI is checked against the GSI partition its key
+condition names). The workers of a host draw on the same buckets, in shared memory
 (api/shared_buckets.py: `openddb serve --workers N` makes them), so a table is throttled at its rate however many
 workers serve it; a Throttle without them (one process) keeps its own. PostgreSQL nodes tell each other their draws
 through the store about once a second (api/throttle_exchange.py).
@@ -42,6 +46,7 @@ from typing import Any, Literal
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
+from openddb.api.index_partitions import index_hashes, index_partitions_named
 from openddb.api.partition_sizes import DEFAULT_PARTITION_BYTES, SizeWatch, cut_for_size
 from openddb.api.partition_splits import (
     DEFAULT_HEAT_SECONDS,
@@ -83,6 +88,7 @@ class Resource:
         self.write = write
         # one bucket of partition-seconds per partition: a read unit is 1/3000 of it, a write unit 1/1000
         self.partitions = partitions
+        self.key_names: tuple[str, ...] = ()  # a GSI's partition key attributes (its partitions' hashes)
 
 
 def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, int],
@@ -145,7 +151,9 @@ class Throttle:
     def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
                        (index.peak_read, index.peak_write))
-        return self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        found = self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        found.key_names = tuple(key.name for key in index.hash_keys)
+        return found
 
     def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
@@ -219,6 +227,9 @@ class Throttle:
             if bucket is not None and bucket.level(now) <= 0:
                 limit = "Provisioned" if resource.provisioned else "MaxOnDemand"
                 return resource, f"Index{access}{limit}ThroughputExceeded", index.name
+            for h in index_partitions_named(meta.name, index, operation, request):
+                if resource.partitions.partition(h, now).bucket.level(now) <= 0:
+                    return resource, f"Index{access}KeyRangeThroughputExceeded", index.name
         for h in _partitions_named(meta, operation, request):
             if table.partitions.partition(h, now).bucket.level(now) <= 0:
                 return table, f"Table{access}KeyRangeThroughputExceeded", None
@@ -255,6 +266,12 @@ class Throttle:
                 bucket.take(charge.units, now)
                 if self.exchange is not None:
                     self.exchange.drawn(bucket.key, charge.units)
+            if charge.items and resource.key_names:  # (a GSI's partitions: its key's, of the items charged)
+                hashes = index_hashes(resource.key_names, charge.items)
+                share = charge.units / len(hashes or (0,)) / (PARTITION_WRITE_UNITS if charge.write
+                                                              else PARTITION_READ_UNITS)
+                for h in hashes:
+                    self._heat(resource.partitions, h, share, now)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
                 partition = self._heat(table.partitions, charge.key.h, share, now)
