@@ -45,14 +45,20 @@ def index_hashes(key_names: tuple[str, ...], items: Iterable[dict[str, Any] | No
 def index_partitions_named(table: str, index: IndexMeta, operation: str, request: dict[str, Any]) -> list[int]:
     """The hashes of the partitions of `table`'s GSI `index` that `request` names before it runs (see the module's
     doc), read before it is validated: what cannot be read is left to the handler to refuse."""
-    names = tuple(key.name for key in index.hash_keys)
+    return index_hashes(tuple(key.name for key in index.hash_keys), index_items_named(table, index, operation,
+                                                                                      request))
+
+
+def index_items_named(table: str, index: IndexMeta, operation: str, request: dict[str, Any]) -> list[Any]:
+    """What `request` names of `table`'s GSI `index` before it runs: the items it puts, or the partition key values
+    of a Query on the index ({attribute: value}); unread, unvalidated (each may lack the index's key)."""
     if operation == "PutItem":
-        return index_hashes(names, (request.get("Item"),))
+        return [request.get("Item")]
     if operation == "BatchWriteItem":
         writes = (request.get("RequestItems") or {}).get(table)
         puts = [write.get("PutRequest") if isinstance(write, dict) else None
                 for write in (writes if isinstance(writes, list) else ())]
-        return index_hashes(names, (put.get("Item") if isinstance(put, dict) else None for put in puts))
+        return [put.get("Item") if isinstance(put, dict) else None for put in puts]
     if operation == "Query" and request.get("IndexName") == index.name:
         text = request.get("KeyConditionExpression")
         if not isinstance(text, str):
@@ -60,7 +66,8 @@ def index_partitions_named(table: str, index: IndexMeta, operation: str, request
         try:
             attrs = ExpressionAttributes(request.get("ExpressionAttributeNames"),
                                          request.get("ExpressionAttributeValues"))
-            return [key_range(index, text, attrs).h]
+            values = key_range(index, text, attrs).hash_values
         except Exception:  # (any malformed condition is the handler's to refuse, with its message)
             return []
+        return [{key.name: value for key, value in zip(index.hash_keys, values, strict=False)}]
     return []

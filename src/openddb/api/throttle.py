@@ -46,7 +46,7 @@ from typing import Any, Literal
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
-from openddb.api.index_partitions import index_hashes, index_partitions_named
+from openddb.api.index_partitions import index_hashes, index_items_named, index_partitions_named
 from openddb.api.partition_sizes import DEFAULT_PARTITION_BYTES, SizeWatch, cut_for_size
 from openddb.api.partition_splits import (
     DEFAULT_HEAT_SECONDS,
@@ -207,6 +207,7 @@ class Throttle:
         record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
                                       for meta in (engine.get_table(namespace + name),) if meta is not None
                                       for _, pk, sk in _keys_named(meta, operation, request))
+        record.throttled_items = _index_items(refusals, operation, request, engine, namespace)
         record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
         raise _throttled(refusals)
 
@@ -328,6 +329,19 @@ class Throttle:
         self._unsaved[split[0]] = split[1]
         if self.exchange is not None:
             self.exchange.split(*split)
+
+
+def _index_items(refusals: list[tuple[Resource, str, str, str | None]], operation: str, request: dict[str, Any],
+                 engine: Engine, namespace: str) -> tuple[tuple[str, str, Any], ...]:
+    """(table, GSI, item or key values) of what the request named of each GSI that refused it."""
+    found = []
+    for _, _, name, index_name in refusals:
+        meta = engine.get_table(namespace + name) if index_name is not None else None
+        index = meta.index(index_name) if meta is not None and index_name is not None else None
+        if meta is not None and index is not None:
+            found += [(name, index.name, item) for item in index_items_named(meta.name, index, operation, request)
+                      if isinstance(item, dict)]
+    return tuple(found)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:
