@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from openddb.api.index_reads import key_range
 from openddb.expressions import ExpressionAttributes
+from openddb.expressions.keycondition import key_clauses
 from openddb.model.indexes import encode_parts
 from openddb.model.keys import partition_hash
 from openddb.model.schema import IndexMeta
@@ -66,8 +66,9 @@ def index_items_named(table: str, index: IndexMeta, operation: str, request: dic
         try:
             attrs = ExpressionAttributes(request.get("ExpressionAttributeNames"),
                                          request.get("ExpressionAttributeValues"))
-            values = key_range(index, text, attrs).hash_values
+            equal = {name: values[0] for name, op, values in key_clauses(text, attrs) if op == "=" and values}
         except Exception:  # (any malformed condition is the handler's to refuse, with its message)
             return []
-        return [{key.name: value for key, value in zip(index.hash_keys, values, strict=False)}]
+        named = {key.name: equal[key.name] for key in index.hash_keys if key.name in equal}
+        return [named] if len(named) == len(index.hash_keys) else []
     return []
