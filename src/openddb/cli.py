@@ -24,6 +24,7 @@ from openddb.advisor import command as advise_command
 from openddb.advisor.settings import Settings, SettingsError, load
 from openddb.api import quotas
 from openddb.api.fault_injection import FaultInjector, SpecError, parse_spec
+from openddb.api.partition_sizes import DEFAULT_PARTITION_BYTES
 from openddb.api.partition_splits import DEFAULT_HEAT_SECONDS
 from openddb.api.shared_buckets import SharedBuckets, create_buckets
 from openddb.api.throttle import Throttle
@@ -163,6 +164,9 @@ def _observation_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--split-for-heat", type=_seconds, default=DEFAULT_HEAT_SECONDS, metavar="SECONDS",
                        help="with --throttling on, how long a partition runs at its limit before it splits for heat "
                             f"(default {DEFAULT_HEAT_SECONDS:g}; a split spreads its keys over two partitions)")
+    # (a development option, hidden from --help: a test shows a split for size with a few MB; docs/TESTING.md)
+    serve.add_argument("--partition-size-limit", type=int, default=DEFAULT_PARTITION_BYTES, metavar="BYTES",
+                       help=argparse.SUPPRESS)
     serve.add_argument("--advisor", choices=("auto", "on", "off"), default=os.environ.get("OPENDDB_ADVISOR", "auto"),
                        help="on: the standards advisor observes the requests (sampled on a busy server) and reports "
                             "at GET /openddb/advisor (`openddb advise`), from one process unless --workers is given; "
@@ -511,7 +515,8 @@ def _throttle(args: argparse.Namespace, buckets: str | None, node: Node | None) 
     other nodes its draws (worker 0 of each server takes theirs)."""
     shared = SharedBuckets(buckets) if buckets else None
     exchange = DrawExchange(shared, node) if shared is not None and node is not None and args.engine else None
-    return Throttle(shared=shared, exchange=exchange, heat_seconds=args.split_for_heat)
+    return Throttle(shared=shared, exchange=exchange, heat_seconds=args.split_for_heat,
+                    partition_bytes=args.partition_size_limit)
 
 
 def _control(args: argparse.Namespace) -> Control | None:

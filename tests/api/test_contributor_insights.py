@@ -140,3 +140,36 @@ def test_a_gsis_most_accessed_keys_are_counted(throttled: ServerProcess) -> None
     pairs = _contributors(throttled, rules["SKC"])
     assert pairs == {**{f"hotg|r{n}": 1.0 for n in range(6)}, "coldg|r0": 3.0}
     assert _contributors(throttled, rules["PKT"]) == {}
+
+
+def test_a_gsis_throttled_keys_mode_names_the_keys_its_limits_refused(throttled: ServerProcess) -> None:
+    """THROTTLED_KEYS insights on a GSI of 1 WCU: the puts it refuses (IndexWriteProvisionedThroughputExceeded) are
+    counted under the GSI's own rules by their index key (partition key under PKT, partition and sort key under
+    SKT), not the table's key; the puts it served are not counted."""
+    ddb = one_try_client(throttled)
+    table = unique_name("cigsithr")
+    ddb.create_table(TableName=table, AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"}
+                                                            for name in ("pk", "g", "r")],
+                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 100},
+                     GlobalSecondaryIndexes=[{"IndexName": "byG", "KeySchema": [
+                         {"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "r", "KeyType": "RANGE"}],
+                         "Projection": {"ProjectionType": "KEYS_ONLY"},
+                         "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 1}}])
+    ddb.update_contributor_insights(TableName=table, IndexName="byG", ContributorInsightsAction="ENABLE",
+                                    ContributorInsightsMode="THROTTLED_KEYS")
+    described = ddb.describe_contributor_insights(TableName=table, IndexName="byG")
+    rules = {rule.split("-")[1]: rule for rule in described["ContributorInsightsRuleList"]}
+    assert sorted(rules) == ["PKT", "SKT"] and f"-{table}-byG-" in rules["PKT"]
+    time.sleep(1.2)  # (the server reads which tables and indexes are enabled once a second)
+    refused = 0
+    for n in range(30):  # (1 WCU, and what the index left unused since it was made: fewer than 30)
+        try:
+            ddb.put_item(TableName=table, Item={"pk": {"S": f"p{n}"}, "g": {"S": "busyg"}, "r": {"S": "r1"}})
+        except ClientError as error:
+            reasons = error.response["ThrottlingReasons"]
+            assert reasons[0]["reason"] == "IndexWriteProvisionedThroughputExceeded", reasons
+            refused += 1
+    assert 0 < refused < 30
+    assert _contributors(throttled, rules["PKT"]) == {"busyg": refused}
+    assert _contributors(throttled, rules["SKT"]) == {"busyg|r1": refused}

@@ -1,6 +1,7 @@
 """Split for heat (`--throttling on --split-for-heat S`): a partition that runs at its limit for S seconds splits,
 so an even workload over many keys that outgrows one partition is served, while one hot key, which no split can
-divide, stays throttled at 1,000 WCU a second; across PostgreSQL nodes, a split one node made holds on the other."""
+divide, stays throttled at 1,000 WCU a second; across PostgreSQL nodes, a split one node made holds on the other;
+a restarted server keeps its splits; a partition whose data passes its size limit splits too."""
 
 from __future__ import annotations
 
@@ -65,6 +66,16 @@ def _last(outcomes: list[tuple[float, str | None]], since: float) -> tuple[int, 
     return sum(reason is None for reason in late), [reason for reason in late if reason is not None]
 
 
+def _assert_unthrottled(server: ServerProcess, table: str, keys: list[str], seconds: float, since: float,
+                        why: str) -> None:
+    """Drive `keys` at 1,300 WCU a second for `seconds`: none refused after `since`, more than a partition's worth
+    served after it (`why`: what a refusal would show)."""
+    outcomes = _drive(one_try_client(server), {table: keys}, seconds)[table]
+    served, throttled = _last(outcomes, since)
+    assert throttled == [], f"{why}: {outcomes} {server.output()}"
+    assert served * _UNITS / (seconds - since) > 1000
+
+
 def test_an_even_workload_outgrows_its_partition_and_a_hot_key_does_not(tmp_path: Any) -> None:
     """1,300 WCU a second on sixteen keys of one partition, and the same on one key, for 11 s: the partition of the
     sixteen splits after about two seconds at its limit and serves them all from then on, at more than one
@@ -88,6 +99,47 @@ def test_an_even_workload_outgrows_its_partition_and_a_hot_key_does_not(tmp_path
         process.finish()
 
 
+def test_a_restarted_server_keeps_the_partitions_as_they_had_split(tmp_path: Any) -> None:
+    """Sixteen keys of one partition split it after a second at its limit; the server is stopped and started again
+    on the same store with splits after five minutes only: it serves the same 1,300 WCU a second on those keys
+    unthrottled, as its partitions are laid out as they had split (forgotten, the one partition would throttle
+    them from its fourth second on, as on AWS a restart would not)."""
+    table, keys = unique_name("restart"), _first_partition_keys(16)
+    first = ServerProcess(str(tmp_path), "--throttling", "on", "--split-for-heat", "1")
+    try:
+        _on_demand(one_try_client(first), table)
+        assert _last(_drive(one_try_client(first), {table: keys}, 6.0)[table], 4.0)[1] == []
+        time.sleep(1.5)  # (the split kept in the store by the background upkeep, about once a second)
+    finally:
+        first.finish()
+    again = ServerProcess(str(tmp_path), "--throttling", "on", "--split-for-heat", "300")
+    try:
+        _assert_unthrottled(again, table, keys, 8.0, 1.0, "the restarted server forgot the split")
+        one_try_client(again).delete_table(TableName=table)
+    finally:
+        again.finish()
+
+
+def test_a_partition_whose_data_passes_the_limit_splits_at_its_size_median(tmp_path: Any) -> None:
+    """With a partition's limit at 1 MB (`--partition-size-limit`, a development option; 10 GB as on AWS by
+    default) and no split for heat within the test, sixteen 100 KB items of one partition make it pass the limit:
+    it splits at its size median, eight keys each side, and each half serves its own 1,000 WCU a second, so 1,300
+    WCU a second on those keys is served (whole, the one partition would throttle them from its fourth second)."""
+    server = ServerProcess(str(tmp_path), "--throttling", "on", "--split-for-heat", "300",
+                           "--partition-size-limit", str(1 << 20))
+    try:
+        ddb = one_try_client(server)
+        table, keys = unique_name("size"), _first_partition_keys(16)
+        _on_demand(ddb, table)
+        for key in keys:  # (800 WCU a second: under the partition's limit)
+            ddb.put_item(TableName=table, Item={"pk": {"S": key}, "data": {"S": "x" * (100 * 1024 - 100)}})
+            time.sleep(0.125)
+        time.sleep(1.5)  # (the background upkeep looks at the partition's size about once a second)
+        _assert_unthrottled(server, table, keys, 8.0, 1.0, "the partition did not split for its size")
+    finally:
+        server.finish()
+
+
 @pytest.mark.skipif(not os.environ.get("OPENDDB_TEST_POSTGRES"), reason="set OPENDDB_TEST_POSTGRES to a "
                     "postgresql:// URL")
 def test_postgresql_nodes_tell_each_other_their_splits() -> None:
@@ -104,12 +156,9 @@ def test_postgresql_nodes_tell_each_other_their_splits() -> None:
         keys = _first_partition_keys(16)
         assert _last(_drive(one_try_client(one), {table: keys}, 6.0)[table], 4.0)[1] == []
         time.sleep(3.0)  # (the split told through the store)
-        outcomes = _drive(one_try_client(two), {table: keys}, 9.0)[table]
         # (from the third second: what node one drew on a partition node two had not made yet is owed by its first
         # second's tokens, so one early put may be refused either way)
-        served, throttled = _last(outcomes, 2.0)
-        assert throttled == [], f"node two did not know node one's split: {outcomes} {two.output()}"
-        assert served * _UNITS / 7.0 > 1000
+        _assert_unthrottled(two, table, keys, 9.0, 2.0, "node two did not know node one's split")
         one_try_client(one).delete_table(TableName=table)
     finally:
         for process in (one, two):

@@ -416,6 +416,17 @@ def test_lease_is_held_by_one_process_at_a_time(open_engine: EngineFactory) -> N
     assert not first.try_lease(name, "a", 10, now=1020.0)
 
 
+def test_partition_splits_are_kept_for_every_process(open_engine: EngineFactory) -> None:
+    """The throttle's splits one process keeps are read by the next one to open the store; a range recorded twice
+    keeps its first cut (two processes splitting one range at once agree on the one stored)."""
+    first, second = open_engine(), open_engine()
+    key = f"arn:aws:dynamodb:us-east-1:000000000000:table/t {uuid.uuid4().hex} n8 0-536870912"
+    first.save_splits({key: 268435456})
+    second.save_splits({key: 300000000, key + " 0-268435456": 100})
+    found = open_engine().load_splits()
+    assert found[key] == 268435456 and found[key + " 0-268435456"] == 100
+
+
 def test_update_table_refuses_a_stale_description(open_engine: EngineFactory) -> None:
     """A description derived from one another engine has since replaced (or from a table since deleted and
     created again) is not stored: CatalogChanged, and the other engine's change stays."""

@@ -161,9 +161,12 @@ def test_a_version_1_database_migrates_on_start() -> None:
         try:
             version = engine._cursor().execute(
                 "SELECT value FROM openddb_catalog WHERE key='schema_version'").fetchone()[0]
-            assert version == SCHEMA_VERSION == 8
+            assert version == SCHEMA_VERSION == 9
             # version 2: index entries; version 3: leases; version 4: the sizes a request token's writes cost;
-            # version 7: vector index entries; version 8: their change sequences and tombstones
+            # version 7: vector index entries; version 8: their change sequences and tombstones; version 9: the
+            # throttle's partition splits
+            engine.save_splits({"arn n8 0-536870912": 268435456})
+            assert engine.load_splits() == {"arn n8 0-536870912": 268435456}
             assert engine._cursor().execute("SELECT count(*) FROM openddb_vector_entries").fetchone()[0] == 0
             assert engine._cursor().execute("SELECT max(seq) FROM openddb_vector_tombstones").fetchone()[0] is None
             assert engine.index_stats(new_meta(), IndexMeta("i", "GLOBAL", [KeyAttribute("g", "S")])) == (0, 0)

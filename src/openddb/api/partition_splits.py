@@ -18,9 +18,11 @@ its articles show splits within minutes of sustained load.
 
 A split is a range (lo, hi) of hashes cut at a boundary, kept in a SplitBook: a dict in one process, or the host's
 shared buckets (api/shared_buckets.py: a pinned slot per split and a generation every split raises, so the workers
-see each other's splits), told to other PostgreSQL nodes with the draws (api/throttle_exchange.py). Splits live as
-long as the server: a restart lays the partitions out again from the table's throughput, as does a change of
-capacity past them. Partitions are not split for size (10 GB) here.
+see each other's splits), told to other PostgreSQL nodes with the draws (api/throttle_exchange.py), and kept in the
+store (`Engine.save_splits`, by the throttle's background upkeep within about a second), from which a restarted
+server takes them on its first request: its partitions are laid out as they had split. A change of capacity past
+the table's partitions lays them out afresh (the ranges' keys name their first count). A partition also splits
+when its data passes 10 GB (api/partition_sizes.py).
 """
 
 from __future__ import annotations
@@ -97,13 +99,14 @@ class SharedSplits:
 class Partition:
     """A range of hashes [lo, hi): its bucket of one second, its heat, and the hashes this process saw drawn."""
 
-    __slots__ = ("bucket", "heat", "hi", "lo", "sample")
+    __slots__ = ("bucket", "heat", "hi", "lo", "sample", "written")
 
     def __init__(self, lo: int, hi: int, bucket: TokenBucket, heat: TokenBucket) -> None:
         self.lo, self.hi = lo, hi
         self.bucket = bucket
         self.heat = heat
         self.sample: dict[int, float] = {}
+        self.written = 0  # bytes this process wrote to it since its size was last looked at (api/throttle.py)
 
     def note(self, h: int, share: float) -> None:
         sample = self.sample
@@ -132,7 +135,7 @@ class PartitionMap:
     """A table's partitions: `count` equal ranges at first, then as they split."""
 
     def __init__(self, key: str, count: int, make: MakeBucket, book: SplitBook, heat_seconds: float) -> None:
-        self._key = key  # (the table's, and the throughput that laid the ranges out)
+        self.key = key  # (the table's ARN and uuid, and the throughput that laid the ranges out)
         self._count = count
         self._make = make
         self._book = book
@@ -149,7 +152,7 @@ class PartitionMap:
         generation = self._book.generation()
         if generation != self._generation:  # (a split somewhere: the ranges now cut are looked up again; the others
             self._generation = generation   # keep their partitions, buckets, heat and key sample)
-            book, key = self._book, self._key
+            book, key = self._book, self.key
             self._leaves = {span: leaf for span, leaf in self._leaves.items()
                             if book.boundary(f"{key} {span[0]}-{span[1]}") is None}
         i = h * self._count >> 32
@@ -160,7 +163,7 @@ class PartitionMap:
                 leaf = self._leaves.get((lo, hi))
                 if leaf is not None:
                     return leaf
-                cut = self._book.boundary(f"{self._key} {lo}-{hi}")
+                cut = self._book.boundary(f"{self.key} {lo}-{hi}")
                 if cut is None:
                     leaf = self._leaves[(lo, hi)] = self._whole(lo, hi, now)
                     return leaf
@@ -168,7 +171,7 @@ class PartitionMap:
             lo, hi = (lo, cut) if h < cut else (cut, hi)
 
     def _whole(self, lo: int, hi: int, now: float) -> Partition:
-        key = f"{self._key} p{lo}-{hi}"
+        key = f"{self.key} p{lo}-{hi}"
         heat_capacity = (1.0 - SPLIT_LOAD) * self._heat_seconds
         return Partition(lo, hi, self._make(key, 1.0, 1.0, now, 0.0),
                          self._make(key + " heat", SPLIT_LOAD, heat_capacity, now, heat_capacity / SPLIT_LOAD))
@@ -179,9 +182,14 @@ class PartitionMap:
         if partition.heat.level(now) > 0:
             return None
         cut = partition.boundary()
-        if cut is None or not partition.lo < cut < partition.hi:
+        return None if cut is None else self.split_at(partition, cut)
+
+    def split_at(self, partition: Partition, cut: int) -> tuple[str, int] | None:
+        """Split `partition` at hash `cut` (for heat, or for size: api/partition_sizes.py) unless it is no cut
+        inside it: (the range's key, the boundary it was cut at) to tell other nodes, or None."""
+        if not partition.lo < cut < partition.hi:
             return None
-        key = f"{self._key} {partition.lo}-{partition.hi}"
+        key = f"{self.key} {partition.lo}-{partition.hi}"
         cut = self._book.split(key, cut)
         self._cuts[(partition.lo, partition.hi)] = cut
         self._leaves.pop((partition.lo, partition.hi), None)

@@ -15,18 +15,22 @@ Each table and each GSI is a set of token buckets, kept per worker process:
   most 3,000 read units or 1,000 write units a second, or a linear combination (a bucket of one second); past it,
   TableRead/WriteKeyRangeThroughputExceeded: one hot key is throttled while the same rate spread over many keys is
   not. A partition that runs near its limit for long enough splits for heat (api/partition_splits.py), so an even
-  workload that outgrows its first partitions is served, while one hot key stays throttled. Partitions are not
-  split for size (10 GB) here.
+  workload that outgrows its first partitions is served, while one hot key stays throttled. A partition whose data
+  passes 10 GB splits at its size median (api/partition_sizes.py); its halves serve their own limits.
 - a GSI short of write capacity throttles writes to its table (IndexWriteProvisionedThroughputExceeded, the
   index's ARN): a write to a table is refused while any of its provisioned GSIs' write bucket is empty.
+- a GSI's partitions, by the hash of its own partition key, with the same limits and splits for heat as a table's:
+  past one, Index Read/Write KeyRangeThroughputExceeded with the index's ARN (api/index_partitions.py says which
+  requests name theirs before they run).
 
 A request is admitted while the buckets it draws on are not empty, before it runs (a throttled request changes
 nothing); what it consumed is taken from them after it ran (`observe`, a listener of the request record), so a
 large item may leave a bucket in debt, which later requests wait out, as on DynamoDB. Only item operations are
 throttled; a batch (BatchGetItem, BatchWriteItem) only when every table it names is throttled (DynamoDB refuses a
 batch with the exception only when none of it could be served; here a batch is served whole or not at all).
-A Query's or Scan's partition is not known before it runs: they draw on the table's and index's buckets, and
-their partition after the fact. The workers of a host draw on the same buckets, in shared memory
+A Query's or Scan's table partition is not looked up before it runs: they draw on the table's and index's
+buckets, and their partition after the fact (a Query on a GSI is checked against the GSI partition its key
+condition names). The workers of a host draw on the same buckets, in shared memory
 (api/shared_buckets.py: `openddb serve --workers N` makes them), so a table is throttled at its rate however many
 workers serve it; a Throttle without them (one process) keeps its own. PostgreSQL nodes tell each other their draws
 through the store about once a second (api/throttle_exchange.py).
@@ -36,12 +40,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from openddb import clock
 from openddb.api.context import table_name_from, tables_named
 from openddb.api.fault_injection import ON_DEMAND_THROTTLE, PROVISIONED_THROTTLE
-from openddb.api.partition_splits import DEFAULT_HEAT_SECONDS, LocalSplits, PartitionMap, SharedSplits, SplitBook
+from openddb.api.index_partitions import index_hashes, index_items_named, index_partitions_named
+from openddb.api.partition_sizes import DEFAULT_PARTITION_BYTES, SizeWatch, cut_for_size
+from openddb.api.partition_splits import (
+    DEFAULT_HEAT_SECONDS,
+    LocalSplits,
+    Partition,
+    PartitionMap,
+    SharedSplits,
+    SplitBook,
+)
 from openddb.api.shared_buckets import SharedBucket, SharedBuckets
 from openddb.api.throttle_exchange import DrawExchange
 from openddb.api.token_buckets import MakeBucket, TokenBucket, local_bucket
@@ -74,6 +88,7 @@ class Resource:
         self.write = write
         # one bucket of partition-seconds per partition: a read unit is 1/3000 of it, a write unit 1/1000
         self.partitions = partitions
+        self.key_names: tuple[str, ...] = ()  # a GSI's partition key attributes (its partitions' hashes)
 
 
 def _shape(uuid: str, billing: str, read: int, write: int, on_demand: dict[str, int],
@@ -105,11 +120,13 @@ class Throttle:
     """Admits or throttles item operations by their tables' throughput, and takes what they consumed."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic, shared: SharedBuckets | None = None,
-                 exchange: DrawExchange | None = None, heat_seconds: float = DEFAULT_HEAT_SECONDS) -> None:
+                 exchange: DrawExchange | None = None, heat_seconds: float = DEFAULT_HEAT_SECONDS,
+                 partition_bytes: int = DEFAULT_PARTITION_BYTES) -> None:
         """`shared`: the host's buckets, which every worker draws on (then `monotonic` must be the host's clock,
         time.monotonic); None: this process's own. `exchange`: the draws told across PostgreSQL nodes
         (api/throttle_exchange.py; with `shared` only). `heat_seconds`: how long a partition runs at its limit
-        before it splits (api/partition_splits.py)."""
+        before it splits (api/partition_splits.py); `partition_bytes`: the data past which it splits
+        (api/partition_sizes.py)."""
         self._clock = monotonic
         self.exchange = exchange
         self._resources: dict[tuple[str, str | None], Resource] = {}
@@ -117,6 +134,9 @@ class Throttle:
         self._heat_seconds = heat_seconds
         self._make: MakeBucket = local_bucket
         self._splits: SplitBook = LocalSplits() if shared is None else SharedSplits(shared)
+        self._loaded = False  # (the splits the store kept: taken on the first request)
+        self._unsaved: dict[str, int] = {}  # splits this process made, for the store (`upkeep`)
+        self._sizes = SizeWatch(partition_bytes)
         if shared is not None:
             def make(key: str, rate: float, capacity: float, now: float, unused: float) -> TokenBucket:
                 return SharedBucket(shared, key, rate, capacity, now, unused)
@@ -131,7 +151,9 @@ class Throttle:
     def index(self, meta: TableMeta, index: IndexMeta) -> Resource:
         shape = _shape(meta.uuid, meta.billing_mode, index.read_capacity, index.write_capacity, index.on_demand,
                        (index.peak_read, index.peak_write))
-        return self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        found = self._get((meta.stored_name, index.name), shape, f"{meta.arn}/index/{index.name}", meta.created_at)
+        found.key_names = tuple(key.name for key in index.hash_keys)
+        return found
 
     def _get(self, key: tuple[str, str | None], shape: tuple[Any, ...], arn: str, created: float) -> Resource:
         found = self._resources.get(key)
@@ -162,6 +184,10 @@ class Throttle:
             shared.unlock()
 
     def _admit(self, record: RequestRecord, request: dict[str, Any], engine: Engine, namespace: str) -> None:
+        if not self._loaded:  # (the partitions as they had split before the server started)
+            for key, boundary in engine.load_splits().items():
+                self._splits.split(key, boundary)
+            self._loaded = True
         operation = record.operation
         access: Access = "Read" if operation in _READS else "Write"
         now = self._clock()
@@ -181,6 +207,7 @@ class Throttle:
         record.throttled_keys = tuple((name, pk, sk) for _, _, name, _ in refusals
                                       for meta in (engine.get_table(namespace + name),) if meta is not None
                                       for _, pk, sk in _keys_named(meta, operation, request))
+        record.throttled_items = _index_items(refusals, operation, request, engine, namespace)
         record.throttled = tuple((reason, table, index) for _, reason, table, index in refusals)
         raise _throttled(refusals)
 
@@ -201,6 +228,9 @@ class Throttle:
             if bucket is not None and bucket.level(now) <= 0:
                 limit = "Provisioned" if resource.provisioned else "MaxOnDemand"
                 return resource, f"Index{access}{limit}ThroughputExceeded", index.name
+            for h in index_partitions_named(meta.name, index, operation, request):
+                if resource.partitions.partition(h, now).bucket.level(now) <= 0:
+                    return resource, f"Index{access}KeyRangeThroughputExceeded", index.name
         for h in _partitions_named(meta, operation, request):
             if table.partitions.partition(h, now).bucket.level(now) <= 0:
                 return table, f"Table{access}KeyRangeThroughputExceeded", None
@@ -237,22 +267,81 @@ class Throttle:
                 bucket.take(charge.units, now)
                 if self.exchange is not None:
                     self.exchange.drawn(bucket.key, charge.units)
+            if charge.items and resource.key_names:  # (a GSI's partitions: its key's, of the items charged)
+                hashes = index_hashes(resource.key_names, charge.items)
+                share = charge.units / len(hashes or (0,)) / (PARTITION_WRITE_UNITS if charge.write
+                                                              else PARTITION_READ_UNITS)
+                for h in hashes:
+                    self._heat(resource.partitions, h, share, now)
             if charge.key is not None and table is not None and charge.index_name is None:
                 share = charge.units / (PARTITION_WRITE_UNITS if charge.write else PARTITION_READ_UNITS)
-                self._heat(table.partitions, charge.key.h, share, now)
+                partition = self._heat(table.partitions, charge.key.h, share, now)
+                if charge.write:
+                    self._sizes.wrote(stored, table.partitions, partition, charge.size)
 
-    def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> None:
-        """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot."""
+    def upkeep(self, engine: Engine) -> None:
+        """Split the partitions whose data grew past the limit, and keep the splits this process made in the store,
+        so a restart lays the partitions out as they split (a background duty, about once a second, off the
+        request path)."""
+        for due in self._sizes.take_due():
+            meta = engine.get_table(due.table)
+            if meta is None or not due.partitions.key.startswith(f"{meta.arn} {meta.uuid} "):
+                continue  # (deleted, or made again under its name)
+            cut = cut_for_size(engine, meta, due.partition.lo, due.partition.hi, self._sizes.limit)
+            if cut is not None:
+                self._locked(partial(self._split_for_size, due.partitions, due.partition, cut))
+        if self._unsaved:
+            engine.save_splits(self._unsaved)
+            self._unsaved = {}
+
+    def _split_for_size(self, partitions: PartitionMap, partition: Partition, cut: int) -> None:
+        self._note_split(partitions.split_at(partition, cut))
+
+    def _locked(self, action: Callable[[], None]) -> None:
+        """Run `action` holding the shared buckets' lock, if any."""
+        shared = self._shared
+        if shared is None:
+            action()
+            return
+        shared.lock()
+        try:
+            action()
+        finally:
+            shared.unlock()
+
+    def _heat(self, partitions: PartitionMap, h: int, share: float, now: float) -> Partition:
+        """Take `share` of a partition-second from the partition of hash `h`, and split it if it ran hot; the
+        partition drawn on."""
         partition = partitions.partition(h, now)
         partition.bucket.take(share, now)
         partition.heat.take(share, now)
         partition.note(h, share)
-        split = partitions.split_if_hot(partition, now)
         if self.exchange is not None:
             self.exchange.drawn(partition.bucket.key, share)
             self.exchange.drawn(partition.heat.key, share)
-            if split is not None:
-                self.exchange.split(*split)
+        self._note_split(partitions.split_if_hot(partition, now))
+        return partition
+
+    def _note_split(self, split: tuple[str, int] | None) -> None:
+        """A split this process made: kept in the store by `upkeep`, and told to the other nodes."""
+        if split is None:
+            return
+        self._unsaved[split[0]] = split[1]
+        if self.exchange is not None:
+            self.exchange.split(*split)
+
+
+def _index_items(refusals: list[tuple[Resource, str, str, str | None]], operation: str, request: dict[str, Any],
+                 engine: Engine, namespace: str) -> tuple[tuple[str, str, Any], ...]:
+    """(table, GSI, item or key values) of what the request named of each GSI that refused it."""
+    found = []
+    for _, _, name, index_name in refusals:
+        meta = engine.get_table(namespace + name) if index_name is not None else None
+        index = meta.index(index_name) if meta is not None and index_name is not None else None
+        if meta is not None and index is not None:
+            found += [(name, index.name, item) for item in index_items_named(meta.name, index, operation, request)
+                      if isinstance(item, dict)]
+    return tuple(found)
 
 
 def _partitions_named(meta: TableMeta, operation: str, request: dict[str, Any]) -> list[int]:

@@ -9,8 +9,9 @@ and SKC (partition and sort key; a Query counts its partition under PKC only), a
 under PKT/SKT. A GSI with insights of its own counts its keys the same way under its rules: each item a write put
 in or took out of it (by the item's index key: the new item's, or the old one's when the write took it out), and
 the partition a Query on it named. Counts are totals since the insights were enabled on this worker (CloudWatch
-reports them per period). A GSI's throttled keys are not counted (a throttle names the table's keys): its PKT and
-SKT rules stay empty.
+reports them per period). A GSI's PKT and SKT rules count what a request refused by one of that GSI's limits
+(api/throttle.py) named of it: a put item's index key, or the partition a Query on it named (an UpdateItem's or
+DeleteItem's index key is not known before it runs: none is counted for it).
 Where tables are kept by account and region, a rule's counts are kept under its name qualified by its table's
 namespace ("<account>/<region>/<rule>"), as CloudWatch keeps rules per account and region (observe/namespaces.py).
 """
@@ -75,6 +76,10 @@ class Insights:
             found = self.enabled.get(namespace + table)
             if found is not None:
                 self._count(found[1], "PKT", "SKT", found[0], pk, sk)
+        for table, index_name, item in record.throttled_items:
+            found_index = self.indexes.get((namespace + table, index_name))
+            if found_index is not None:
+                self._count_item(found_index[0], found_index[1], "PKT", "SKT", item)
 
     def _count(self, rules: dict[str, str], partition: str, pair: str, meta: TableMeta, pk: bytes, sk: bytes) -> None:
         rule = rules.get(partition)
@@ -95,12 +100,22 @@ class Insights:
         index, rules = found
         item = next((item for item in reversed(charge.items)
                      if item is not None and all(key.name in item for key in index.hash_keys)), None)
-        rule = rules.get("PKC")
-        if item is None or rule is None:
+        if item is not None:
+            self._count_item(index, rules, "PKC", "SKC", item)
+
+    def _count_item(self, index: IndexMeta, rules: dict[str, str], partition: str, pair: str,
+                    item: dict[str, Any]) -> None:
+        """Count an item's (or a Query's key values') GSI key under the GSI's `partition` rule and, with its sort
+        key, its `pair` rule; an item without the index's partition key is in no partition of it."""
+        rule = rules.get(partition)
+        if rule is None or not all(key.name in item for key in index.hash_keys):
             return
-        key = _values_text([item[key.name] for key in index.hash_keys])
+        try:
+            key = _values_text([item[key.name] for key in index.hash_keys])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return  # (a refused request's value that is no key: nothing to name)
         _add(self.counts.setdefault(rule, {}), key)
-        rule = rules.get("SKC")
+        rule = rules.get(pair)
         if rule is not None and index.range_keys and all(attribute.name in item for attribute in index.range_keys):
             _add(self.counts.setdefault(rule, {}),
                  f"{key}|{_values_text([item[attribute.name] for attribute in index.range_keys])}")

@@ -48,7 +48,8 @@ class RequestRecord:
     it, else ""; `tables`: the tables a refused or control-plane request named (a data-plane one's are in its
     charges); `request_id`: its x-amzn-RequestId; `response_bytes`: the size of the answer's body; `throttled`:
     why the call was throttled, (reason, table, index or None) per ThrottlingReason, and `throttled_keys` the keys
-    it named in the tables throttled, where it names keys (item requests); `access_key`: the caller's access key
+    it named in the tables throttled, where it names keys (item requests), `throttled_items` what it named of the
+    GSIs throttled; `access_key`: the caller's access key
     ("" if it was refused before); `namespace`: the caller's ("" shared, else "<account>/<region>/": charges name a
     table by the name clients see, and the namespace and that name are its stored name); `request`: the request as
     parsed (None if it could not be), and `response`: the handler's answer (None if refused or empty), both as they
@@ -68,6 +69,9 @@ class RequestRecord:
     response_bytes = 0
     throttled: tuple[tuple[str, str, str | None], ...] = ()
     throttled_keys: tuple[tuple[str, bytes, bytes], ...] = ()  # (table, encoded partition key, sort key or b"")
+    # (table, GSI, an item it names): what a request refused by a GSI's limit named of that GSI (a put's item, or a
+    # Query's key values), for its Contributor Insights
+    throttled_items: tuple[tuple[str, str, Any], ...] = ()
     access_key = ""
     namespace = ""
     request: dict[str, Any] | None = None

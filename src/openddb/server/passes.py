@@ -196,6 +196,11 @@ class ServerState:
             self.metrics.insights.refresh()  # (which tables Contributor Insights counts: see observe/insights.py)
         self.metrics.sample(clock.now())  # (CloudWatch's one-minute data points: see observe/history.py)
         throttle = self.dispatcher.throttle
+        if throttle is not None:  # (its splits kept in the store)
+            try:
+                throttle.upkeep(self.engine)
+            except Exception as error:  # (the store out of reach or busy: the next round tries again)
+                log.warning("the throttle's partition splits were not stored: %s", error)
         if throttle is not None and throttle.exchange is not None:  # (draws told across nodes)
             try:
                 throttle.exchange.run(self.engine, time.monotonic())

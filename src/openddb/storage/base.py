@@ -12,7 +12,7 @@ import os
 import socket
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -548,6 +548,15 @@ class Engine(ABC):
         (node, key, total, when its row was made), real time (time.time()) as `now`. Only an engine that nodes on
         several hosts share has others to tell (storage/postgres_throttle.py); here there are none."""
         return []
+
+    @abstractmethod
+    def save_splits(self, splits: Mapping[str, int]) -> None:
+        """Keep the throttle's partition splits (api/partition_splits.py: a range's key -> the hash it is cut at) for
+        the next start; a range already recorded keeps its first cut."""
+
+    @abstractmethod
+    def load_splits(self) -> dict[str, int]:
+        """Every partition split `save_splits` kept."""
 
     @abstractmethod
     def get_token(self, token: str) -> RequestToken | None:

@@ -40,7 +40,7 @@ import logging
 import random
 import select
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
@@ -100,7 +100,7 @@ from openddb.storage.postgres_vectors import VECTOR_MIGRATION, VECTOR_SEQ_MIGRAT
 
 log = logging.getLogger("openddb.storage")
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 CHANNEL = "openddb_catalog"
 MAX_ATTEMPTS = 10
 LOCK_TIMEOUT_MS = 2000
@@ -163,6 +163,8 @@ _MIGRATIONS: dict[int, list[Migration]] = {
     6: STREAM_MIGRATION,  # DynamoDB Streams (postgres_streams.py)
     7: VECTOR_MIGRATION,  # vector indexes (postgres_vectors.py)
     8: VECTOR_SEQ_MIGRATION,  # vector partitions' change sequences and tombstones (postgres_vectors.py)
+    # the throttle's partition splits, kept across restarts (api/partition_splits.py)
+    9: ["CREATE TABLE IF NOT EXISTS openddb_partition_splits (key TEXT PRIMARY KEY, boundary BIGINT NOT NULL)"],
 }
 # Take or renew a lease in one statement: the row changes only if it is free, expired or already ours.
 _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s) ON CONFLICT (name) DO UPDATE "
@@ -863,6 +865,15 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
                 cur.execute(postgres_throttle.TRIM, (now - postgres_throttle.STALE_SECONDS,))
         self._draws_table = True
         return [(str(row[0]), str(row[1]), float(row[2]), float(row[3])) for row in rows]
+
+    def save_splits(self, splits: Mapping[str, int]) -> None:
+        with self._transaction() as cur:
+            cur.executemany("INSERT INTO openddb_partition_splits (key, boundary) VALUES (%s, %s) "
+                            "ON CONFLICT (key) DO NOTHING", list(splits.items()))
+
+    def load_splits(self) -> dict[str, int]:
+        rows = self._cursor().execute("SELECT key, boundary FROM openddb_partition_splits").fetchall()
+        return {str(key): int(boundary) for key, boundary in rows}
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._cursor().execute("SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s",

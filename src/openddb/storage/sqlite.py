@@ -32,7 +32,7 @@ import mmap
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 
@@ -235,6 +235,7 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, hash BLOB NOT NULL, created_at REAL NOT NULL, sizes BLOB);
 CREATE INDEX IF NOT EXISTS tokens_by_age ON tokens (created_at);
 CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS partition_splits (key TEXT PRIMARY KEY, boundary INTEGER NOT NULL);
 INSERT OR IGNORE INTO catalog VALUES ('schema_version', 1), ('catalog_version', 0), ('next_tid', 1);
 """
 
@@ -561,6 +562,13 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             db.execute("INSERT OR REPLACE INTO leases (name, holder, expires) VALUES (?, ?, ?)",
                        (name, holder, now + seconds))
             return True
+
+    def save_splits(self, splits: Mapping[str, int]) -> None:
+        with self._transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO partition_splits (key, boundary) VALUES (?, ?)", splits.items())
+
+    def load_splits(self) -> dict[str, int]:
+        return dict(self._read().execute("SELECT key, boundary FROM partition_splits").fetchall())
 
     def get_token(self, token: str) -> RequestToken | None:
         found = self._read().execute(GET_TOKEN, (token,)).fetchone()
