@@ -466,60 +466,6 @@ def test_malformed_refused_requests_are_left_unobserved(advised: ServerProcess) 
     assert "Traceback" not in advised.output()
 
 
-FIRST, SECOND = "111111111111", "222222222222"
-ROOTS = {FIRST: ("AKIDADVISORONE", "secret-one"), SECOND: ("AKIDADVISORTWO", "secret-two")}
-
-
-def test_findings_per_account_and_region(tmp_path: Path) -> None:
-    """With --namespaces account-region, two accounts' tables of one name are two tables to the advisor: the first
-    account's Scans give it findings and a Scan pattern, named by its account and region; the second account's
-    Queries of its own table give none, and `account=`/`region=` (and `openddb advise --account`) keep one
-    account's. (Before, the advisor looked tables up without the caller's namespace and reported nothing.)"""
-    config = tmp_path / "advisor.json"
-    config.write_text(json.dumps({"thresholds": {"observe_budget": 1}}))
-    roots = [option for account, (key, secret) in ROOTS.items()
-             for option in ("--root-credentials", f"{key}:{secret}@{account}")]
-    process = ServerProcess(None, "--auth", "verify", "--namespaces", "account-region", *roots,
-                            "--advisor-config", str(config))
-    try:
-        name = f"shared-name-{uuid.uuid4().hex[:8]}"
-        first, second = (boto3.client("dynamodb", endpoint_url=process.endpoint, region_name="eu-west-1",
-                                      aws_access_key_id=ROOTS[account][0], aws_secret_access_key=ROOTS[account][1],
-                                      config=Config(retries={"max_attempts": 1})) for account in (FIRST, SECOND))
-        for ddb in (first, second):
-            ddb.create_table(TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                             BillingMode="PAY_PER_REQUEST")
-            ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
-                "PointInTimeRecoveryEnabled": True})
-            ddb.put_item(TableName=name, Item={"pk": {"S": "a"}})
-        for _ in range(5):
-            first.scan(TableName=name, FilterExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
-            second.query(TableName=name, KeyConditionExpression="pk = :v",
-                         ExpressionAttributeValues={":v": {"S": "a"}})
-        whole = report(process.endpoint, name)
-        hot = [f for f in whole["findings"] if f["rule"] == "scan-hot-path"]
-        assert [(f["table"], f["account"], f["region"], f["evidence"]["scans"]) for f in hot] == [
-            (name, FIRST, "eu-west-1", 5)]
-        assert [f for f in whole["findings"] if f["account"] == SECOND] == []
-        patterns = {(row["account"], row["operation"]): row["count"] for row in whole["access_patterns"]}
-        assert patterns[(FIRST, "Scan")] == 5 and patterns[(SECOND, "Query")] == 5
-        assert (FIRST, "Query") not in patterns and (SECOND, "Scan") not in patterns
-        assert {f"{FIRST}/eu-west-1/{name}", f"{SECOND}/eu-west-1/{name}"} <= set(whole["window"]["tables"])
-        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&account={SECOND}") as answer:
-            only = json.loads(answer.read())
-        assert only["findings"] == [] and {row["account"] for row in only["access_patterns"]} == {SECOND}
-        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&region=us-east-1") as answer:
-            assert json.loads(answer.read())["access_patterns"] == []
-        junit = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", process.endpoint, "--table",
-                                name, "--account", FIRST, "--format", "junit"], capture_output=True, text=True,
-                               timeout=60)
-        suites = [suite.get("name") for suite in ElementTree.fromstring(junit.stdout).iter("testsuite")]
-        assert suites == [f"{FIRST}/eu-west-1/{name}"]
-    finally:
-        process.finish()
-
-
 def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
     """With the time budget spent (observe_budget 0: at once), one successful GetItem or PutItem in sample_every is
     observed and counted for the ones passed over: the pattern counts and the hot key's share stay right within a
