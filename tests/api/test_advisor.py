@@ -23,6 +23,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from tests.api.test_test_control import control
 from tests.conftest import ServerProcess
 
 THRESHOLDS = {"hot_key_min_requests": 100, "gsi_unused_writes": 20, "monotonic_min_keys": 20,
@@ -491,5 +492,44 @@ def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
         assert large and large[0]["evidence"]["largest_key"] == {"pk": {"S": "big"}}
         hot = findings(process.endpoint, name, "hot-partition")
         assert hot and hot[0]["evidence"]["key"] == {"S": "hot"} and hot[0]["evidence"]["share_at_least"] >= 0.4
+    finally:
+        process.finish()
+
+
+def test_reports_over_a_window(tmp_path: Path) -> None:
+    """Observations are kept by the minute (by the hour after an hour) and forgotten after retention_hours: a report
+    `since` a moment counts what happened from then on alone, a merged hour keeps its counts, and past the retention
+    a table's traffic is gone from the report. (The server's clock is moved with --dev's control endpoint.)"""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 1, "retention_hours": 2}}))
+    process = ServerProcess(None, "--dev", "--advisor-config", str(config))
+    try:
+        ddb = client(process.endpoint)
+        name = table(ddb, "windowed")
+        ddb.put_item(TableName=name, Item={"pk": {"S": "a"}})
+        for _ in range(5):
+            ddb.scan(TableName=name)
+
+        def counts(since: float | None = None) -> tuple[dict[str, int], set[str]]:
+            query = f"table={name}" + ("" if since is None else f"&since={since}")
+            with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?{query}") as answer:
+                seen = json.loads(answer.read())
+            return ({row["operation"]: row["count"] for row in seen["access_patterns"]},
+                    {finding["rule"] for finding in seen["findings"]})
+
+        assert counts() == ({"PutItem": 1, "Scan": 5}, {"scan-hot-path"})
+        control(process, "POST", "/openddb/clock", {"advance": 20 * 60})
+        for _ in range(10):
+            ddb.query(TableName=name, KeyConditionExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
+        now = control(process, "GET", "/openddb/clock")[1]["now"]
+        assert counts(now - 600) == ({"Query": 10}, set())  # (the last ten minutes: no Scan in them)
+        assert counts() == ({"PutItem": 1, "Scan": 5, "Query": 10}, {"scan-hot-path"})
+        control(process, "POST", "/openddb/clock", {"advance": 70 * 60})
+        ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})  # (the first minutes, over an hour old: merged)
+        now = control(process, "GET", "/openddb/clock")[1]["now"]
+        assert counts() == ({"PutItem": 1, "Scan": 5, "Query": 10, "GetItem": 1}, {"scan-hot-path"})
+        assert counts(now - 600) == ({"GetItem": 1}, set())
+        control(process, "POST", "/openddb/clock", {"advance": 3 * 3600})  # (past the retention: all forgotten)
+        assert counts() == ({}, set())
     finally:
         process.finish()

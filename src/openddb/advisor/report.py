@@ -66,6 +66,7 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
     account-region each finding, rule not checked and pattern names its table's account and region."""
     scope = scope or Scope()
     viewer = viewer or Viewer()
+    advisor.expire()
     engine = advisor.engine_of()
     outcomes: list[Outcome] = []
     patterns: list[dict[str, Any]] = []
@@ -79,9 +80,7 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
         meta = engine.get_table(name) if name in listed else advisor.tables[name].meta
         if meta is None or not viewer.may_read(meta):
             continue
-        seen = advisor.tables.get(name)
-        if seen is not None and since is not None and seen.last_seen < since:
-            seen = None
+        seen = advisor.observed(name, since)
         found: list[Outcome] = []
         for rule in _TABLE_RULES.values():
             found += rule(advisor, seen, meta)
@@ -101,7 +100,8 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
     return {"findings": rendered,
             "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
             "access_patterns": patterns,
-            "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
+            "window": {"observed_since": max(advisor.started, clock.now() - advisor.windows.retention),
+                       "retention_hours": advisor.limits.retention_hours, "since": since, "now": clock.now(),
                        "requests_observed": advisor.requests, "requests_passed_over": advisor.passed_over,
                        "observing_seconds": round(advisor.observing, 6),
                        "tables": names, "deleted_tables": gone,
