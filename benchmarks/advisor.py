@@ -11,6 +11,7 @@
 
     python benchmarks/advisor.py                      # 1,000,000 records for the memory figure
     python benchmarks/advisor.py --records 10000000
+    python benchmarks/advisor.py --memory-only --records 10000000 --minutes 1500   # over 25 simulated hours
     python benchmarks/advisor.py --profile query      # cProfile of observing Query records, every one in full
 
 For the cost on a running server (throughput and server CPU per request, advisor on against off in one run) see
@@ -34,6 +35,7 @@ from typing import Any
 
 import boto3
 
+from openddb import clock
 from openddb.advisor.listener import Advisor
 from openddb.advisor.settings import Settings, Thresholds
 from openddb.model.keys import encode_key, partition_hash
@@ -140,7 +142,7 @@ def held_bytes(advisor: Advisor) -> int:
     return total
 
 
-def memory(count: int, batch: int, thresholds: Thresholds, traced: bool) -> str:
+def memory(count: int, batch: int, thresholds: Thresholds, traced: bool, minutes: int = 1) -> str:
     engine = open_sqlite(None, "normal")
     table = "bench-" + uuid.uuid4().hex[:6]
     engine.create_table(TableMeta(name=table, table_id=0, uuid=str(uuid.uuid4()), hash_key=KeyAttribute("pk", "S"),
@@ -153,13 +155,19 @@ def memory(count: int, batch: int, thresholds: Thresholds, traced: bool) -> str:
     advisor = Advisor(Settings(thresholds), lambda: engine)
     before = tracemalloc.get_traced_memory()[0] if traced else 0
     done = 0
-    while done < count:
-        records = synthetic(min(batch, count - done), table)
-        for record in records:
-            advisor.observe(record)
-        done += len(records)
-        del records
-        gc.collect()
+    step = max(count // max(minutes, 1), 1)  # records a simulated minute (the clock moved on after each)
+    try:
+        while done < count:
+            records = synthetic(min(batch, count - done), table)
+            for number, record in enumerate(records, done + 1):
+                advisor.observe(record)
+                if minutes > 1 and number % step == 0:
+                    clock.set_offset(clock.offset() + 60.0)
+            done += len(records)
+            del records
+            gc.collect()
+    finally:
+        clock.set_offset(0)
     if traced:
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
@@ -168,7 +176,9 @@ def memory(count: int, batch: int, thresholds: Thresholds, traced: bool) -> str:
     how = "tracemalloc" if traced else "sys.getsizeof over its object graph"
     return (f"{done:,} records (GetItem and PutItem over {done // 2:,} keys): the advisor holds {held / 1024:,.0f} "
             f"KiB ({how}; {len(advisor.races.items):,} item entries, "
-            f"{sum(len(t.keys.counters) for t in advisor.tables.values())} heavy-hitter counters)")
+            f"{sum(len(t.keys.counters) for t in advisor.tables.values())} heavy-hitter counters; over {minutes:,} "
+            f"minutes: {sum(len(kept) for kept in advisor.windows.sealed.values()) + len(advisor.tables)} time "
+            "slices kept)")
 
 
 def main() -> None:
@@ -182,10 +192,13 @@ def main() -> None:
     parser.add_argument("--tracemalloc", action="store_true", help="measure the memory with tracemalloc (slow over "
                                                                    "millions of records) instead of sys.getsizeof")
     parser.add_argument("--memory-only", action="store_true", help="the memory figure alone")
+    parser.add_argument("--minutes", type=int, default=1, help="the memory figure's records spread over this many "
+                                                               "minutes of a simulated clock (the advisor keeps a "
+                                                               "slice a minute, then an hour: advisor/windows.py)")
     args = parser.parse_args()
     every = dataclasses.replace(Thresholds(), observe_budget=1.0)
     if args.memory_only:
-        print(memory(args.records, args.batch, every, args.tracemalloc))
+        print(memory(args.records, args.batch, every, args.tracemalloc, args.minutes))
         return
     found, server = captured(args.captured)
     engine = server._current().engine

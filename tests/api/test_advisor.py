@@ -23,6 +23,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from tests.api.test_test_control import control
 from tests.conftest import ServerProcess
 
 THRESHOLDS = {"hot_key_min_requests": 100, "gsi_unused_writes": 20, "monotonic_min_keys": 20,
@@ -466,60 +467,6 @@ def test_malformed_refused_requests_are_left_unobserved(advised: ServerProcess) 
     assert "Traceback" not in advised.output()
 
 
-FIRST, SECOND = "111111111111", "222222222222"
-ROOTS = {FIRST: ("AKIDADVISORONE", "secret-one"), SECOND: ("AKIDADVISORTWO", "secret-two")}
-
-
-def test_findings_per_account_and_region(tmp_path: Path) -> None:
-    """With --namespaces account-region, two accounts' tables of one name are two tables to the advisor: the first
-    account's Scans give it findings and a Scan pattern, named by its account and region; the second account's
-    Queries of its own table give none, and `account=`/`region=` (and `openddb advise --account`) keep one
-    account's. (Before, the advisor looked tables up without the caller's namespace and reported nothing.)"""
-    config = tmp_path / "advisor.json"
-    config.write_text(json.dumps({"thresholds": {"observe_budget": 1}}))
-    roots = [option for account, (key, secret) in ROOTS.items()
-             for option in ("--root-credentials", f"{key}:{secret}@{account}")]
-    process = ServerProcess(None, "--auth", "verify", "--namespaces", "account-region", *roots,
-                            "--advisor-config", str(config))
-    try:
-        name = f"shared-name-{uuid.uuid4().hex[:8]}"
-        first, second = (boto3.client("dynamodb", endpoint_url=process.endpoint, region_name="eu-west-1",
-                                      aws_access_key_id=ROOTS[account][0], aws_secret_access_key=ROOTS[account][1],
-                                      config=Config(retries={"max_attempts": 1})) for account in (FIRST, SECOND))
-        for ddb in (first, second):
-            ddb.create_table(TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                             BillingMode="PAY_PER_REQUEST")
-            ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
-                "PointInTimeRecoveryEnabled": True})
-            ddb.put_item(TableName=name, Item={"pk": {"S": "a"}})
-        for _ in range(5):
-            first.scan(TableName=name, FilterExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
-            second.query(TableName=name, KeyConditionExpression="pk = :v",
-                         ExpressionAttributeValues={":v": {"S": "a"}})
-        whole = report(process.endpoint, name)
-        hot = [f for f in whole["findings"] if f["rule"] == "scan-hot-path"]
-        assert [(f["table"], f["account"], f["region"], f["evidence"]["scans"]) for f in hot] == [
-            (name, FIRST, "eu-west-1", 5)]
-        assert [f for f in whole["findings"] if f["account"] == SECOND] == []
-        patterns = {(row["account"], row["operation"]): row["count"] for row in whole["access_patterns"]}
-        assert patterns[(FIRST, "Scan")] == 5 and patterns[(SECOND, "Query")] == 5
-        assert (FIRST, "Query") not in patterns and (SECOND, "Scan") not in patterns
-        assert {f"{FIRST}/eu-west-1/{name}", f"{SECOND}/eu-west-1/{name}"} <= set(whole["window"]["tables"])
-        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&account={SECOND}") as answer:
-            only = json.loads(answer.read())
-        assert only["findings"] == [] and {row["account"] for row in only["access_patterns"]} == {SECOND}
-        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}&region=us-east-1") as answer:
-            assert json.loads(answer.read())["access_patterns"] == []
-        junit = subprocess.run([sys.executable, "-m", "openddb", "advise", "--endpoint", process.endpoint, "--table",
-                                name, "--account", FIRST, "--format", "junit"], capture_output=True, text=True,
-                               timeout=60)
-        suites = [suite.get("name") for suite in ElementTree.fromstring(junit.stdout).iter("testsuite")]
-        assert suites == [f"{FIRST}/eu-west-1/{name}"]
-    finally:
-        process.finish()
-
-
 def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
     """With the time budget spent (observe_budget 0: at once), one successful GetItem or PutItem in sample_every is
     observed and counted for the ones passed over: the pattern counts and the hot key's share stay right within a
@@ -545,5 +492,44 @@ def test_sampling_above_the_time_budget(tmp_path: Path) -> None:
         assert large and large[0]["evidence"]["largest_key"] == {"pk": {"S": "big"}}
         hot = findings(process.endpoint, name, "hot-partition")
         assert hot and hot[0]["evidence"]["key"] == {"S": "hot"} and hot[0]["evidence"]["share_at_least"] >= 0.4
+    finally:
+        process.finish()
+
+
+def test_reports_over_a_window(tmp_path: Path) -> None:
+    """Observations are kept by the minute (by the hour after an hour) and forgotten after retention_hours: a report
+    `since` a moment counts what happened from then on alone, a merged hour keeps its counts, and past the retention
+    a table's traffic is gone from the report. (The server's clock is moved with --dev's control endpoint.)"""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 1, "retention_hours": 2}}))
+    process = ServerProcess(None, "--dev", "--advisor-config", str(config))
+    try:
+        ddb = client(process.endpoint)
+        name = table(ddb, "windowed")
+        ddb.put_item(TableName=name, Item={"pk": {"S": "a"}})
+        for _ in range(5):
+            ddb.scan(TableName=name)
+
+        def counts(since: float | None = None) -> tuple[dict[str, int], set[str]]:
+            query = f"table={name}" + ("" if since is None else f"&since={since}")
+            with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?{query}") as answer:
+                seen = json.loads(answer.read())
+            return ({row["operation"]: row["count"] for row in seen["access_patterns"]},
+                    {finding["rule"] for finding in seen["findings"]})
+
+        assert counts() == ({"PutItem": 1, "Scan": 5}, {"scan-hot-path"})
+        control(process, "POST", "/openddb/clock", {"advance": 20 * 60})
+        for _ in range(10):
+            ddb.query(TableName=name, KeyConditionExpression="pk = :v", ExpressionAttributeValues={":v": {"S": "a"}})
+        now = control(process, "GET", "/openddb/clock")[1]["now"]
+        assert counts(now - 600) == ({"Query": 10}, set())  # (the last ten minutes: no Scan in them)
+        assert counts() == ({"PutItem": 1, "Scan": 5, "Query": 10}, {"scan-hot-path"})
+        control(process, "POST", "/openddb/clock", {"advance": 70 * 60})
+        ddb.get_item(TableName=name, Key={"pk": {"S": "a"}})  # (the first minutes, over an hour old: merged)
+        now = control(process, "GET", "/openddb/clock")[1]["now"]
+        assert counts() == ({"PutItem": 1, "Scan": 5, "Query": 10, "GetItem": 1}, {"scan-hot-path"})
+        assert counts(now - 600) == ({"GetItem": 1}, set())
+        control(process, "POST", "/openddb/clock", {"advance": 3 * 3600})  # (past the retention: all forgotten)
+        assert counts() == ({}, set())
     finally:
         process.finish()

@@ -215,7 +215,8 @@ def _stream(page: Page, ddb: Any, name: str) -> None:
 
 def test_console_under_auth_verify_asks_for_credentials(browser: Any, tmp_path: Path) -> None:
     """With --auth verify the console has no way around the signature check: unsigned it gets the server's refusal
-    and asks for a key; a wrong secret is refused; the root's key signs its calls in the page."""
+    and asks for a key; a wrong secret is refused; the root's key signs its calls in the page, and the GET of the
+    advisor's report (which the server refuses unsigned)."""
     server = ServerProcess(None, "--auth", "verify", "--root-credentials", "AKIACONSOLEROOT:console-secret",
                            "--cors", "https://app.example")  # (the console, same-origin, needs no CORS grant)
     try:
@@ -239,6 +240,11 @@ def test_console_under_auth_verify_asks_for_credentials(browser: Any, tmp_path: 
         page.text_in("#identity", "Signed as AKIACONSOLEROOT")
         assert page.css("#sign-out").is_displayed()
         page.shot("signed-in")
+        ddb.scan(TableName=name)
+        page.driver.get(f"{page.driver.current_url.split('#')[0]}#/advisor")  # (its GET signed in the page too)
+        page.heading("Advisor")
+        page.text_in('[data-testid="advisor-summary"]', "observed requests")
+        page.text_in("table.patterns tbody tr", name)
     finally:
         server.finish()
 

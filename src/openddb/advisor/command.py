@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from openddb.advisor import signing
 from openddb.advisor.formats import failing, render
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -30,7 +31,8 @@ def add_parser(commands: Any) -> None:
     advise.add_argument("--account", default=None, metavar="ID",
                         help="the tables of this account only (with --namespaces account-region)")
     advise.add_argument("--region", default=None, metavar="R",
-                        help="the tables of this region only (with --namespaces account-region)")
+                        help="the tables of this region only (with --namespaces account-region); also the region "
+                             "the request is signed for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
     advise.add_argument("--since", default=None, metavar="WHEN",
                         help="traffic seen since: a duration ago (30s, 10m, 2h, 1d), an ISO 8601 time or epoch "
                              "seconds")
@@ -54,12 +56,18 @@ def since_epoch(text: str, now: float | None = None) -> float:
 
 def fetch(endpoint: str, table: str | None, since: float | None, account: str | None = None,
           region: str | None = None) -> dict[str, Any]:
-    """The report (OSError or ValueError if it cannot be read)."""
+    """The report (OSError or ValueError if it cannot be read), the request signed with the credentials found
+    (advisor/signing.py) where there are any."""
     query = {name: str(value) for name, value in (("table", table), ("account", account), ("region", region),
                                                   ("since", since)) if value is not None}
-    url = endpoint.rstrip("/") + "/openddb/advisor" + ("?" + urllib.parse.urlencode(query) if query else "")
+    url = endpoint.rstrip("/") + "/openddb/advisor" + (
+        "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote) if query else "")
+    parts = urllib.parse.urlsplit(url)
+    signer = signing.found_signer()
+    headers = {} if signer is None else signing.signed_headers(
+        signer, region or signing.found_region(), parts.netloc, parts.path + ("?" + parts.query if parts.query else ""))
     try:
-        with urllib.request.urlopen(url, timeout=30) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
             report: dict[str, Any] = orjson.loads(answer.read())
     except urllib.error.HTTPError as error:
         with error:

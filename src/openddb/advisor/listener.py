@@ -14,7 +14,8 @@ from openddb import clock
 from openddb.advisor import shapes
 from openddb.advisor.observations import Schema, TableObservations
 from openddb.advisor.settings import Settings
-from openddb.advisor.tracking import Bursts, Client, Races, Retries
+from openddb.advisor.tracking import Bursts, Client, Races, Retries, client_name
+from openddb.advisor.windows import Windows
 from openddb.api.context import table_name_from
 from openddb.model.schema import namespace_of_arn
 from openddb.observe.record import RequestRecord
@@ -24,7 +25,6 @@ log = logging.getLogger("openddb.advisor")
 
 _SCHEMA_SECONDS = 1.0  # how stale a table's description may be in the advisor's view
 THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
-_EXAMPLES_MAX = 5
 KEY_STRIDE = 4  # partition keys go into the heavy-hitters sketch for one charge in this many
 # The calls sampled once the advisor's time budget of the second is spent (Thresholds.observe_budget), when they
 # succeed: the frequent single-item calls. Others (Scans, batches, transactions, schema changes, any call refused
@@ -41,12 +41,11 @@ class Advisor:
         self.engine_of = engine_of
         self.started = time.time()
         self.requests = 0
-        self.tables: dict[str, TableObservations] = {}
+        self.tables: dict[str, TableObservations] = {}  # each table's current slice (windows.py: the ones before)
+        self.windows = Windows(self.limits.retention_hours)
         self.races = Races()
         self.bursts = Bursts()
         self.retries = Retries()
-        self.transactions: dict[str, list[dict[str, Any]]] = {}  # table -> transactions of one item
-        self.transaction_counts: dict[str, int] = {}
         self.changes: list[dict[str, Any]] = []  # destructive schema changes of indexes or tables that served reads
         self._failed = False
         # Sampling (Thresholds.observe_budget): seconds spent observing since the budget's second began, when that
@@ -110,7 +109,9 @@ class Advisor:
         table = self.tables.get(name)
         if table is None:
             table = self.tables[name] = TableObservations(name, self.engine_of().get_table(name), now)
-        elif now - table.schema_at > _SCHEMA_SECONDS:
+        elif now >= table.ends:  # (its minute is over: sealed, and the next one begun)
+            table = self.tables[name] = self.windows.roll(table, now)
+        if now - table.schema_at > _SCHEMA_SECONDS:
             meta = self.engine_of().get_table(name)
             if meta is not None:
                 table.meta, table.schema, table.schema_at = meta, Schema(meta), now
@@ -180,7 +181,8 @@ class Advisor:
         self._throttle(record, table, client, now)
         if record.status != 200:
             return
-        self.bursts.call(client, table.name, "read", now, self.limits, self.weight)
+        if self.bursts.call(client, table.name, "read", now, self.limits, self.weight):
+            table.burst(client_name(client), "read")
         key = request.get("Key")
         if isinstance(key, dict):
             self.races.read(self._item_id(table, key, record), client, now)
@@ -196,7 +198,8 @@ class Advisor:
 
     def _throttle(self, record: RequestRecord, table: TableObservations, client: Client, now: float) -> None:
         if record.error in THROTTLES:
-            self.retries.throttled(client, table.name, now - record.latency, now, self.limits)
+            table.quick_retry(client_name(client),
+                              self.retries.throttled(client, table.name, now - record.latency, now, self.limits))
 
     def _write(self, record: RequestRecord, request: dict[str, Any], client: Client, now: float) -> None:
         table = self._named(record, request)
@@ -209,18 +212,19 @@ class Advisor:
         self._throttle(record, table, client, now)
         ok = record.status == 200
         if operation == "PutItem" and not conditional:
-            self.retries.request(client, operation, table.name, request, ok, now, self.limits)
+            table.repeat(self.retries.request(client, operation, request, ok, now, self.limits, table.name))
         if not ok:
             item = request.get("Item")
             if table.schema.index_keys and isinstance(item, dict):
                 table.check_index_types(item, table.key_of(item))  # (DynamoDB refuses such a write)
             return
-        self.bursts.call(client, table.name, "write", now, self.limits, self.weight)
+        if self.bursts.call(client, table.name, "write", now, self.limits, self.weight):
+            table.burst(client_name(client), "write")
         item = request.get("Item") if operation == "PutItem" else request.get("Key")
         if not isinstance(item, dict):
             return
         key = table.key_of(item)
-        self.races.write(self._item_id(table, item, record), client, now, conditional, key, self.limits)
+        table.race(self.races.write(self._item_id(table, item, record), client, now, conditional, key, self.limits))
         size = next((charge.size for charge in record.charges if charge.index_name is None), 0)
         self._sized(table, size, key, self.weight)
         if operation == "PutItem":
@@ -376,14 +380,12 @@ class Advisor:
             self._account(record, table, (record.operation, None, f"{len(actions)} actions", -1, False), now)
             self._throttle(record, table, client, now)
         if record.operation == "TransactWriteItems" and "ClientRequestToken" not in request and targets:
-            self.retries.request(client, record.operation, targets[0][0], request, record.status == 200, now,
-                                 self.limits)
+            self.tables[targets[0][0]].repeat(self.retries.request(client, record.operation, request,
+                                                                   record.status == 200, now, self.limits,
+                                                                   targets[0][0]))
         if record.status == 200 and targets and len(set(targets)) == 1:
-            name = targets[0][0]
-            self.transaction_counts[name] = self.transaction_counts.get(name, 0) + 1
-            found = self.transactions.setdefault(name, [])
-            if len(found) < _EXAMPLES_MAX:
-                found.append({"operation": record.operation, "actions": len(actions), "item": targets[0][1]})
+            self.tables[targets[0][0]].transaction({"operation": record.operation, "actions": len(actions),
+                                                    "item": targets[0][1]})
 
     def _schema_change(self, record: RequestRecord, request: dict[str, Any], client: Client, now: float) -> None:
         name = request.get("TableName")
@@ -392,14 +394,15 @@ class Advisor:
         name = _stored(record, name)
         table = self.tables.get(name)
         least = max(self.limits.destructive_min_reads, 1)
-        if table is not None and record.operation == "DeleteTable" and table.reads >= least:
-            self._destructive({"table": name, "change": "DeleteTable", "reads_before": table.reads})
+        reads = 0 if table is None else self.windows.reads(table)
+        if record.operation == "DeleteTable" and reads >= least:
+            self._destructive({"table": name, "change": "DeleteTable", "reads_before": reads})
         for update in request.get("GlobalSecondaryIndexUpdates") or ():
             deleted = (update.get("Delete") or {}).get("IndexName") if isinstance(update, dict) else None
-            served = table.indexes.get(deleted) if table is not None and isinstance(deleted, str) else None
-            if served is not None and served.reads >= least:
+            served = self.windows.reads(table, deleted) if table is not None and isinstance(deleted, str) else 0
+            if served >= least:
                 self._destructive({"table": name, "change": f"UpdateTable deleting index {deleted}",
-                                   "reads_before": served.reads})
+                                   "reads_before": served})
         if table is not None:
             # (described afresh at the next request; a table created again under its name keeps the name's
             # observations: a test suite creates its tables anew for each test)
@@ -409,6 +412,19 @@ class Advisor:
         if len(self.changes) < 50:
             change["at"] = clock.now()
             self.changes.append(change)
+
+    def expire(self) -> None:
+        """Forget what ended before the retention (windows.py): old slices, tables seen in none, schema changes."""
+        now = clock.now()
+        self.windows.expire(self.tables, now)
+        horizon = now - self.windows.retention
+        self.changes = [change for change in self.changes if change["at"] > horizon]
+
+    def observed(self, name: str, since: float | None) -> TableObservations | None:
+        """The observations of the table stored as `name` within the window from `since` (None: all kept), as one
+        (None: not seen within it)."""
+        current = self.tables.get(name)
+        return None if current is None else self.windows.window(current, since)
 
 
 def _assignments(expression: str, names: dict[str, str] | None, values: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,9 @@
-"""What the advisor keeps of the traffic, per table: its access patterns, partition keys (space-saving), item sizes,
-Scans and their filters, reads by consistency and by index, the values its sampled items hold. All of it bounded:
-counters, sketches and capped samples, never the requests themselves (observe/record.py's listener rules)."""
+"""What the advisor keeps of the traffic, per table and per time slice: its access patterns, partition keys
+(space-saving), item sizes, Scans and their filters, reads by consistency and by index, the values its sampled
+items hold, and what the per-client trackers found (races, bursts, quick retries, repeats, one-item transactions).
+All of it bounded: counters, sketches and capped samples, never the requests themselves (observe/record.py's
+listener rules). One TableObservations is one table's slice of one minute (windows.py keeps the slices, merges
+older ones by the hour, and ages them out; merging.py adds slices together for a report)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from openddb.model.schema import TableMeta
 _PATTERNS_MAX = 256  # distinct access patterns kept per table (more are counted as "other")
 _ATTRIBUTES_MAX = 64  # attributes whose values are classified per table
 _EXAMPLES_MAX = 5
+_CLIENTS_MAX = 64  # clients per table and slice for bursts and quick retries
+MINUTE = 60.0
 
 # An access pattern: (operation, index or None, key condition shape, projected attributes (-1: all), strongly
 # consistent).
@@ -68,6 +73,8 @@ class TableObservations:
         self.schema = Schema(meta)
         self.schema_at = now
         self.first_seen = self.last_seen = now
+        self.start = now - now % MINUTE  # the time slice (epoch seconds): a minute, an hour once merged
+        self.ends = self.start + MINUTE
         self.patterns: dict[PatternKey, list[float]] = {}
         self.keys: HeavyHitters[bytes] = HeavyHitters()  # (sampled: see listener.KEY_STRIDE)
         self.key_tick = 0
@@ -103,6 +110,48 @@ class TableObservations:
         self.ttl_examples: list[Any] = []
         self.expired_reads = 0
         self.expired_examples: list[Any] = []
+        # What the per-client trackers found (tracking.py), counted in the slice they happened in
+        self.races = 0
+        self.race_examples: list[dict[str, Any]] = []
+        self.bursts: dict[tuple[str, str], int] = {}  # (client, "read" or "write") -> bursts of single-item calls
+        self.quick_retries: dict[str, int] = {}  # client -> most throttled calls in a row sent again at once
+        self.repeats: list[dict[str, Any]] = []  # identical writes sent again after an error (the first few)
+        self.single_item_transactions = 0
+        self.transaction_examples: list[dict[str, Any]] = []
+
+    def carried(self, now: float) -> TableObservations:
+        """The table's next slice, from `now`: what continues across slices is carried over (the description, the
+        last partition key written, the last Scans' times, the key sketch's stride)."""
+        after = TableObservations(self.name, None, now)
+        after.meta, after.schema, after.schema_at = self.meta, self.schema, self.schema_at
+        after.first_seen, after.last_key, after.key_tick = self.first_seen, self.last_key, self.key_tick
+        after.recent_scans = self.recent_scans
+        return after
+
+    def race(self, example: dict[str, Any] | None) -> None:
+        if example is not None:
+            self.races += 1
+            if len(self.race_examples) < _EXAMPLES_MAX:
+                self.race_examples.append(example)
+
+    def burst(self, client: str, kind: str) -> None:
+        slot = (client, kind)
+        if slot in self.bursts or len(self.bursts) < _CLIENTS_MAX:
+            self.bursts[slot] = self.bursts.get(slot, 0) + 1
+
+    def quick_retry(self, client: str, in_a_row: int) -> None:
+        if in_a_row > self.quick_retries.get(client, 0) and (client in self.quick_retries
+                                                             or len(self.quick_retries) < _CLIENTS_MAX):
+            self.quick_retries[client] = in_a_row
+
+    def repeat(self, example: dict[str, Any] | None) -> None:
+        if example is not None and len(self.repeats) < _EXAMPLES_MAX:
+            self.repeats.append(example)
+
+    def transaction(self, example: dict[str, Any]) -> None:
+        self.single_item_transactions += 1
+        if len(self.transaction_examples) < _EXAMPLES_MAX:
+            self.transaction_examples.append(example)
 
     def index(self, name: str) -> IndexReads:
         reads = self.indexes.get(name)
@@ -115,8 +164,8 @@ class TableObservations:
     def key_attributes(self) -> set[str]:
         return self.schema.key_attributes
 
-    def pattern(self, key: PatternKey, latency: float, read: float, write: float, ok: bool, now: float,
-                weight: int = 1) -> None:
+    def figures(self, key: PatternKey) -> list[float]:
+        """The figures of pattern `key`, made (zero) if new; of "other" once the table has _PATTERNS_MAX."""
         figures = self.patterns.get(key)
         if figures is None:
             if len(self.patterns) >= _PATTERNS_MAX:
@@ -124,6 +173,11 @@ class TableObservations:
                 figures = self.patterns.get(key)
             if figures is None:
                 figures = self.patterns[key] = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        return figures
+
+    def pattern(self, key: PatternKey, latency: float, read: float, write: float, ok: bool, now: float,
+                weight: int = 1) -> None:
+        figures = self.patterns.get(key) or self.figures(key)
         figures[COUNT] += weight
         if not ok:
             figures[REFUSED] += weight

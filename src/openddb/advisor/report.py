@@ -5,17 +5,19 @@ not check, and the observed access patterns: `{"findings": [...], "not_checked":
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from openddb import clock
 from openddb.advisor import rules_data, rules_schema, rules_traffic
 from openddb.advisor.catalog import RULES
-from openddb.advisor.findings import Finding, Outcome, TableRule, placed
+from openddb.advisor.findings import Finding, NotChecked, Outcome, TableRule, placed
 from openddb.advisor.listener import Advisor
 from openddb.advisor.observations import COUNT, LAST, LATENCY, READ, REFUSED, SLOWEST, WRITE, TableObservations
 from openddb.advisor.state import ServerState
 from openddb.api.context import INTERNAL_PREFIX
+from openddb.model.schema import TableMeta
 
 _TABLE_RULES: dict[str, TableRule] = {
     **rules_traffic.RULES, **rules_data.RULES, "gsi-unused": rules_schema.gsi_unused,
@@ -44,12 +46,27 @@ class Scope:
                                        and (self.region is None or region == self.region))))
 
 
-def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, since: float | None = None
-          ) -> dict[str, Any]:
-    """The report of the tables in `scope` (every one if None), of the traffic seen since `since` (epoch seconds) if
-    given. Tables are those of every namespace: with --namespaces account-region each finding, rule not checked and
-    pattern names its table's account and region."""
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who reads the report. With --auth off, anyone: every table, and every account's policies. With --auth
+    verify, a verified caller: `account`, whose IAM policies least-privilege reads (its root's alone), and
+    `permits`, which tables' findings and patterns it may read (None: its account's root, every one)."""
+
+    account: str | None = None
+    permits: Callable[[TableMeta], bool] | None = None
+
+    def may_read(self, meta: TableMeta) -> bool:
+        return self.permits is None or self.permits(meta)
+
+
+def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, since: float | None = None,
+          viewer: Viewer | None = None) -> dict[str, Any]:
+    """The report of the tables in `scope` (every one if None) that `viewer` may read (anyone if None), of the
+    traffic seen since `since` (epoch seconds) if given. Tables are those of every namespace: with --namespaces
+    account-region each finding, rule not checked and pattern names its table's account and region."""
     scope = scope or Scope()
+    viewer = viewer or Viewer()
+    advisor.expire()
     engine = advisor.engine_of()
     outcomes: list[Outcome] = []
     patterns: list[dict[str, Any]] = []
@@ -61,11 +78,9 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
             if seen.meta is not None and name not in listed and scope.covers(name)]
     for name in names + gone:
         meta = engine.get_table(name) if name in listed else advisor.tables[name].meta
-        if meta is None:
+        if meta is None or not viewer.may_read(meta):
             continue
-        seen = advisor.tables.get(name)
-        if seen is not None and since is not None and seen.last_seen < since:
-            seen = None
+        seen = advisor.observed(name, since)
         found: list[Outcome] = []
         for rule in _TABLE_RULES.values():
             found += rule(advisor, seen, meta)
@@ -74,13 +89,10 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
         outcomes += _placed(found, meta.name, meta.namespace)
         if seen is not None:
             patterns += _patterns(seen, since)
-    for change in rules_schema.destructive_changes(advisor):
-        if scope.covers(change.table or "") and (since is None or change.evidence["at"] >= since):
-            namespace, _, table = (change.table or "").rpartition("/")
-            change.evidence["table"] = table
-            outcomes += _placed([change], table, namespace + "/" if namespace else "")
-    if scope == Scope():
-        outcomes += rules_schema.least_privilege(state)
+    outcomes += _changes(advisor, scope, since, viewer)
+    if scope.table is None and (scope.account is None or scope.account == viewer.account):
+        outcomes += (rules_schema.least_privilege(state, viewer.account) if viewer.permits is None else [NotChecked(
+            "least-privilege", None, "the account's IAM policies are read for its root alone")])
     findings = sorted((outcome for outcome in outcomes if isinstance(outcome, Finding)),
                       key=lambda finding: (finding.table or "", finding.namespace, _ORDER[finding.rule]))
     rendered = [finding.to_json() for finding in findings]
@@ -88,12 +100,27 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
     return {"findings": rendered,
             "not_checked": [outcome.to_json() for outcome in outcomes if not isinstance(outcome, Finding)],
             "access_patterns": patterns,
-            "window": {"observed_since": advisor.started, "since": since, "now": clock.now(),
+            "window": {"observed_since": max(advisor.started, clock.now() - advisor.windows.retention),
+                       "retention_hours": advisor.limits.retention_hours, "since": since, "now": clock.now(),
                        "requests_observed": advisor.requests, "requests_passed_over": advisor.passed_over,
                        "observing_seconds": round(advisor.observing, 6),
                        "tables": names, "deleted_tables": gone,
                        "configuration": advisor.settings.source or "defaults"},
             "rules": sorted(RULES)}
+
+
+def _changes(advisor: Advisor, scope: Scope, since: float | None, viewer: Viewer) -> list[Outcome]:
+    """The destructive schema changes of the tables in `scope` that `viewer` may read, since `since`."""
+    found: list[Outcome] = []
+    for change in rules_schema.destructive_changes(advisor):
+        seen = advisor.tables.get(change.table or "")
+        if (scope.covers(change.table or "") and (since is None or change.evidence["at"] >= since)
+                and (viewer.permits is None or (seen is not None and seen.meta is not None
+                                                and viewer.permits(seen.meta)))):
+            namespace, _, table = (change.table or "").rpartition("/")
+            change.evidence["table"] = table
+            found += _placed([change], table, namespace + "/" if namespace else "")
+    return found
 
 
 def _placed(outcomes: list[Outcome], table: str, namespace: str) -> list[Outcome]:

@@ -131,10 +131,11 @@ def _matches(operation: str, index: str | None, shape: str, seen_operation: str,
             and (not shape or " ".join(shape.split()) == seen_shape))
 
 
-def least_privilege(state: ServerState) -> list[Outcome]:
+def least_privilege(state: ServerState, account: str | None = None) -> list[Outcome]:
+    """Broad grants in the inline policies of users and roles (of `account` only, if given)."""
     found: list[Outcome] = [NotChecked("least-privilege", None, "principals' use of their grants (requests "
                                        "carry no principal to the advisor) and LeadingKeys on multi-tenant tables")]
-    for principal, policy, document in state.policies():
+    for principal, policy, document in state.policies(account):
         broad = _broad_statements(document)
         if broad:
             found.append(Finding("least-privilege", None, f"{principal}'s policy {policy} grants "

@@ -4,6 +4,7 @@ transactions, conditions and idempotency (RULES.md ids)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from openddb import clock
 from openddb.advisor.findings import Finding, Outcome
@@ -134,10 +135,11 @@ def strong_read_unneeded(advisor: Advisor, seen: TableObservations | None, meta:
 def batch_opportunity(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
     if seen is None:
         return []
-    bursts = advisor.bursts.of(seen.name, advisor.limits)
+    limits = advisor.limits
+    bursts: list[dict[str, Any]] = [{"client": client, "kind": kind, "bursts": count}
+                                    for (client, kind), count in seen.bursts.items() if count >= limits.batch_bursts]
     if not bursts:
         return []
-    limits = advisor.limits
     return [Finding("batch-opportunity", seen.name,
                     f"{sum(entry['bursts'] for entry in bursts)} bursts of {limits.batch_burst} or more single-item "
                     f"calls within {limits.batch_burst_seconds * 1000:g} ms from one client",
@@ -150,14 +152,14 @@ def throttle_no_backoff(advisor: Advisor, seen: TableObservations | None, meta: 
     limits = advisor.limits
     retries = advisor.retries
     found: list[Outcome] = []
-    quick = [(client, entry) for (client, table), entry in retries.throttles.items()
-             if table == seen.name and entry[2] >= limits.backoff_retries]
+    quick = [(client, in_a_row) for client, in_a_row in seen.quick_retries.items()
+             if in_a_row >= limits.backoff_retries]
     if quick:
         found.append(Finding("throttle-no-backoff", seen.name,
                              f"throttled requests sent again within {limits.backoff_seconds * 1000:g} ms, up to "
-                             f"{int(max(entry[2] for _, entry in quick))} times in a row",
-                             {"clients": [{"client": "@".join(part for part in client if part),
-                                           "quick_retries_in_a_row": int(entry[2])} for client, entry in quick[:5]],
+                             f"{max(in_a_row for _, in_a_row in quick)} times in a row",
+                             {"clients": [{"client": client, "quick_retries_in_a_row": in_a_row}
+                                          for client, in_a_row in quick[:5]],
                               "throttled_requests": seen.throttled}))
     now = time.monotonic()
     left = [client for (client, table), when in retries.unprocessed.items()
@@ -190,15 +192,15 @@ def capacity_mode(advisor: Advisor, seen: TableObservations | None, meta: TableM
 
 
 def transaction_overuse(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    count = advisor.transaction_counts.get(meta.stored_name, 0)
-    if not count:
+    count = 0 if seen is None else seen.single_item_transactions
+    if seen is None or not count:
         return []
     return [Finding("transaction-overuse", meta.name, f"{count} transactions touched one item only",
-                    {"transactions": count, "examples": advisor.transactions.get(meta.stored_name, [])})]
+                    {"transactions": count, "examples": seen.transaction_examples})]
 
 
 def missing_idempotency(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    repeated = advisor.retries.repeated.get(meta.stored_name)
+    repeated = None if seen is None else seen.repeats
     if not repeated:
         return []
     return [Finding("missing-idempotency", meta.name,
@@ -207,12 +209,12 @@ def missing_idempotency(advisor: Advisor, seen: TableObservations | None, meta: 
 
 
 def unconditional_shared_write(advisor: Advisor, seen: TableObservations | None, meta: TableMeta) -> list[Outcome]:
-    races = advisor.races.found.get(meta.stored_name, 0)
-    if not races:
+    races = 0 if seen is None else seen.races
+    if seen is None or not races:
         return []
     return [Finding("unconditional-shared-write", meta.name,
                     f"{races} unconditional writes raced with another client's write of the same item",
-                    {"races": races, "examples": advisor.races.examples.get(meta.stored_name, [])})]
+                    {"races": races, "examples": seen.race_examples})]
 
 
 RULES = {

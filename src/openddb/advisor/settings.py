@@ -69,6 +69,8 @@ class Thresholds:
     # in `sample_every`, counted for the ones passed over (1 or more: every request observed in full).
     observe_budget: float = OBSERVE_BUDGET
     sample_every: int = 64
+    # The window: observations are kept by the minute, by the hour after an hour, for this many hours (windows.py)
+    retention_hours: float = 24.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,31 @@ class HeavyHitters(Generic[K]):
     def top(self, count: int) -> list[tuple[K, list[float]]]:
         return sorted(self.counters.items(), key=lambda pair: -pair[1][COUNT])[:count]
 
+    def merge(self, other: HeavyHitters[K]) -> None:
+        """Add `other`'s counts (another time slice's): a key in both adds its counts, errors and units and keeps
+        the higher per-second peaks; then the `capacity` largest counters stay. COUNT - ERROR stays a lower bound of
+        each key's requests (a slice that lost a key adds nothing for it), the bound the rules report."""
+        self.total += other.total
+        counters = self.counters
+        for key, counter in other.counters.items():
+            mine = counters.get(key)
+            if mine is None:
+                counters[key] = list(counter)
+                continue
+            for member in (COUNT, ERROR, READ, WRITE):
+                mine[member] += counter[member]
+            mine[PEAK_READ] = max(mine[PEAK_READ], counter[PEAK_READ])
+            mine[PEAK_WRITE] = max(mine[PEAK_WRITE], counter[PEAK_WRITE])
+        if len(counters) > self.capacity:
+            self.counters = dict(self.top(self.capacity))
+        self._smallest, self._floor = [], 0.0
+
+    def shrink(self, capacity: int) -> None:
+        """Keep the `capacity` largest counters (a sealed time slice's: no key is added to it any more)."""
+        if len(self.counters) > capacity:
+            self.counters = dict(self.top(capacity))
+        self._smallest, self._floor = [], 0.0
+
 
 class Sizes:
     """Sizes in bytes: count, total, the largest, and a log-2 histogram (bucket b counts sizes below 2**b) for
@@ -94,6 +119,12 @@ class Sizes:
                 return min((1 << bucket) - 1, self.largest)
         return self.largest
 
+    def merge(self, other: Sizes) -> None:
+        self.count += other.count
+        self.total += other.total
+        self.largest = max(self.largest, other.largest)
+        self.buckets = [mine + theirs for mine, theirs in zip(self.buckets, other.buckets, strict=True)]
+
     def summary(self) -> dict[str, int]:
         return {"count": self.count, "p50": self.percentile(0.5), "p99": self.percentile(0.99),
                 "max": self.largest}
@@ -113,3 +144,16 @@ class Distinct:
         self.seen += 1
         if len(self.values) < self.capacity:
             self.values[value] = None
+
+    def merge(self, other: Distinct) -> None:
+        self.seen += other.seen
+        for value in other.values:
+            if len(self.values) >= self.capacity:
+                break
+            self.values[value] = None
+
+    def shrink(self, capacity: int) -> None:
+        """Keep the first `capacity` values (a sealed time slice's)."""
+        if len(self.values) > capacity:
+            self.values = dict.fromkeys(list(self.values)[:capacity])
+        self.capacity = min(self.capacity, capacity)

@@ -22,14 +22,16 @@ class ServerState:
         """Whether point-in-time recovery is on for the table `meta`."""
         return self.dispatcher.engine.recovery_window(meta) is not None
 
-    def policies(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def policies(self, account: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
         """("user NAME" or "role NAME", policy name, document) of every inline policy of the identity store's
-        users and roles."""
+        users and roles (of `account` only, if given: the account in their ARN)."""
         store = IdentityStore(lambda: self.dispatcher.engine)
         found: list[tuple[str, str, dict[str, Any]]] = []
         kinds: tuple[Kind, ...] = ("user", "role")
         for kind in kinds:
             for record in store.records(kind):
+                if account is not None and str(record.get("Arn", "")).split(":", 5)[4:5] != [account]:
+                    continue
                 name = record.get("UserName") or record.get("RoleName") or "?"
                 for policy, text in (record.get("policies") or {}).items():
                     try:

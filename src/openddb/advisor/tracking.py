@@ -1,7 +1,9 @@
 """What the advisor follows per client across requests: who last read and wrote an item (lost updates), bursts of
 single-item calls (batch opportunities), retries after throttling, UnprocessedItems left behind, requests sent
 again after an error (idempotency). A client is its access key and, where the server knows it, its address. Each
-map is bounded: when full, its older half is forgotten."""
+map is bounded: when full, its older half is forgotten. What they find (a race, a burst, a quick retry, a repeated
+request) is returned to the listener, which counts it in the table's observations of the current minute (so a
+report over a window counts what happened within it: observations.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import orjson
 from openddb.advisor.settings import Thresholds
 
 _MAX = 8192
-_EXAMPLES_MAX = 5
 Client = tuple[str, str]  # (access key, address)
 ItemId = tuple[str, bytes | None, str]  # (table, encoded partition key, sort key value)
 
@@ -34,8 +35,6 @@ class Races:
     def __init__(self) -> None:
         # item -> [last writer, when, last reader, when, another client wrote since that read]
         self.items: dict[ItemId, list[Any]] = {}
-        self.found: dict[str, int] = {}  # table -> races
-        self.examples: dict[str, list[dict[str, Any]]] = {}
 
     def read(self, item: ItemId, client: Client, now: float) -> None:
         entry = self.items.get(item)
@@ -46,57 +45,55 @@ class Races:
             entry[2], entry[3], entry[4] = client, now, False
 
     def write(self, item: ItemId, client: Client, now: float, conditional: bool, key: Any,
-              limits: Thresholds) -> None:
+              limits: Thresholds) -> dict[str, Any] | None:
+        """A write of `item`; the race it makes (an example: the key, the clients, what happened), if any."""
         entry = self.items.get(item)
         if entry is None:
             _bounded(self.items)
             self.items[item] = [client, now, None, 0.0, False]
-            return
+            return None
         writer, written, reader = entry[0], entry[1], entry[2]
+        race = None
         if not conditional:
             if writer is not None and writer != client and now - written < limits.shared_write_seconds:
-                self._race(item[0], key, writer, client, "written by another client "
-                           f"{now - written:.3f} s before, without a condition")
+                race = _race(key, writer, client, f"written by another client {now - written:.3f} s before, "
+                             "without a condition")
             elif reader == client and entry[4]:
-                self._race(item[0], key, writer, client, "read, then written without a condition after another "
-                           "client's write: that write was lost")
+                race = _race(key, writer, client, "read, then written without a condition after another "
+                             "client's write: that write was lost")
         entry[0], entry[1] = client, now
         if reader is not None and reader != client:
             entry[4] = True
+        return race
 
-    def _race(self, table: str, key: Any, first: Client | None, second: Client, what: str) -> None:
-        self.found[table] = self.found.get(table, 0) + 1
-        examples = self.examples.setdefault(table, [])
-        if len(examples) < _EXAMPLES_MAX:
-            clients = [client_name(first), client_name(second)] if first else [client_name(second)]
-            examples.append({"key": key, "clients": clients, "what": what})
+
+def _race(key: Any, first: Client | None, second: Client, what: str) -> dict[str, Any]:
+    clients = [client_name(first), client_name(second)] if first else [client_name(second)]
+    return {"key": key, "clients": clients, "what": what}
 
 
 class Bursts:
     """Single-item calls from one client to one table in quick succession."""
 
     def __init__(self) -> None:
-        self.windows: dict[tuple[Client, str, str], list[float]] = {}  # -> [window start, calls, bursts]
+        self.windows: dict[tuple[Client, str, str], list[float]] = {}  # -> [window start, calls]
 
-    def call(self, client: Client, table: str, kind: str, now: float, limits: Thresholds, weight: int = 1) -> None:
-        """A call (`weight` more than 1: a sample's, standing for that many calls just before)."""
+    def call(self, client: Client, table: str, kind: str, now: float, limits: Thresholds, weight: int = 1) -> bool:
+        """A call (`weight` more than 1: a sample's, standing for that many calls just before); whether it ends a
+        burst (counted by the caller, and the next one starts afresh)."""
         slot = (client, table, kind)
         window = self.windows.get(slot)
         if window is None:
             _bounded(self.windows)
-            self.windows[slot] = [now, float(weight), 0.0]
+            self.windows[slot] = [now, float(weight)]
         elif now - window[0] > limits.batch_burst_seconds:
             window[0], window[1] = now, float(weight)
         else:
             window[1] += weight
-            if window[1] >= limits.batch_burst:  # a burst: counted, and the next one starts afresh
+            if window[1] >= limits.batch_burst:
                 window[0], window[1] = now, 0.0
-                window[2] += 1
-
-    def of(self, table: str, limits: Thresholds) -> list[dict[str, Any]]:
-        return [{"client": client_name(client), "kind": kind, "bursts": int(window[2])}
-                for (client, name, kind), window in self.windows.items()
-                if name == table and window[2] >= limits.batch_bursts]
+                return True
+        return False
 
 
 class Retries:
@@ -104,22 +101,22 @@ class Retries:
     error without an idempotency token."""
 
     def __init__(self) -> None:
-        self.throttles: dict[tuple[Client, str], list[float]] = {}  # -> [answered at, quick in a row, most]
+        self.throttles: dict[tuple[Client, str], list[float]] = {}  # -> [answered at, quick in a row]
         self.unprocessed: dict[tuple[Client, str], float] = {}  # -> when a batch left items unprocessed
         self.failed: dict[Client, tuple[int, float, str, str]] = {}  # -> (digest, when, operation, table)
-        self.repeated: dict[str, list[dict[str, Any]]] = {}  # table -> the repeats found
 
-    def throttled(self, client: Client, table: str, arrived: float, answered: float, limits: Thresholds) -> None:
+    def throttled(self, client: Client, table: str, arrived: float, answered: float, limits: Thresholds) -> int:
+        """A throttled call; how many throttled calls in a row came back sooner than limits.backoff_seconds."""
         slot = (client, table)
         entry = self.throttles.get(slot)
         if entry is None:
             _bounded(self.throttles)
-            self.throttles[slot] = [answered, 0.0, 0.0]
-            return
+            self.throttles[slot] = [answered, 0.0]
+            return 0
         quick = arrived - entry[0] < limits.backoff_seconds
         entry[1] = entry[1] + 1 if quick else 0.0
-        entry[2] = max(entry[2], entry[1])
         entry[0] = answered
+        return int(entry[1])
 
     def batch(self, client: Client, table: str, left: bool, now: float) -> None:
         if left:
@@ -128,18 +125,19 @@ class Retries:
         else:
             self.unprocessed.pop((client, table), None)
 
-    def request(self, client: Client, operation: str, table: str, request: dict[str, Any], ok: bool, now: float,
-                limits: Thresholds) -> None:
-        """An unconditional PutItem, or a TransactWriteItems without ClientRequestToken, ended (`ok` or not)."""
+    def request(self, client: Client, operation: str, request: dict[str, Any], ok: bool, now: float,
+                limits: Thresholds, table: str) -> dict[str, Any] | None:
+        """An unconditional PutItem, or a TransactWriteItems without ClientRequestToken, ended (`ok` or not); the
+        repeat it is (an example), if it is the request that failed last sent again identically."""
         failed = self.failed.pop(client, None)
         if failed is None and ok:
-            return
+            return None
         digest = hash(orjson.dumps(request, option=orjson.OPT_SORT_KEYS))
+        repeat = None
         if failed is not None and failed[0] == digest and now - failed[1] < limits.retry_seconds:
-            found = self.repeated.setdefault(table, [])
-            if len(found) < _EXAMPLES_MAX:
-                found.append({"operation": operation, "client": client_name(client),
-                              "seconds_after_error": round(now - failed[1], 3)})
+            repeat = {"operation": operation, "client": client_name(client),
+                      "seconds_after_error": round(now - failed[1], 3)}
         if not ok:
             _bounded(self.failed)
             self.failed[client] = (digest, now, operation, table)
+        return repeat

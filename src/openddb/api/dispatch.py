@@ -424,6 +424,19 @@ class Dispatcher:
         """A verified caller's authorization (None for the account's root, which may do anything): a call on
         tables, streams or the account decided here, a call on items handed on for its operations to be checked
         (identity/access.py)."""
+        access = self.access_of(caller, incoming, request)
+        if access is not None:
+            access.authorize(incoming.target.partition(b".")[2].decode(), request)
+        return access
+
+    def authenticate(self, incoming: Incoming) -> Caller:
+        """Who sends `incoming` (a request that is no API call: the advisor's report), authenticated as an API call
+        is: DynamoDB's errors for a header missing, malformed, scoped to another service or wrongly signed."""
+        return self._authenticate(incoming)
+
+    def access_of(self, caller: Caller, incoming: Incoming, request: dict[str, Any] | None = None) -> Access | None:
+        """What a verified caller's policies allow, to be asked of each action and resource (None for the account's
+        root acting in its own account, which may do anything)."""
         identity = caller.identity
         assert identity is not None
         if identity.source != "root":
@@ -433,10 +446,8 @@ class Dispatcher:
         else:
             return None
         context = principal_context(identity, clock.now(), incoming.peer, caller.region, self.secure)
-        access = Access(identity, policies, context, caller.region, request, self._resource_statements,
-                        self.namespaced)
-        access.authorize(incoming.target.partition(b".")[2].decode(), request)
-        return access
+        return Access(identity, policies, context, caller.region, request or {}, self._resource_statements,
+                      self.namespaced)
 
     def _resource_statements(self, resource: str) -> tuple[Statement, ...]:
         """The statements of the resource-based policy governing `resource` (none: it has none)."""

@@ -499,8 +499,13 @@ class HttpProtocol(asyncio.Protocol):
         """Answer what is not an API call: the health check, a CORS pre-flight, or no page (404)."""
         headers = self._headers
         path, _, query = self._url.partition(b"?")
-        if method == b"GET" and path == b"/openddb/advisor":  # the advisor's report (docs/ADVISOR.md; no signature)
-            status, body = self.server.advisor_page(query)
+        if method == b"GET" and path == b"/openddb/advisor":  # the advisor's report (docs/ADVISOR.md)
+            # (signed as an API call under --auth verify: the dispatcher authenticates it)
+            signed = SignedRequest(method, self._url, headers, b"") if self.server.verifying else None
+            incoming = _Request(b"", headers.get(b"authorization"), b"", False, request_id, b"application/json",
+                                keep_alive, extra, None, headers.get(b"host", b""), signed,
+                                self._peer() if self.server.auditing else "")
+            status, body = self.server.advisor_page(query, incoming)
             self._answer(render_extended(status, body, b"application/json", request_id, keep_alive, extra, None),
                          keep_alive)
             return

@@ -25,8 +25,9 @@ from openddb.advisor.listener import Advisor
 from openddb.advisor.state import ServerState as AdvisedState
 from openddb.api.context import visible_table
 from openddb.api.incoming import Incoming
-from openddb.errors import DynamoDBError, InternalServerError, ServiceUnavailable
+from openddb.errors import AccessDeniedException, DynamoDBError, InternalServerError, ServiceUnavailable
 from openddb.identity.sigv4 import SignedRequest
+from openddb.model.schema import TableMeta, table_arn
 from openddb.observe import prometheus
 from openddb.observe.cloudwatch import JSON_TARGET as CLOUDWATCH_TARGET
 from openddb.observe.insights import Insights, rule_names
@@ -168,9 +169,11 @@ class ServerState:
                     found.update(meta.namespace + rule for rule in rule_names(meta, index, setting))
         return found
 
-    def advisor_page(self, query: bytes) -> tuple[int, bytes]:
+    def advisor_page(self, query: bytes, incoming: Incoming) -> tuple[int, bytes]:
         """GET /openddb/advisor[?table=T&account=A&region=R&since=EPOCH]: the advisor's report as JSON
-        (docs/ADVISOR.md); 404 with --advisor off, 400 for a `since` that is not a number."""
+        (docs/ADVISOR.md); 404 with --advisor off, 400 for a `since` that is not a number. With --auth verify the
+        request is signed as an API call is (DynamoDB's errors otherwise) and answered for its caller alone
+        (`_viewer`)."""
         if self.advisor is None:
             return 404, orjson.dumps({"message": "the advisor is off (openddb serve --advisor on)"})
         parameters = urllib.parse.parse_qs(query.decode("latin-1"))
@@ -180,7 +183,38 @@ class ServerState:
             moment = float(since) if since is not None else None
         except ValueError:
             return 400, orjson.dumps({"message": "since: epoch seconds expected"})
-        return 200, orjson.dumps(report.build(self.advisor, AdvisedState(self.dispatcher), scope, moment))
+        viewer = None
+        if self.verifying:
+            try:
+                scope, viewer = self._viewer(scope, incoming)
+            except DynamoDBError as error:
+                return error.status, orjson.dumps(error.to_wire())
+        return 200, orjson.dumps(report.build(self.advisor, AdvisedState(self.dispatcher), scope, moment, viewer))
+
+    def _viewer(self, scope: report.Scope, incoming: Incoming) -> tuple[report.Scope, report.Viewer]:
+        """Under --auth verify, the report's caller: authenticated as an API call (identity/sigv4.py), it reads its
+        own namespace alone (its account and its credential scope's region, with --namespaces account-region), and
+        of it the tables it may describe: the root of the account every one, a user or role those on which its
+        policies allow dynamodb:DescribeTable (a table named by `table=` and not allowed is AccessDeniedException,
+        the words of a DescribeTable call's refusal)."""
+        dispatcher = self.dispatcher
+        caller = dispatcher.authenticate(incoming)
+        if caller.namespace:
+            scope = report.Scope(scope.table, caller.account, caller.region)
+        access = dispatcher.access_of(caller, incoming)
+        if access is None:
+            return scope, report.Viewer(caller.account)
+        if scope.table is not None:
+            access.require("dynamodb:DescribeTable", table_arn(caller.region, caller.account, scope.table))
+
+        def permits(meta: TableMeta) -> bool:
+            try:
+                access.require("dynamodb:DescribeTable", meta.arn)
+            except AccessDeniedException:
+                return False
+            return True
+
+        return scope, report.Viewer(caller.account, permits)
 
     def run_background(self) -> None:
         """The dispatcher's background duties, about every BACKGROUND_SECONDS, at a moment when no group of writes

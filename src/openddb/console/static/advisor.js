@@ -1,23 +1,33 @@
 // The standards advisor's page: its report (GET /openddb/advisor, docs/ADVISOR.md), findings first, then the
 // rules it could not check and the observed access patterns. Each finding links to its table and, where its
-// evidence names keys, to a query of each key's partition. The report is read as any HTTP client reads it (no
-// signature, as /metrics): the console adds no path of its own. Values are shown as text, never as HTML.
+// evidence names keys, to a query of each key's partition. The report is read as any HTTP client reads it, signed
+// with the console's credentials (under --auth verify the server answers the caller's own tables alone): the console
+// adds no path of its own. Values are shown as text, never as HTML.
 "use strict";
 
 const SEVERITY_LABELS = { error: "Error", warning: "Warning", info: "Info" };
 const VALUE_TYPES = new Set(["S", "N", "B"]);
 
 async function advisorReport(table) {
-  const query = new URLSearchParams();
-  if (table) query.set("table", table);
+  const parameters = {};
+  if (table) parameters.table = table;
   const credentials = Credentials.get();
-  if (credentials.given) query.set("region", credentials.region);  // (tables kept per region: the caller's)
+  if (credentials.given) parameters.region = credentials.region;  // (tables kept per region: the caller's)
+  const query = SigV4.canonicalQuery(parameters);
+  const headers = SigV4.signGet(credentials, "/openddb/advisor", query, location.host, new Date());
   const mine = generation;
-  const response = await fetch(`/openddb/advisor?${query}`, { credentials: "omit", cache: "no-store" });
+  const response = await fetch(`/openddb/advisor?${query}`, { headers, credentials: "omit", cache: "no-store" });
   const text = await response.text();
   if (mine !== generation) throw new Stale("the advisor's report arrived after the page changed");
   if (response.status === 404) return null;
-  if (!response.ok) throw new ApiError(`HTTP ${response.status}`, text);
+  if (!response.ok) {
+    let answer = {};
+    try { answer = JSON.parse(text); } catch (error) { /* (not JSON: shown as it came) */ }
+    const type = String(answer.__type || `HTTP ${response.status}`).split("#").pop();
+    const error = new ApiError(type, answer.message || answer.Message || text);
+    if (AUTH_ERRORS.has(type)) showSignIn(error.message);
+    throw error;
+  }
   return JSON.parse(text);
 }
 

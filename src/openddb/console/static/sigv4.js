@@ -66,17 +66,31 @@ const SigV4 = (() => {
   // (AWS General Reference, "Create a signed AWS API request"), service "dynamodb" as the SDKs sign both
   // DynamoDB's and DynamoDB Streams' calls.
   function sign(credentials, target, body, host, now) {
+    return signed(credentials, "POST", "/", "", { "content-type": "application/x-amz-json-1.0", "x-amz-target": target },
+                  body, host, now);
+  }
+
+  // A query string as SigV4 canonicalizes it (names sorted, every character but A-Z a-z 0-9 - _ . ~ encoded):
+  // sent so, the server's canonical form of it is the same text.
+  function canonicalQuery(parameters) {
+    const encode = (text) => encodeURIComponent(text).replace(/[!'()*]/g,
+      (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+    return Object.entries(parameters).map(([name, value]) => [encode(name), encode(value)])
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([n, v]) => `${n}=${v}`).join("&");
+  }
+
+  // The headers of a signed GET of `path` with `query` (from canonicalQuery): the advisor's report under --auth verify.
+  function signGet(credentials, path, query, host, now) {
+    return signed(credentials, "GET", path, query, {}, "", host, now);
+  }
+
+  function signed(credentials, method, path, query, extra, body, host, now) {
     const amzDate = now.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
     const day = amzDate.slice(0, 8);
-    const headers = {
-      "content-type": "application/x-amz-json-1.0",
-      "host": host,
-      "x-amz-date": amzDate,
-      "x-amz-target": target,
-    };
+    const headers = { ...extra, "host": host, "x-amz-date": amzDate };
     if (credentials.sessionToken) headers["x-amz-security-token"] = credentials.sessionToken;
     const names = Object.keys(headers).sort();
-    const canonical = ["POST", "/", "", names.map((n) => `${n}:${headers[n]}\n`).join(""), names.join(";"),
+    const canonical = [method, path, query, names.map((n) => `${n}:${headers[n]}\n`).join(""), names.join(";"),
                        hex(sha256(utf8(body)))].join("\n");
     const scope = `${day}/${credentials.region}/dynamodb/aws4_request`;
     const toSign = ["AWS4-HMAC-SHA256", amzDate, scope, hex(sha256(utf8(canonical)))].join("\n");
@@ -88,5 +102,5 @@ const SigV4 = (() => {
     return headers;
   }
 
-  return { sha256, hmac, hex, sign };
+  return { sha256, hmac, hex, sign, signGet, canonicalQuery };
 })();
