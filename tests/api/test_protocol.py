@@ -284,6 +284,46 @@ def test_pipelined_answers_stay_in_request_order(server, ddb):
     assert bodies[2]["TableNames"] == [new_table]
 
 
+def test_reads_arriving_together_answer_their_own_keys(server, ddb):
+    """GetItem and Query requests arriving in one moment on many connections (which an engine may read ahead, all
+    in one round trip: see `Engine.read_ahead`) each answer their own key, in each connection's order, and see
+    every write acknowledged before they were sent."""
+    import socket
+
+    from tests.conftest import create_table, unique_name
+
+    table = create_table(ddb, unique_name("ahead"))
+    connections = 6
+
+    def key(c: int, sk: str) -> dict:
+        return {"pk": {"S": f"p{c}"}, "sk": {"S": sk}}
+
+    def get(c: int, sk: str) -> bytes:
+        return framed_request("GetItem", {"TableName": table, "Key": key(c, sk), "ConsistentRead": c % 2 == 0})
+
+    def query(c: int) -> bytes:
+        return framed_request("Query", {"TableName": table, "KeyConditionExpression": "pk = :p",
+                                        "ExpressionAttributeValues": {":p": {"S": f"p{c}"}}})
+
+    for c in range(connections):
+        for sk in ("a", "b"):
+            ddb.put_item(TableName=table, Item={**key(c, sk), "n": {"N": str(c)}})
+    for step in range(3):
+        sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(connections)]
+        try:
+            for c, sock in enumerate(sockets):
+                sock.sendall(get(c, "a") + query(c) + get(c, "missing") + framed_request(
+                    "UpdateItem", {"TableName": table, "Key": key(c, "a"), "UpdateExpression": "SET n = n + :one",
+                                   "ExpressionAttributeValues": {":one": {"N": "1"}}}) + get(c, "b"))
+            for c, sock in enumerate(sockets):
+                first, other = {**key(c, "a"), "n": {"N": str(c + step)}}, {**key(c, "b"), "n": {"N": str(c)}}
+                assert _answers(sock, 5) == [{"Item": first}, {"Items": [first, other], "Count": 2, "ScannedCount": 2},
+                                             {}, {}, {"Item": other}]
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
 def test_pipelined_reads_and_writes_stay_in_request_order(server, ddb):
     """Reads answered at once and writes answered after their group commit, interleaved on one connection and
     across connections in the same moment: every connection gets its answers in the order it asked."""

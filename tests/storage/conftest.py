@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from openddb.storage.base import Engine
+from openddb.storage.postgres import PostgresEngine
 from openddb.storage.sqlite import SQLiteEngine
 
 POSTGRES_URL = os.environ.get("OPENDDB_TEST_POSTGRES")
@@ -85,3 +86,15 @@ def open_private_engine(request: pytest.FixtureRequest) -> Iterator[EngineFactor
 @pytest.fixture
 def engine(open_engine: EngineFactory) -> Engine:
     return open_engine()
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[PostgresEngine, PostgresEngine]]:
+    """Two nodes' engines on one PostgreSQL database, grouping their writes as servers do."""
+    first = PostgresEngine(str(POSTGRES_URL), group_commit=True)
+    second = PostgresEngine(str(POSTGRES_URL), group_commit=True)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import orjson
 import psycopg
@@ -19,18 +18,6 @@ from tests.storage.conftest import POSTGRES_URL, TERMINATE_CLIENT, needs_postgre
 from tests.storage.test_engine_contract import item, key, new_meta, put
 
 pytestmark = needs_postgres
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[PostgresEngine, PostgresEngine]]:
-    """Two nodes' engines on one database, grouping their writes as servers do."""
-    first = PostgresEngine(str(POSTGRES_URL), group_commit=True)
-    second = PostgresEngine(str(POSTGRES_URL), group_commit=True)
-    try:
-        yield first, second
-    finally:
-        first.close()
-        second.close()
 
 
 def add(meta_key: tuple[TableMeta, StorageKey], amount: int) -> WriteOp:

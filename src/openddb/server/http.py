@@ -478,6 +478,9 @@ class HttpProtocol(asyncio.Protocol):
                            headers.get(b"host", b""), signed, self._peer() if self.server.auditing else "")
         if self._deferred or self._write_paused:  # keep this connection's answers in request order
             self._deferred.append(request)
+        elif request.target in self.server.read_ahead_targets:  # run with the pass's other reads (server/passes.py)
+            self._deferred.append(request)
+            self.server.read_soon(self)
         elif not self._execute(request):
             self._defer(request)
 
@@ -619,6 +622,15 @@ class HttpProtocol(asyncio.Protocol):
             return False
         self.transport.resume_reading()
         return True
+
+    def put_aside(self) -> list[_Request]:
+        """The requests waiting on this connection (see `ServerState.read_soon`)."""
+        return [request for request in self._deferred if isinstance(request, _Request)]
+
+    def run_put_aside(self) -> None:
+        """Run the requests waiting on this connection, in order (some may wait further: see `_defer`)."""
+        if not self._retry_due:
+            self._retry()
 
     def _retry(self) -> None:
         self._retry_due = False

@@ -23,6 +23,7 @@ from openddb import clock
 from openddb.advisor import report
 from openddb.advisor.listener import Advisor
 from openddb.advisor.state import ServerState as AdvisedState
+from openddb.api import read_ahead
 from openddb.api.context import visible_table
 from openddb.api.incoming import Incoming
 from openddb.errors import AccessDeniedException, DynamoDBError, InternalServerError, ServiceUnavailable
@@ -111,6 +112,10 @@ class ServerState:
         self._commit_wait = Beside("openddb-commit-wait", self.engine.wait_for_commit, self._finish_commit)
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
+        # Reads fetched ahead (`Engine.reads_ahead`): the requests with these targets wait, on their connections,
+        # for the end of the pass that received them; then their reads go to the engine at once (`_read_pass`).
+        self.read_ahead_targets = read_ahead.TARGETS if self.engine.reads_ahead else frozenset()
+        self._reading_ahead: list[HttpProtocol] = []
         self.background: asyncio.TimerHandle | None = None
         self.control: Control | None = None  # the test-control endpoints, with `--dev` only
         self.console: Console | None = None  # the web console (`--console off`: none)
@@ -119,6 +124,29 @@ class ServerState:
         if self.request_log is not None:
             self.end_pass_soon()  # (which writes the pass's lines)
         return self.dispatcher.handle(request)
+
+    def read_soon(self, connection: HttpProtocol) -> None:
+        """Run the requests `connection` put aside for reading ahead (see `read_ahead_targets`) after the other
+        connections' requests of this pass arrived, with theirs."""
+        if not self._reading_ahead:
+            asyncio.get_running_loop().call_soon(self._read_pass)
+        self._reading_ahead.append(connection)
+
+    def _read_pass(self) -> None:
+        """The engine reads ahead for the requests waiting to read, then each connection runs what it put aside,
+        in its order."""
+        connections, self._reading_ahead = self._reading_ahead, []
+        namespace_of = self.dispatcher.namespace_of
+        targets = self.read_ahead_targets
+        requests = [(request.target, request.body, namespace_of(request.authorization))
+                    for connection in connections for request in connection.put_aside()
+                    if request.target in targets and not request.too_large]
+        try:
+            read_ahead.read_ahead(self.engine, requests)
+            for connection in connections:
+                connection.run_put_aside()
+        finally:
+            self.engine.end_read_ahead()
 
     def _share_metrics(self, timed: bool = False) -> None:
         """Write this worker's metrics for the others (with --workers), now or, once, shortly."""

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -127,6 +127,16 @@ class SortRange:
     low_inclusive: bool = True
     high: bytes | None = None
     high_inclusive: bool = True
+
+
+class QueryStart(NamedTuple):
+    """The first page of a Query on a table (not an index), as `Engine.query` reads it without a start key."""
+
+    table: TableMeta
+    h: int
+    pk: bytes
+    sort: SortRange
+    forward: bool
 
 
 def add_sort_clauses(sort: SortRange, mark: str, clauses: list[str], params: list[Any]) -> None:
@@ -442,6 +452,20 @@ class Engine(ABC):
     # Scan, BatchGetItem without ConsistentRead), and the engine may answer its reads from a replica.
     replicated: bool = False
     eventual_reads: bool = False
+
+    # Reads fetched ahead (issue 32): the server hands the engine the keys of the GetItem and Query requests of an
+    # event-loop pass before it runs them (`read_ahead`), and an engine with `reads_ahead` may fetch them all at
+    # once (PostgreSQL: in one round trip), answering each request's own read from what it fetched, until a write
+    # or `end_read_ahead`. A hint: a read not fetched, or fetched for a key its request does not read, costs only
+    # the work. Engines whose reads are local work keep False.
+    reads_ahead: bool = False
+
+    def read_ahead(self, gets: Sequence[tuple[TableMeta, StorageKey]],  # noqa: B027 - a no-op default
+                   queries: Sequence[QueryStart]) -> None:
+        """Fetch these items and the first page of these Queries, for the reads of the requests about to run."""
+
+    def end_read_ahead(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
+        """Forget what `read_ahead` fetched: the requests it was for have run."""
 
     # A commit is a remote wait: `send_commit` may leave the group's commit in flight and go on serving reads and
     # a new group (on another connection) while the database makes it durable. Engines whose commit is local

@@ -60,6 +60,7 @@ from openddb.storage.base import (
     CatalogChanged,
     CommitResult,
     Engine,
+    QueryStart,
     RequestToken,
     Row,
     SortRange,
@@ -218,7 +219,10 @@ def scan_statement(tid: int, h_low: int, h_high: int, after: StorageKey | None,
         [tid, h_low, h_high, after.h, stored_key(after.pk, ITEM_KEY_LIMIT), after.sk, limit]
 
 
-def _pages(first: int = 16, largest: int = 1024) -> Iterator[int]:
+FIRST_PAGE = 16  # rows of a keyset read's first page
+
+
+def _pages(first: int = FIRST_PAGE, largest: int = 1024) -> Iterator[int]:
     """Page sizes for keyset reads: small first (a Query with Limit=1 reads little), growing geometrically."""
     size = first
     while True:
@@ -265,6 +269,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._replicas = Replicas([Replica(replica, _redact(replica)) for replica in replicas], self._wal_position,
                                   replica_max_lag) if replicas else None
         self.replicated = self._replicas is not None
+        # Reads fetched ahead for the requests of a pass (see `read_ahead`), by statement and parameters. Not with
+        # replicas: eventually consistent reads go there, one by one.
+        self.reads_ahead = not self.replicated
+        self._ahead: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
         # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
         # sent, what its answer was (None: durable), and the connection that is not in use.
         self._in_flight: tuple[_Link, Sent] | None = None
@@ -590,8 +598,12 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     # --- items --------------------------------------------------------------------------------
     def _read_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """The rows of one read statement: from a replica if the request's reads may be eventually consistent
-        and one is fresh enough, else from the primary."""
+        """The rows of one read statement: fetched ahead for this pass (see `read_ahead`), or from a replica if the
+        request's reads may be eventually consistent and one is fresh enough, else from the primary."""
+        if self._ahead:
+            rows = self._ahead.get((sql, tuple(params)))
+            if rows is not None:
+                return rows
         if self.eventual_reads and self._replicas is not None:
             rows = self._replicas.rows(sql, params)
             if rows is not None:
@@ -600,6 +612,40 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def _wal_position(self) -> int:
         return int(self._rows(PRIMARY_POSITION, ())[0][0])
+
+    def read_ahead(self, gets: Sequence[tuple[TableMeta, StorageKey]], queries: Sequence[QueryStart]) -> None:
+        """Send the reads of a pass's GetItem and Query requests in one round trip (one statement each, as `get`
+        and `query` send it), and keep their rows for those requests' own reads, which then make no round trip
+        (a wait, two system calls and a wake-up of PostgreSQL's backend each). They are answered at the end of the
+        pass at the earliest, and they arrived before these reads were sent, so a read answered from them misses
+        no write acknowledged before it arrived: what a strongly consistent read promises. Any write forgets them
+        (a later request of the pass reads what it wrote). Only between groups: inside an open transaction a
+        failing statement would cost the group; a failure here just leaves each request to read for itself."""
+        self._ahead = {}
+        statements: dict[tuple[str, tuple[Any, ...]], None] = {}
+        for meta, key in gets:
+            statements[(_GET, _item_key(meta.table_id, key))] = None
+        for start in queries:
+            sql, params = query_statement(start.table.table_id, start.h, start.pk, start.sort, start.forward, None,
+                                          FIRST_PAGE)
+            statements[(sql, tuple(params))] = None
+        if len(statements) < 2:  # (one read saves nothing)
+            return
+        self._checked()
+        if self.session.pending or self._carried or \
+                self._conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+            return
+        for statement, values in statements:
+            self._pipe.add(statement, values)
+        try:
+            answers = self._pipe.run()
+        except psycopg.Error as error:  # (a broken connection is replaced by the next call)
+            log.debug("reads ahead failed; each request reads for itself: %s", error)
+            return
+        self._ahead = dict(zip(statements, answers, strict=True))
+
+    def end_read_ahead(self) -> None:
+        self._ahead = {}
 
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
         found = self._read_rows(_GET, _item_key(meta.table_id, key))
@@ -622,6 +668,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
+        self._ahead = {}  # (the rows read ahead may be what this changes)
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
         run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
 
