@@ -278,6 +278,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._changes: list[Change] = []
         self._open_shards = {}
         self._stream_shards = {}
+        self._records = []
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
         self._group_catalog = b""
@@ -427,12 +428,15 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _commit(self) -> None:
         try:
+            if self._records:  # (the stream records of the transaction's writes, queued until now)
+                self._write_records()
             self._db.execute("COMMIT")
             self._signal.bump_commits()
         finally:
             self._lock.release()
 
     def _rollback(self) -> None:
+        self._records = []
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

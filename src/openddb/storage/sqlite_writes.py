@@ -134,6 +134,7 @@ class SQLiteWrites:
     session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
+    _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -159,6 +160,8 @@ class SQLiteWrites:
         def _append_records(self, changes: Sequence[Change]) -> None: ...
 
         def _append_record(self, change: Change) -> None: ...
+
+        def _write_records(self) -> None: ...
 
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
@@ -210,6 +213,9 @@ class SQLiteWrites:
         savepoint = self.group_commit and (bool(ops[0].table.indexes) if len(ops) == 1 else
                                            any(op.table.indexes for op in ops))
         if savepoint:
+            # (the group's stream records so far go in first: a flush inside the savepoint, before a shard
+            # rolls over, would otherwise be undone with this request)
+            self._write_records()
             db.execute("SAVEPOINT request")
         try:
             if token is not None:
@@ -223,6 +229,7 @@ class SQLiteWrites:
             if savepoint:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
+                self._records = []  # (this request's alone: the group's went in before the savepoint)
             elif not self.group_commit:
                 self._rollback()
             else:  # part of this request may be in the group: none of the group may commit
