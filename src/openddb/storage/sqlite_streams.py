@@ -1,7 +1,7 @@
 """DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
 
 The records are made by the write path itself (`sqlite_writes`), in the step that persists changes: for each
-change of a table with an enabled stream, `_append_records` builds the record from the item's stored JSON before
+change of a table with an enabled stream, `_append_record` builds the record from the item's stored JSON before
 and after, which the write already holds (a blind write, which did not read the row, has it read there, under
 the writer lock, before the row is written), with the change's origin (user, ttl, restore) and the engine's
 clock, and queues it; the transaction's queued records are written in one statement (`_write_records`) just
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -71,7 +71,6 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 # another process's may have left stale, and which only decides when to roll over.
 _APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
            "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
-_GET_ROW = "SELECT size, data FROM items WHERE tid=? AND h=? AND pk=? AND sk=?"
 _WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 _WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
@@ -179,15 +178,6 @@ class SQLiteStreams:
         made before they were kept has its records' sizes counted when read)."""
         add_columns(self._db, "stream_log", {"old_size": "INTEGER", "new_size": "INTEGER"})
 
-    def _drop_stream_triggers(self) -> None:
-        """Under the writer lock, when a store is opened: the triggers on `items` that wrote the records of a store
-        made before the write path appended them itself (`_append_records`) are dropped, so no write records twice.
-        A schema change: every connection sees it at its next statement."""
-        names = [row[0] for row in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream\\_on\\_%' ESCAPE '\\'")]
-        for name in names:
-            self._db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
-
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
         the highest record is never deleted, see `_trim`)."""
@@ -233,54 +223,22 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_records(self, changes: Sequence[Change]) -> None:
-        """Under the writer lock, before the rows of `changes` are written: one record for each change of a table
-        whose stream (as committed) is enabled, built from the stored JSON of the item before and after it (none if
-        they are the same), and queued for `_write_records`. The item before a change is the one its key's previous
-        change in `changes` left, else the one the change read, else (a blind write, which read nothing) the row as
-        it stands, read here. A record goes to the open shard of its slot, rolled over first if it is
-        `shard_seconds` old, so none lands in a shard past its period. (The background upkeep rolls over the
-        shards nobody writes to.) Each key's records are queued in the order of its changes."""
-        latest: dict[tuple[int, int, bytes, bytes], tuple[int, bytes | None]] = {}
-        for change in changes:
-            if not change.table.streaming:
-                continue
-            key = change.key
-            where = (change.table.table_id, key.h, key.pk, key.sk)
-            before = latest.get(where)
-            latest[where] = (change.new_size, change.new_data)
-            self._queue_record(change, before)
-
-    def _append_record(self, change: Change) -> None:
-        """`_append_records` of one change (a write of one item, the commonest, without the bookkeeping)."""
-        self._queue_record(change, None)
-
-    def _queue_record(self, change: Change, before: tuple[int, bytes | None] | None) -> None:
-        """Queue the `_APPEND` parameters of `change`'s record, from the item `before` it (its size and JSON; None:
-        the item the change read, or for a blind write the row as it stands); none if it needs none (see
-        `_append_records`)."""
+    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
+        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
+        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
+        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records`. A record goes
+        to the open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard
+        past its period. (The background upkeep rolls over the shards nobody writes to.)"""
         live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled:
             return
-        key = change.key
-        if before is None:
-            before = (change.old_size, change.old_data) if not change.blind else self._stored_row(change)
-        if before[1] == change.new_data:
-            return
         sid = stream.stream_id
         now = clock.now()
-        slot = shard_slot(key.h, self._shard_count(sid))
+        slot = shard_slot(change.key.h, self._shard_count(sid))
         self._current_shard(sid, slot, now)  # (rolled over first if due)
         self._records.append(_record(stream.view_type, now, change.origin, before, change.new_data,
                                      change.new_size, sid, slot))
-
-    def _stored_row(self, change: Change) -> tuple[int, bytes | None]:
-        """The size and stored JSON of the row `change` is about to replace, as it stands (0, None if none)."""
-        key = change.key
-        found = self._db.execute(_GET_ROW, (change.table.table_id, key.h, bytearray(key.pk),
-                                            bytearray(key.sk))).fetchone()
-        return (0, None) if found is None else (found[0], found[1])
 
     def _write_records(self) -> None:
         """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
