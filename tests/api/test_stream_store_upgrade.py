@@ -8,6 +8,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,14 @@ def triggers(data_dir: str) -> list[str]:
         return [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")]
 
 
+def change_a_and_b(ddb: Any, name: str) -> None:
+    """Item "a" (n 1) updated to n 2, "b" put, "a" deleted: a change of each kind."""
+    ddb.update_item(TableName=name, Key={"pk": {"S": "a"}}, UpdateExpression="SET n = n + :one",
+                    ExpressionAttributeValues={":one": {"N": "1"}})
+    ddb.put_item(TableName=name, Item={"pk": {"S": "b"}})
+    ddb.delete_item(TableName=name, Key={"pk": {"S": "a"}})
+
+
 def test_a_store_with_record_triggers_opens_without_them(data_dir: str) -> None:
     first = ServerProcess(data_dir)
     try:
@@ -71,10 +80,7 @@ def test_a_store_with_record_triggers_opens_without_them(data_dir: str) -> None:
     second = ServerProcess(data_dir)
     try:
         ddb = make_client(second.endpoint)
-        ddb.update_item(TableName=name, Key={"pk": {"S": "a"}}, UpdateExpression="SET n = n + :one",
-                        ExpressionAttributeValues={":one": {"N": "1"}})
-        ddb.put_item(TableName=name, Item={"pk": {"S": "b"}})
-        ddb.delete_item(TableName=name, Key={"pk": {"S": "a"}})
+        change_a_and_b(ddb, name)
         ddb.put_item(TableName=plain, Item={"pk": {"S": "x"}})
         assert triggers(data_dir) == []
         arn = ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]

@@ -3,14 +3,20 @@ and the ones it writes under the lock (one worker) record every change, in reque
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
-from openddb.storage.base import WriteOp
+from openddb.errors import ItemCollectionSizeLimitExceededException
+from openddb.model.indexes import entry_of
+from openddb.model.schema import StreamMeta
+from openddb.model.values import item_size
+from openddb.storage.base import StreamSettings, WriteOp
 from openddb.storage.sqlite import SQLiteEngine
+from tests.storage.test_index_contract import LSI, doc, indexed_meta, put
 from tests.storage.test_stream_contract import it, records, skey, streamed
 
 
@@ -54,3 +60,57 @@ def test_a_conflicted_group_records_nothing(tmp_path: Path) -> None:
     finally:
         other.close()
         engine.close()
+
+
+@pytest.fixture
+def locked(tmp_path: Path) -> Iterator[tuple[SQLiteEngine, SQLiteEngine]]:
+    """One worker's engine, writing each request under the lock into the group's transaction, and a second engine
+    on the same store to look from."""
+    engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)
+    other = SQLiteEngine(str(tmp_path))
+    yield engine, other
+    other.close()
+    engine.close()
+
+
+def test_a_shard_rolling_over_in_a_group_ends_at_the_groups_earlier_records(
+        locked: tuple[SQLiteEngine, SQLiteEngine]) -> None:
+    """The records of a group written under the lock wait for its commit; a shard that rolls over meanwhile (its
+    period past at the group's next write to it) takes the ones queued for it first, so it ends at them and its
+    child takes the later ones."""
+    engine, other = locked
+    engine.stream_settings = StreamSettings(shards=1, shard_seconds=0.2, retention_seconds=3600)
+    meta = streamed(engine)
+    assert meta.stream is not None
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 1))])
+    time.sleep(0.25)
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2))])
+    assert engine.commit() == "committed"
+    lineage = other.list_shards(meta.stream.stream_id)
+    assert [s.parent_id for s in lineage[1:]] == [s.shard_id for s in lineage[:-1]]
+    got = [[orjson.loads(r.new or b"{}")["n"]["N"] for r in other.read_stream(meta.stream.stream_id, s.shard_id, 0,
+                                                                               100)] for s in lineage]
+    assert got[-2:] == [["1"], ["2"]]
+    assert lineage[-2].ending_seq == other.read_stream(meta.stream.stream_id, lineage[-2].shard_id, 0, 1)[0].seq
+
+
+def test_a_refused_request_leaves_the_groups_earlier_records(locked: tuple[SQLiteEngine, SQLiteEngine],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request written under the lock that its index upkeep refuses (an item collection past its limit) is
+    undone alone, to its savepoint; the records the group queued before it still commit, its own do not."""
+    engine, other = locked
+    meta = indexed_meta(LSI)
+    meta.stream = StreamMeta(label="2026-11-29T00:00:00.000", view_type="NEW_AND_OLD_IMAGES",
+                             created_at=time.time())
+    meta = engine.create_table(meta)
+    first, second = doc("q", "a", l="l", x="v" * 300), doc("q", "b", l="l", x="v" * 300)
+    size = item_size(first)
+    entry = entry_of(meta, LSI, first, size)
+    assert entry is not None
+    monkeypatch.setattr("openddb.storage.sqlite_indexes.ITEM_COLLECTION_LIMIT", 2 * (size + entry.size) - 1)
+    engine.write([put(meta, first)])
+    with pytest.raises(ItemCollectionSizeLimitExceededException):
+        engine.write([put(meta, second)])
+    assert engine.commit() == "committed"
+    got = records(other, meta)
+    assert [(r.kind, r.new and orjson.loads(r.new)["sk"]["S"]) for r in got] == [("INSERT", "a")]

@@ -56,7 +56,7 @@ from openddb.storage.sqlite_backups import RECOVERY_SCHEMA, SQLiteBackups
 from openddb.storage.sqlite_cipher import Driver, driver
 from openddb.storage.sqlite_indexes import INDEX_SCHEMA, SQLiteIndexes, blob
 from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
-from openddb.storage.sqlite_schema import add_columns
+from openddb.storage.sqlite_schema import add_columns, drop_triggers
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors, upgrade_vector_schema
 from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
@@ -279,6 +279,9 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._changes: list[Change] = []
         self._open_shards = {}
         self._stream_shards = {}
+        self._records = []
+        self._recovery_version = b""  # (none read yet: the first write reads which tables log, see `_recovering`)
+        self._recovery_tids = frozenset()
         self._locked = False  # a group transaction holding the writer lock is open
         self._conflict = False  # the optimistic group failed its check: nothing of this group may commit
         self._group_catalog = b""
@@ -335,7 +338,10 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
                 db.execute(statement)
             upgrade_vector_schema(db)
             self._add_size_columns()
-            self._drop_stream_triggers()
+            # Logs an earlier version wrote through triggers on `items`, which the write path writes itself now:
+            # the stream records (sqlite_streams) and the recovery log (sqlite_backups).
+            drop_triggers(db, "stream_on_")
+            drop_triggers(db, "recovery_on_")
             add_columns(db, "tokens", {"sizes": "BLOB"})
             # A process killed between a commit and its notice left the other processes' cached descriptions
             # (and read snapshots) stale: every engine opening the store (a worker replacing a dead one, too)
@@ -428,12 +434,15 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _commit(self) -> None:
         try:
+            if self._records:  # (the stream records of the transaction's writes, queued until now)
+                self._write_records()
             self._db.execute("COMMIT")
             self._signal.bump_commits()
         finally:
             self._lock.release()
 
     def _rollback(self) -> None:
+        self._records = []
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

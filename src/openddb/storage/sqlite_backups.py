@@ -9,11 +9,14 @@ writer lock is never taken); the last one sets each key changed since the instan
 stores the backup AVAILABLE. A store in memory keeps them in its own database instead. An encrypted store's
 backups file is encrypted with the store's key (see sqlite_cipher).
 
-Point-in-time recovery keeps, for each table that has it on, a log of the old image of every row change
-(`recovery_log`), appended by triggers on `items` (the stream records are not: see sqlite_streams): in the
-statement that writes the row, so a change and its log record commit together, whatever path wrote it (a
-client's write, a batch, a transaction, the TTL sweep). Three triggers per such table, each guarded by its id:
-other tables' writes pay an integer compare. A restore to time T copies the table's current items and undoes,
+Point-in-time recovery keeps, for each table that has it on, a log of the old image of every item change
+(`recovery_log`), appended by the write path's persist step with the stream records (`SQLiteWrites._log_changes`),
+from the item before the change that the write holds (a blind write's read there), before the row is written: so
+a change and its log record commit together, whatever path wrote it (a client's write, a batch, a transaction,
+the TTL sweep), and two changes of one key in one group are two records, in order. Which tables have it on is
+read under the writer lock when the catalog counter moved (`_recovering`; turning it on or off is a catalog
+change): other tables' writes pay a set lookup. (A store made when triggers on `items` wrote the log has them
+dropped when it is opened.) A restore to time T copies the table's current items and undoes,
 for each key changed after T, its first change after T (the row is set back to that change's old image, or
 removed if it had none): the table as it stood at T. Records older than the recovery period are trimmed.
 """
@@ -24,12 +27,14 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from openddb import clock
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
     BackupProgress,
     BackupRecord,
+    Change,
     RecoveryWindow,
     RestoreProgress,
     RestoreSource,
@@ -90,24 +95,8 @@ _SNAPSHOT_TRIGGER_KINDS = ("snapshot_on_insert", "snapshot_on_update", "snapshot
 _SNAPSHOT_FIRST = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FROM {store}.snapshot_log "
                    "WHERE seq > :since AND tid=:tid GROUP BY h, pk, sk) ")
 
-# The old image of each row change of table {tid} (None for a row inserted); a row rewritten with the same bytes
-# is no change. The time is the engine's clock, as the stream records'.
-RECOVERY_TRIGGERS = """
-CREATE TRIGGER IF NOT EXISTS recovery_on_insert_{tid} AFTER INSERT ON items WHEN NEW.tid = {tid} BEGIN
-    INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old)
-    VALUES ({tid}, openddb_now(), NEW.h, NEW.pk, NEW.sk, NULL, NULL);
-END;
-CREATE TRIGGER IF NOT EXISTS recovery_on_update_{tid} AFTER UPDATE ON items
-WHEN NEW.tid = {tid} AND OLD.data IS NOT NEW.data BEGIN
-    INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old)
-    VALUES ({tid}, openddb_now(), OLD.h, OLD.pk, OLD.sk, OLD.size, OLD.data);
-END;
-CREATE TRIGGER IF NOT EXISTS recovery_on_delete_{tid} AFTER DELETE ON items WHEN OLD.tid = {tid} BEGIN
-    INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old)
-    VALUES ({tid}, openddb_now(), OLD.h, OLD.pk, OLD.sk, OLD.size, OLD.data);
-END;
-"""
-_TRIGGER_KINDS = ("recovery_on_insert", "recovery_on_update", "recovery_on_delete")
+# A change's record: its table, the engine's clock, its key, the item before it (none for an insertion).
+_LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
 # For each key changed after the restore time (from the log's first record after it, `:since`), its first change
@@ -157,6 +146,9 @@ class SQLiteBackups:
     _driver: Driver
     location: str
     _backups: sqlite3.Connection | None = None
+    _signal: Any  # SQLiteEngine's _CatalogSignal
+    _recovery_version: bytes  # the catalog counter `_recovery_tids` was read at
+    _recovery_tids: frozenset[int]
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -357,27 +349,42 @@ class SQLiteBackups:
         return None if row is None else RecoveryWindow(float(row[0]), int(row[1]))
 
     def set_recovery(self, meta: TableMeta, days: int | None, now: float) -> RecoveryWindow | None:
-        with self._transaction() as db:
+        # A catalog change: every process's write path looks again which tables log (`_recovering`).
+        with self._transaction(ddl=True) as db:
             tid = meta.table_id
             current = db.execute("SELECT enabled_at FROM recovery WHERE tid=?", (tid,)).fetchone()
+            self._bump_catalog()
             if days is None:
                 self._drop_recovery(tid)
                 return None
             enabled_at = now if current is None else float(current[0])
             db.execute("INSERT OR REPLACE INTO recovery (tid, enabled_at, days) VALUES (?, ?, ?)",
                        (tid, enabled_at, days))
-            for statement in statements(RECOVERY_TRIGGERS.format(tid=int(tid))):
-                db.execute(statement)
             return RecoveryWindow(enabled_at, days)
 
     def _drop_recovery(self, tid: int) -> None:
-        """Inside a write transaction: the table's recovery off, its triggers and log gone (before a DeleteTable
-        deletes its rows, which must not be logged)."""
+        """Inside a DDL transaction: the table's recovery off, its log gone (before a DeleteTable deletes its rows,
+        which must not be logged)."""
         db = self._db
-        for kind in _TRIGGER_KINDS:
-            db.execute(f"DROP TRIGGER IF EXISTS {kind}_{int(tid)}")
         db.execute("DELETE FROM recovery WHERE tid=?", (tid,))
         db.execute("DELETE FROM recovery_log WHERE tid=?", (tid,))
+
+    def _recovering(self) -> frozenset[int]:
+        """Under the writer lock: the ids of the tables whose recovery is on, as committed (read again whenever the
+        catalog counter moved: `set_recovery` and DeleteTable are catalog changes)."""
+        version = self._signal.current()
+        if version != self._recovery_version:
+            self._recovery_tids = frozenset(int(tid) for (tid,) in self._db.execute("SELECT tid FROM recovery"))
+            self._recovery_version = version
+        return self._recovery_tids
+
+    def _log_recovery(self, change: Change, before: tuple[int, bytes | None]) -> None:
+        """Under the writer lock, before the row of `change` (of a table with recovery on) is written: its record,
+        the item `before` it (its size and stored JSON; None if it did not exist)."""
+        key = change.key
+        old_size, old = before
+        self._db.execute(_LOG, (change.table.table_id, clock.now(), key.h, bytearray(key.pk), bytearray(key.sk),
+                                None if old is None else old_size, old))
 
     def _first_after(self, at: float) -> int:
         """The sequence number of the log's first record later than `at`, found by bisection: records are appended

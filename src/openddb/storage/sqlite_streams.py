@@ -1,11 +1,12 @@
 """DynamoDB Streams on SQLite: streams, shards and change records, written in the item write's transaction.
 
-The records are appended by the write path itself (`sqlite_writes`), in the step that persists changes: for
-each change of a table with an enabled stream, `_append_records` builds the record from the item's stored JSON
-before and after, which the write already holds (a blind write, which did not read the row, has it read by the
-record's statement, under the writer lock), with the change's origin (user, ttl, restore) and the engine's clock,
-before the rows are written. So a record commits with its change or not at all, and a table without a stream
-does no stream work at all: no trigger on `items`, no lookup. Every change is a record, so two changes of one key
+The records are made by the write path itself (`sqlite_writes`), in the step that persists changes: for each
+change of a table with an enabled stream, `_append_record` builds the record from the item's stored JSON before
+and after, which the write already holds (a blind write, which did not read the row, has it read there, under
+the writer lock, before the row is written), with the change's origin (user, ttl, restore) and the engine's
+clock, and queues it; the transaction's queued records are written in one statement (`_write_records`) just
+before it commits. So a record commits with its change or not at all, and a table without a stream does no
+stream work at all: no trigger on `items`, no lookup. Every change is a record, so two changes of one key
 in one group are two records, in order; a rewrite with the very same bytes is no change and writes none. The
 shard is picked as `shard_slot` does: `(h * shards) >> 32`. (A store made when triggers wrote the records has
 them dropped when it is opened.)
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -70,17 +71,6 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 # another process's may have left stale, and which only decides when to roll over.
 _APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
            "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
-# A blind write's record (its caller did not read the item): the item before is read by the same statement, from
-# the row as it stands under the writer lock (?9-?12: tid, h, pk, sk), and the record built as `_record`
-# does (?5, ?6: whether the view type keeps the old image, the new one); none if the row holds the very same bytes
-# (no change) or there is no row to delete.
-_APPEND_READ = (
-    "INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
-    "SELECT s.shard_no, ?1, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?3 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, "
-    "?2, CASE WHEN (?5 AND i.data IS NOT NULL) OR (?6 AND ?3 IS NOT NULL) THEN NULL ELSE coalesce(?3, i.data) END, "
-    "CASE WHEN ?5 THEN i.data END, CASE WHEN ?6 THEN ?3 END, CASE WHEN ?5 THEN i.size END, CASE WHEN ?6 THEN ?4 END "
-    "FROM stream_shards s LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 "
-    "WHERE s.sid=?7 AND s.slot=?8 AND s.ending_seq IS NULL AND i.data IS NOT ?3")
 _WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 _WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
@@ -138,6 +128,7 @@ class SQLiteStreams:
     # due. (A record's shard is still picked in SQL, see `_APPEND`.)
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
+    _records: list[tuple[Any, ...]]  # the `_APPEND` parameters of the records queued in this transaction
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -187,15 +178,6 @@ class SQLiteStreams:
         made before they were kept has its records' sizes counted when read)."""
         add_columns(self._db, "stream_log", {"old_size": "INTEGER", "new_size": "INTEGER"})
 
-    def _drop_stream_triggers(self) -> None:
-        """Under the writer lock, when a store is opened: the triggers on `items` that wrote the records of a store
-        made before the write path appended them itself (`_append_records`) are dropped, so no write records twice.
-        A schema change: every connection sees it at its next statement."""
-        names = [row[0] for row in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE 'stream\\_on\\_%' ESCAPE '\\'")]
-        for name in names:
-            self._db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
-
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
         the highest record is never deleted, see `_trim`)."""
@@ -236,64 +218,36 @@ class SQLiteStreams:
         if now - row[2] < period:
             self._open_shards[(sid, slot)] = (row[0], row[2])
             return int(row[0])
+        self._write_records()  # (the records queued for the shard go in before it ends)
         self._close_shard(row[0])
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_records(self, changes: Sequence[Change]) -> None:
-        """Under the writer lock, before the rows of `changes` are written: one record for each change of a table
-        whose stream (as committed) is enabled, built from the stored JSON of the item before and after it (none if
-        they are the same). The item before a change is the one its key's previous change in `changes` left, else
-        the one the change read, else (a blind write, which read nothing) the row as it stands, which the record's
-        statement reads. A record goes to the open shard of its slot, rolled over first if it is `shard_seconds`
-        old, so none lands in a shard past its period. (The background upkeep rolls over the shards nobody writes
-        to.) Each key's records are appended in the order of its changes."""
-        latest: dict[tuple[int, int, bytes, bytes], tuple[int, bytes | None]] = {}
-        batches: dict[str, list[tuple[Any, ...]]] = {_APPEND_READ: [], _APPEND: []}  # (a key's blind first first)
-        for change in changes:
-            if not change.table.streaming:
-                continue
-            key = change.key
-            where = (change.table.table_id, key.h, key.pk, key.sk)
-            before = latest.get(where)
-            if before is None and not change.blind:
-                before = (change.old_size, change.old_data)
-            latest[where] = (change.new_size, change.new_data)
-            found = self._record_of(change, before)
-            if found is not None:
-                batches[found[0]].append(found[1])
-        for sql, params in batches.items():
-            if len(params) == 1:
-                self._db.execute(sql, params[0])
-            elif params:
-                self._db.executemany(sql, params)
-
-    def _append_record(self, change: Change) -> None:
-        """`_append_records` of one change (a write of one item, the commonest, without the bookkeeping)."""
-        found = self._record_of(change, None if change.blind else (change.old_size, change.old_data))
-        if found is not None:
-            self._db.execute(*found)
-
-    def _record_of(self, change: Change, before: tuple[int, bytes | None] | None) -> tuple[str, tuple[Any, ...]] | None:
-        """The statement and parameters appending `change`'s record, from the item `before` it (its size and JSON;
-        None: not read, the statement reads the row); None if it needs none (see `_append_records`)."""
+    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
+        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
+        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
+        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records`. A record goes
+        to the open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard
+        past its period. (The background upkeep rolls over the shards nobody writes to.)"""
         live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled:
-            return None
-        key = change.key
+            return
         sid = stream.stream_id
         now = clock.now()
-        slot = shard_slot(key.h, self._shard_count(sid))
+        slot = shard_slot(change.key.h, self._shard_count(sid))
         self._current_shard(sid, slot, now)  # (rolled over first if due)
-        view = stream.view_type
-        if before is None:
-            return _APPEND_READ, (now, change.origin, change.new_data, change.new_size, view in _WITH_OLD,
-                                  view in _WITH_NEW, sid, slot, change.table.table_id, key.h, bytearray(key.pk),
-                                  bytearray(key.sk))
-        if before[1] == change.new_data:
-            return None
-        return _APPEND, _record(view, now, change.origin, before, change.new_data, change.new_size, sid, slot)
+        self._records.append(_record(stream.view_type, now, change.origin, before, change.new_data,
+                                     change.new_size, sid, slot))
+
+    def _write_records(self) -> None:
+        """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
+        the queued records, in the order queued, in one statement. A rollback drops them with the rest."""
+        records, self._records = self._records, []
+        if len(records) == 1:
+            self._db.execute(_APPEND, records[0])
+        elif records:
+            self._db.executemany(_APPEND, records)
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:

@@ -134,6 +134,7 @@ class SQLiteWrites:
     session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
+    _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -156,9 +157,13 @@ class SQLiteWrites:
         def _maintain_indexes(self, table: TableMeta, key: StorageKey, old: Item | None,
                               new: Item | None) -> None: ...
 
-        def _append_records(self, changes: Sequence[Change]) -> None: ...
+        def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
 
-        def _append_record(self, change: Change) -> None: ...
+        def _recovering(self) -> frozenset[int]: ...
+
+        def _log_recovery(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
+
+        def _write_records(self) -> None: ...
 
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
@@ -210,6 +215,9 @@ class SQLiteWrites:
         savepoint = self.group_commit and (bool(ops[0].table.indexes) if len(ops) == 1 else
                                            any(op.table.indexes for op in ops))
         if savepoint:
+            # (the group's stream records so far go in first: a flush inside the savepoint, before a shard
+            # rolls over, would otherwise be undone with this request)
+            self._write_records()
             db.execute("SAVEPOINT request")
         try:
             if token is not None:
@@ -223,6 +231,7 @@ class SQLiteWrites:
             if savepoint:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
+                self._records = []  # (this request's alone: the group's went in before the savepoint)
             elif not self.group_commit:
                 self._rollback()
             else:  # part of this request may be in the group: none of the group may commit
@@ -231,17 +240,19 @@ class SQLiteWrites:
         return results
 
     def _persist(self, changes: Sequence[Change]) -> None:
-        """The one step that writes item changes, inside the caller's transaction: first the stream records of
-        the changes of tables with an enabled stream, one per change, in order (two writes to one key in one group
-        are two records); then each changed row at its final state, with its index entries from the stored item to
-        the final one. A table without a stream does no stream work at all."""
+        """The one step that writes item changes, inside the caller's transaction: first what the changes of
+        tables with an enabled stream or with recovery on log (`_log_changes`), one record per change, in order
+        (two writes to one key in one group are two records); then each changed row at its final state, with its
+        index entries from the stored item to the final one. Other tables' changes log nothing."""
         if not changes:
             return
+        recovering = self._recovering()
         if len(changes) == 1:
-            self._write_change(changes[0])
+            self._write_change(changes[0], recovering)
             return
-        if any(change.table.streaming for change in changes):
-            self._append_records(changes)
+        logged = [change for change in changes if change.table.streaming or change.table.table_id in recovering]
+        if logged:
+            self._log_changes(logged, recovering)
         spans: dict[Where, list[Change]] = {}  # each key's first and last change
         for change in changes:
             key = change.key
@@ -253,19 +264,46 @@ class SQLiteWrites:
                 span[1] = change
         self._write_rows(spans)
 
-    def _write_change(self, change: Change) -> None:
-        """One change's record (on a table with a stream), index entries and row (see `_persist`)."""
+    def _write_change(self, change: Change, recovering: frozenset[int]) -> None:
+        """One change's records (on a table with a stream or with recovery on), index entries and row (see
+        `_persist`)."""
         key = change.key
         table = change.table
         row = (table.table_id, key.h, blob(key.pk), blob(key.sk))
-        if table.streaming:
-            self._append_record(change)
+        if table.streaming or table.table_id in recovering:
+            self._log_changes((change,), recovering)
         if table.indexes or table.vector_indexes:
             self._maintain_indexes(table, key, change.old, change.new)
         if change.new_data is None:
             self._db.execute(_DELETE, row)
         else:
             self._db.execute(UPSERT, (*row, change.new_size, blob(change.new_data)))
+
+    def _log_changes(self, changes: Sequence[Change], recovering: frozenset[int]) -> None:
+        """Under the writer lock, before the rows of `changes` are written: for each change, its stream record (a
+        table with an enabled stream: see sqlite_streams) and its recovery log record (a table with recovery on:
+        see sqlite_backups), both from the item before it: the one its key's previous change in `changes` left,
+        else the one the change read, else (a blind write, which read nothing) the row as it stands, read here. A
+        change that leaves the item's stored bytes as they were is no change: it logs nothing."""
+        latest: dict[Where, tuple[int, bytes | None]] = {}
+        for change in changes:
+            key = change.key
+            where = (change.table.table_id, key.h, key.pk, key.sk)
+            before = latest.get(where)
+            if before is None:
+                before = (change.old_size, change.old_data) if not change.blind else self._row_before(where)
+            latest[where] = (change.new_size, change.new_data)
+            if before[1] == change.new_data:
+                continue
+            if change.table.streaming:
+                self._append_record(change, before)
+            if where[0] in recovering:
+                self._log_recovery(change, before)
+
+    def _row_before(self, where: Where) -> tuple[int, bytes | None]:
+        """The size and stored JSON of the row at `where` as it stands (0, None if there is none)."""
+        found = self._db.execute(_GET, bound(where)).fetchone()
+        return (0, None) if found is None else (found[0], found[1])
 
     def _write_rows(self, spans: dict[Where, list[Change]]) -> None:
         """Each changed row at its final state, with its index entries (see `_persist`)."""
