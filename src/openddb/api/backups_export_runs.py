@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from openddb import clock
+from openddb.api import backups_ion as ion
 from openddb.api import backups_records as records
 from openddb.api.backups_buckets import bucket_directory
 from openddb.api.figures import epoch_millis
@@ -106,12 +107,12 @@ def _advance(engine: Engine, run: _Run) -> bool:
     close = getattr(found, "close", None)
     if close is not None:
         close()  # (an engine's scan must be finished before its next call)
+    ion_lines = run.description["ExportFormat"] == "ION"
     for row in rows:
-        run.lines.append(b'{"Item":' + bytes(row.data) + b"}\n")
+        run.lines.append(ion.item_line(row.data) if ion_lines else b'{"Item":' + bytes(row.data) + b"}\n")
         run.count, run.size = run.count + 1, run.size + row.size
         if len(run.lines) == _FILE_ITEMS:
-            run.files.append(_data_file(run.directory, run.prefix, run.lines))
-            run.lines = []
+            _write_file(run)
     if len(rows) == EXPORT_CHUNK:
         run.after = rows[-1].key
         return True
@@ -134,20 +135,34 @@ def _advance_changes(engine: Engine, run: _Run) -> bool:
         assert image is not None
         item = orjson.loads(image.data)
         keys = {name: item[name] for name in run.source.key_names}
-        line = b'{"Metadata":{"WriteTimestampMicros":{"N":"%d"}},"Keys":%s' % (int(at * 1e6), orjson.dumps(keys))
-        if new is not None:
-            line += b',"NewImage":' + bytes(new.data)
-        if old is not None and both:
-            line += b',"OldImage":' + bytes(old.data)
-        run.lines.append(line + b"}\n")
+        run.lines.append(_change_line(run, int(at * 1e6), keys, None if new is None else bytes(new.data),
+                                      bytes(old.data) if old is not None and both else None))
         run.count, run.size = run.count + 1, run.size + image.size
         if len(run.lines) == _FILE_ITEMS:
-            run.files.append(_data_file(run.directory, run.prefix, run.lines))
-            run.lines = []
+            _write_file(run)
     if run.changes:
         return True
     _complete(engine, run)
     return False
+
+
+def _change_line(run: _Run, micros: int, keys: dict[str, Any], new: bytes | None, old: bytes | None) -> bytes:
+    """An incremental export's line in its format."""
+    if run.description["ExportFormat"] == "ION":
+        return ion.change_line(micros, keys, new, old)
+    line = b'{"Metadata":{"WriteTimestampMicros":{"N":"%d"}},"Keys":%s' % (micros, orjson.dumps(keys))
+    if new is not None:
+        line += b',"NewImage":' + new
+    if old is not None:
+        line += b',"OldImage":' + old
+    return line + b"}\n"
+
+
+def _write_file(run: _Run) -> None:
+    """The lines taken so far, a data file."""
+    extension = "ion.gz" if run.description["ExportFormat"] == "ION" else "json.gz"
+    run.files.append(_data_file(run.directory, run.prefix, run.lines, extension))
+    run.lines = []
 
 
 def _start(engine: Engine, run: _Run) -> None:
@@ -178,7 +193,7 @@ def _complete(engine: Engine, run: _Run) -> None:
     the export recorded COMPLETED."""
     description = run.description
     if run.lines or not run.files:
-        run.files.append(_data_file(run.directory, run.prefix, run.lines))
+        _write_file(run)
     manifest = b"".join(orjson.dumps(entry) + b"\n" for entry in run.files)
     _with_checksum(os.path.join(run.directory, "manifest-files.json"), manifest)
     summary = {"version": "2020-06-30", "exportArn": description["ExportArn"],
@@ -188,7 +203,8 @@ def _complete(engine: Engine, run: _Run) -> None:
                "s3SseAlgorithm": description.get("S3SseAlgorithm", "AES256"),
                "s3SseKmsKeyId": description.get("S3SseKmsKeyId"),
                "manifestFilesS3Key": f"{run.prefix}/manifest-files.json", "billedSizeBytes": run.size,
-               "itemCount": run.count, "outputFormat": "DYNAMODB_JSON", "exportType": description["ExportType"]}
+               "itemCount": run.count, "outputFormat": description["ExportFormat"],
+               "exportType": description["ExportType"]}
     specification = description.get("IncrementalExportSpecification")
     if specification is not None:  # best guess: the names of an incremental export's span in its manifest
         del summary["exportTime"]
@@ -208,8 +224,9 @@ def _drop_snapshots(engine: Engine, run: _Run) -> None:
             engine.delete_table(snapshot.stored_name)
 
 
-def _data_file(directory: str, prefix: str, lines: list[bytes]) -> dict[str, Any]:
-    name = f"{uuid.uuid4().hex[:26]}.json.gz"
+def _data_file(directory: str, prefix: str, lines: list[bytes], extension: str) -> dict[str, Any]:
+    """A data file (gzipped lines) named as DynamoDB names them (26 characters; `.ion.gz` for Ion: best guess)."""
+    name = f"{uuid.uuid4().hex[:26]}.{extension}"
     data = gzip.compress(b"".join(lines))
     with open(os.path.join(directory, "data", name), "wb") as out:
         out.write(data)
