@@ -3,7 +3,9 @@ boto3: the files hold the table as it stood at ExportTime."""
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -166,10 +168,11 @@ def test_an_export_cut_short_by_kill_9_ends_failed(tmp_path):
         server.finish()
 
 
-def test_an_export_a_restart_cut_short_is_failed(tmp_path, monkeypatch):
-    """Deterministically cut short: the export has answered IN_PROGRESS and taken its snapshot, and waits between
-    its chunks (the pause index backfills take), when the server is killed. After a restart it is recorded FAILED
-    once its lease runs out, its directory holding no manifest; the table is intact."""
+def test_an_export_a_restart_cut_short_is_taken_up_again(tmp_path, monkeypatch):
+    """Deterministically cut short: the export has answered IN_PROGRESS and begun its snapshot, and waits between
+    its chunks (the pause index backfills take), when the server is killed. After a
+    restart it is taken up where it was once its lease runs out, and ends COMPLETED with every item exactly once,
+    its snapshot dropped; the table is intact."""
     data, bucket = tmp_path / "data", tmp_path / "bucket"
     monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "60")
     server, ddb, name, arn = recovered_table(data, 300)
@@ -183,12 +186,47 @@ def test_an_export_a_restart_cut_short_is_failed(tmp_path, monkeypatch):
     server = ServerProcess(str(data))
     ddb = make_client(server.endpoint)
     try:
+        put(ddb, name, "later")  # (after the export's time: not in it)
         described = wait_export(ddb, begun["ExportArn"])
-        assert (described["ExportStatus"], described["FailureCode"]) == ("FAILED", "InternalServerError")
-        export_id = begun["ExportArn"].rsplit("/", 1)[1]
-        assert (bucket / "AWSDynamoDB" / export_id / "_started").exists()
-        assert not (bucket / "AWSDynamoDB" / export_id / "manifest-summary.json").exists()
-        assert len(items_of(ddb, name)) == 300
+        assert (described["ExportStatus"], described["ItemCount"]) == ("COMPLETED", 300)
+        items = exported_items(str(bucket), described["ExportManifest"])[1]
+        assert len(items) == 300 and len({item["pk"]["S"] for item in items}) == 300
+        assert not any(table.startswith("openddb/") for table in ddb.list_tables()["TableNames"])
+        assert len(items_of(ddb, name)) == 301
+    finally:
+        server.finish()
+
+
+def test_an_export_killed_between_its_writes_goes_on_from_its_last(tmp_path, monkeypatch):
+    """kill -9 once the export has written its first EXPORT_CHUNK (5,000) items and before its next chunk (a pause
+    of half a second between chunks): after a restart it goes on from the last key written and ends COMPLETED, every
+    item of the table at its time once, in data files whose manifest counts and checksums match."""
+    data, bucket = tmp_path / "data", tmp_path / "bucket"
+    monkeypatch.setenv("OPENDDB_BACKFILL_PAUSE", "0.5")
+    server, ddb, name, arn = recovered_table(data, 5200)
+    begun = ddb.export_table_to_point_in_time(TableArn=arn, S3Bucket=str(bucket))["ExportDescription"]
+    files = bucket / "AWSDynamoDB" / begun["ExportArn"].rsplit("/", 1)[1] / "data"
+    deadline = time.monotonic() + 60
+    while not (files.exists() and any(files.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    server.stop(kill=True)
+    server.log.close()
+    written = [path.stat().st_size for path in files.iterdir()]
+    assert len(written) == 1 and written[0] > 0
+    monkeypatch.delenv("OPENDDB_BACKFILL_PAUSE")
+    server = ServerProcess(str(data))
+    ddb = make_client(server.endpoint)
+    try:
+        described = wait_export(ddb, begun["ExportArn"])
+        assert (described["ExportStatus"], described["ItemCount"]) == ("COMPLETED", 5200)
+        items = exported_items(str(bucket), described["ExportManifest"])[1]
+        assert sorted(item["pk"]["S"] for item in items) == sorted(f"i{i}" for i in range(5200))
+        assert len(items_of(ddb, name)) == 5200
+        manifest = (bucket / described["ExportManifest"]).read_bytes()
+        for line in (bucket / json.loads(manifest)["manifestFilesS3Key"]).read_bytes().splitlines():
+            entry = json.loads(line)
+            content = (bucket / entry["dataFileS3Key"]).read_bytes()
+            assert entry["md5Checksum"] == base64.b64encode(hashlib.md5(content).digest()).decode()
     finally:
         server.finish()
 

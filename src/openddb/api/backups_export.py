@@ -8,8 +8,9 @@ output format"): `S3Prefix/AWSDynamoDB/<ExportId>/` holds `_started`, `data/<id>
 each manifest. A full export reads the table as it stood at ExportTime (default: now) through point-in-time
 recovery, which it needs as on DynamoDB; an incremental one, the keys the recovery log shows changed in its span
 (15 minutes to 24 hours), with their images at both ends. ExportTableToPointInTime answers IN_PROGRESS; the
-export is written in the background (backups_export_runs.py), then COMPLETED, or FAILED if a crash cut it short
-(its directory then holds no manifest). The records live in the internal table `openddb/exports`."""
+export is written in the background in chunks (backups_export_runs.py), taken up again after a crash, then
+COMPLETED, or FAILED if its source was lost meanwhile (its directory then holds no manifest). The records live in
+the internal table `openddb/exports`."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any
 from openddb import clock
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, earliest_restorable
-from openddb.api.backups_export_runs import export_records, save_export, schedule_export, take_lease
+from openddb.api.backups_export_runs import begin_export, export_records, schedule_export, take_lease
 from openddb.api.backups_shapes import Timestamp, stamped_id, timestamp
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
@@ -83,9 +84,9 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
     engine = context.engine
     take_lease(engine, description["ExportArn"])  # (before it is recorded: no duty may take it for abandoned)
     with engine.session.serialized():  # (committed now, for the run's first chunk to find it)
-        save_export(engine, description)
+        begin_export(engine, description, source, at)
         engine.commit()
-    schedule_export(engine, description, source, at)
+    schedule_export(engine, description["ExportArn"])
     return {"ExportDescription": description}
 
 
