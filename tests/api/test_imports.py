@@ -179,7 +179,6 @@ def test_import_refusals_and_client_tokens(ddb, tmp_path):
                             InputFormatOptions={"Csv": {"Delimiter": ";;"}})
     assert code == "ValidationException" and message.startswith("2 validation errors detected: Value ';;' at "
                                                                 "'inputFormatOptions.csv.delimiter'")
-    assert import_refusal(ddb, tmp_path, "one", unique_name(), "ION")[0] == "UnsupportedOperationException"
     assert import_refusal(ddb, tmp_path, "one", unique_name(),
                    InputCompressionType="ZSTD")[0] == "UnsupportedOperationException"
     provisioned = {**STRING_KEY, "BillingMode": "PROVISIONED"}

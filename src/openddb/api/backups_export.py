@@ -1,14 +1,16 @@
 """Exports to a local directory in DynamoDB's S3 export layout: ExportTableToPointInTime (FULL_EXPORT and
-INCREMENTAL_EXPORT in DYNAMODB_JSON), DescribeExport, ListExports.
+INCREMENTAL_EXPORT in DYNAMODB_JSON or ION), DescribeExport, ListExports.
 
 The bucket is a directory (backups_buckets.py). Under it, as on S3 (Developer Guide, "DynamoDB table export
 output format"): `S3Prefix/AWSDynamoDB/<ExportId>/` holds `_started`, `data/<id>.json.gz` (gzipped lines
-`{"Item": {...}}`), `manifest-files.json` (one line per data file), `manifest-summary.json`, and a `.checksum` of
+`{"Item": {...}}`; for ION, `data/<id>.ion.gz`, lines `$ion_1_0 {Item:{...}}` written by backups_ion.py),
+`manifest-files.json` (one line per data file), `manifest-summary.json`, and a `.checksum` of
 each manifest. A full export reads the table as it stood at ExportTime (default: now) through point-in-time
 recovery, which it needs as on DynamoDB; an incremental one, the keys the recovery log shows changed in its span
 (15 minutes to 24 hours), with their images at both ends. ExportTableToPointInTime answers IN_PROGRESS; the
-export is written in the background (backups_export_runs.py), then COMPLETED, or FAILED if a crash cut it short
-(its directory then holds no manifest). The records live in the internal table `openddb/exports`."""
+export is written in the background in chunks (backups_export_runs.py), taken up again after a crash, then
+COMPLETED, or FAILED if its source was lost meanwhile (its directory then holds no manifest). The records live in
+the internal table `openddb/exports`."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 from openddb import clock
 from openddb.api import validation as v
 from openddb.api.backups_continuous import backed_up_table, earliest_restorable
-from openddb.api.backups_export_runs import export_records, save_export, schedule_export, take_lease
+from openddb.api.backups_export_runs import begin_export, export_records, schedule_export, take_lease
 from openddb.api.backups_shapes import Timestamp, stamped_id, timestamp
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
@@ -27,7 +29,6 @@ from openddb.errors import (
     ExportNotFoundException,
     InvalidExportTimeException,
     PointInTimeRecoveryUnavailableException,
-    UnsupportedOperationException,
     ValidationException,
 )
 from openddb.model.schema import TableMeta
@@ -58,8 +59,6 @@ LIST_EXPORTS = v.Struct({"TableArn": v.Str(min_len=1, max_len=1024),
 
 def export_table_to_point_in_time(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     v.validate(EXPORT_TABLE_TO_POINT_IN_TIME, request)
-    if request.get("ExportFormat") == "ION":
-        raise UnsupportedOperationException("ExportTableToPointInTime in ION", "exports are written in DYNAMODB_JSON")
     incremental = _incremental(request)
     source = backed_up_table(context, request["TableArn"])
     earlier = _replayed(context, request)
@@ -71,7 +70,7 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
     description = {
         "ExportArn": f"{source.arn}/export/{export_id}", "ExportStatus": "IN_PROGRESS",
         "StartTime": epoch_millis(started), "TableArn": source.arn, "TableId": source.uuid,
-        "S3Bucket": request["S3Bucket"], "ExportFormat": "DYNAMODB_JSON",
+        "S3Bucket": request["S3Bucket"], "ExportFormat": request.get("ExportFormat") or "DYNAMODB_JSON",
         **{member: request[member] for member in ("ClientToken", "S3BucketOwner", "S3Prefix", "S3SseAlgorithm",
                                                   "S3SseKmsKeyId") if request.get(member) is not None}}
     if incremental is None:
@@ -85,9 +84,9 @@ def export_table_to_point_in_time(context: RequestContext, request: dict[str, An
     engine = context.engine
     take_lease(engine, description["ExportArn"])  # (before it is recorded: no duty may take it for abandoned)
     with engine.session.serialized():  # (committed now, for the run's first chunk to find it)
-        save_export(engine, description)
+        begin_export(engine, description, source, at)
         engine.commit()
-    schedule_export(engine, description, source, at)
+    schedule_export(engine, description["ExportArn"])
     return {"ExportDescription": description}
 
 

@@ -98,10 +98,10 @@ def _check_format(request: dict[str, Any]) -> None:
         # (ack-api-quirks' DynamoDB catalogue, DDB-IMPORT-009)
         raise ValidationException(
             f"Invalid Request: Unsupported InputFormatOptions for the given input format: {input_format}.")
-    if input_format == "ION" or request.get("InputCompressionType") == "ZSTD":
+    if request.get("InputCompressionType") == "ZSTD":
         raise UnsupportedOperationException(
-            "ImportTable of ION or ZSTD data", "no parser of Amazon Ion, and no ZSTD decompressor in Python 3.11's "
-            "standard library; import DYNAMODB_JSON or CSV, uncompressed or GZIP")
+            "ImportTable of ZSTD data", "no ZSTD decompressor in Python 3.11's standard library; import "
+            "uncompressed or GZIP")
 
 
 def _description(context: RequestContext, request: dict[str, Any], parameters: dict[str, Any], arn: str,

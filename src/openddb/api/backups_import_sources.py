@@ -9,9 +9,11 @@ folder with GZIP (DDB-IMPORT-020: from the export's root its manifests are read 
 An object yields `Entry`s: an item, or the error that kept a line from being one. A line that is no JSON (or no
 CSV), and an object that does not decompress, end the object: "if the Amazon S3 object itself is malformed ...
 we may skip processing the remaining portion of the object" (an unparseable 6th line of 10: 6 processed, 1
-error, DDB-IMPORT-013); an item that breaks a rule is one error and the next line is read. ZSTD needs a library
-outside Python 3.11's standard one and ION a parser of Amazon Ion: both are refused by ImportTable (see
-backups_import.py)."""
+error, DDB-IMPORT-013); an item that breaks a rule is one error and the next line is read. Amazon Ion (the reader
+of backups_ion.py) is read a line at a time, each line its records (`$ion_1_0 {Item:{...}}`, as exports write
+it); a value that goes on past its line (the formats page's example spreads a list of items over many) has the
+rest of the object read with it. ZSTD needs a library outside Python 3.11's standard one: ImportTable refuses it
+(see backups_import.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any, Literal
 
 import orjson
 
+from openddb.api import backups_ion as ion
 from openddb.api.keys import check_index_keys, item_key
 from openddb.api.limits import exceeds_item_size
 from openddb.errors import DynamoDBError, ValidationException
@@ -80,6 +83,8 @@ def entries(path: str, source: Source, meta: TableMeta) -> Iterator[Entry]:
         try:
             if source.input_format == "CSV":
                 yield from _csv_entries(lines, source, meta)
+            elif source.input_format == "ION":
+                yield from _ion_entries(lines, meta)
             else:
                 yield from _json_entries(lines, meta)
         except (OSError, EOFError, zlib.error):  # not GZIP (gzip.BadGzipFile is an OSError), or cut short
@@ -103,6 +108,50 @@ def _json_entries(lines: Iterable[bytes], meta: TableMeta) -> Iterator[Entry]:
             yield Entry(len(line), error="The line is not a DynamoDB JSON item: {\"Item\": {...}} expected")
             continue
         yield _checked(document["Item"], len(line), meta)
+
+
+def _ion_entries(lines: Iterable[bytes], meta: TableMeta) -> Iterator[Entry]:
+    """Amazon Ion: the records of each line; a value left open at a line's end, the rest of the object with it.
+    Text that is not Ion is one error and ends the object, as a line that is not JSON does."""
+    remaining = iter(lines)
+    for line in remaining:
+        try:
+            found = list(ion.records(line.decode("utf-8")))
+        except UnicodeDecodeError as error:
+            yield Entry(len(line), error=f"The Ion text is not UTF-8: {error}")  # best guess: wording not recorded
+            return
+        except ion.IonSyntaxError as error:
+            if error.incomplete:
+                yield from _ion_document(line + b"".join(remaining), meta)
+            else:
+                yield Entry(len(line), error=f"The line is not Amazon Ion: {error}")  # best guess (as above)
+            return
+        size = len(line)
+        for record in found:
+            yield _ion_entry(record, size, meta)
+            size = 0  # (the line's bytes counted with its first record)
+
+
+def _ion_document(data: bytes, meta: TableMeta) -> Iterator[Entry]:
+    """The records of Ion text spread over lines, each counted the bytes from the previous one's end to its own."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        yield Entry(len(data), error=f"The Ion text is not UTF-8: {error}")  # best guess: wording not recorded
+        return
+    start = 0
+    try:
+        for record in ion.records(text):
+            yield _ion_entry(record, record.end - start, meta)
+            start = record.end
+    except ion.IonSyntaxError as error:
+        yield Entry(len(text) - start, error=f"The text is not Amazon Ion: {error}")  # best guess (as above)
+
+
+def _ion_entry(record: ion.Record, size: int, meta: TableMeta) -> Entry:
+    if record.item is None:
+        return Entry(size, error=record.error)
+    return _checked(record.item, size, meta)
 
 
 def _csv_entries(lines: Iterable[bytes], source: Source, meta: TableMeta) -> Iterator[Entry]:

@@ -518,7 +518,7 @@ class Dispatcher:
                 self._duty("finishing table deletions", transient.finish_deletions, self.engine)
                 self._duty("dropping abandoned export snapshots", backups_export_runs.drop_abandoned_snapshots,
                            self.engine)
-                self._duty("failing abandoned exports", backups_export_runs.fail_abandoned, self.engine)
+                self._duty("resuming exports", backups_export_runs.resume_exports, self.engine)
                 self._duty("resuming imports", backups_import_runs.resume_imports, self.engine)
                 self._duty("resuming backups", backups_runs.resume_backups, self.engine)
             # (this process's restores each round; on a resume round any, as a restart or another process left them)
