@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard  # (the test extra installs the zstd extra's library)
 
 from tests.api.test_backups import aws, items_of, refusal
 from tests.api.test_exports import wait_export, wait_over
@@ -100,6 +101,23 @@ def test_an_export_imported_into_a_new_table_holds_its_items(ddb, tmp_path):
         (done["ImportArn"], "COMPLETED", "DYNAMODB_JSON")]
 
 
+def test_zstd_objects_of_several_frames_and_one_that_is_not_zstd(ddb, tmp_path):
+    """InputCompressionType ZSTD: an object of two frames (as `zstd` writes concatenated inputs) is read whole; an
+    object that is not ZSTD is one error (the import FAILED with ItemValidationError), the other's items kept."""
+    compress = zstandard.ZstdCompressor().compress
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "a.json.zst").write_bytes(
+        compress(json_lines(*({"Item": {"pk": {"S": f"a{i}"}, "n": {"N": str(i)}}} for i in range(3))))
+        + compress(json_lines({"Item": {"pk": {"S": "a3"}, "n": {"N": "3"}}})))
+    (tmp_path / "z" / "b.json.zst").write_bytes(json_lines({"Item": {"pk": {"S": "plain"}}}))
+    target = unique_name("zst")
+    done = wait_import(ddb, start_import(ddb, tmp_path, "z/", target, parameters=STRING_KEY,
+                                         InputCompressionType="ZSTD")["ImportArn"])
+    assert (done["ImportStatus"], done["FailureCode"], done["InputCompressionType"], done["ImportedItemCount"],
+            done["ErrorCount"]) == ("FAILED", "ItemValidationError", "ZSTD", 4, 1)
+    assert sorted(item["pk"]["S"] for item in scanned(ddb, target)) == ["a0", "a1", "a2", "a3"]
+
+
 def test_csv_with_its_header_or_a_header_list(ddb, tmp_path):
     """CSV: the key attributes of the table and its indexes take their defined types, every other column is a
     string; the first row is the header unless HeaderList is given; Delimiter is honoured; an empty cell is no
@@ -179,8 +197,6 @@ def test_import_refusals_and_client_tokens(ddb, tmp_path):
                             InputFormatOptions={"Csv": {"Delimiter": ";;"}})
     assert code == "ValidationException" and message.startswith("2 validation errors detected: Value ';;' at "
                                                                 "'inputFormatOptions.csv.delimiter'")
-    assert import_refusal(ddb, tmp_path, "one", unique_name(),
-                   InputCompressionType="ZSTD")[0] == "UnsupportedOperationException"
     provisioned = {**STRING_KEY, "BillingMode": "PROVISIONED"}
     assert import_refusal(ddb, tmp_path, "one", unique_name(), parameters=provisioned) == (
         "ValidationException", "One or more parameter values were invalid: ReadCapacityUnits and WriteCapacityUnits "

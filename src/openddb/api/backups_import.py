@@ -19,6 +19,7 @@ from openddb import clock
 from openddb.api import backups_records as records
 from openddb.api import validation as v
 from openddb.api.backups_import_runs import IMPORTS_TABLE, IN_PROGRESS_LIMIT, KIND, schedule_import
+from openddb.api.backups_import_sources import zstd_readable
 from openddb.api.backups_shapes import stamped_id
 from openddb.api.context import RequestContext
 from openddb.api.figures import epoch_millis
@@ -98,10 +99,10 @@ def _check_format(request: dict[str, Any]) -> None:
         # (ack-api-quirks' DynamoDB catalogue, DDB-IMPORT-009)
         raise ValidationException(
             f"Invalid Request: Unsupported InputFormatOptions for the given input format: {input_format}.")
-    if request.get("InputCompressionType") == "ZSTD":
+    if request.get("InputCompressionType") == "ZSTD" and not zstd_readable():
         raise UnsupportedOperationException(
-            "ImportTable of ZSTD data", "no ZSTD decompressor in Python 3.11's standard library; import "
-            "uncompressed or GZIP")
+            "ImportTable of ZSTD data", "ZSTD is read with the zstandard library, which is not installed here "
+            "(pip install 'openddb[zstd]'); import uncompressed or GZIP")
 
 
 def _description(context: RequestContext, request: dict[str, Any], parameters: dict[str, Any], arn: str,

@@ -12,13 +12,15 @@ we may skip processing the remaining portion of the object" (an unparseable 6th 
 error, DDB-IMPORT-013); an item that breaks a rule is one error and the next line is read. Amazon Ion (the reader
 of backups_ion.py) is read a line at a time, each line its records (`$ion_1_0 {Item:{...}}`, as exports write
 it); a value that goes on past its line (the formats page's example spreads a list of items over many) has the
-rest of the object read with it. ZSTD needs a library outside Python 3.11's standard one: ImportTable refuses it
-(see backups_import.py)."""
+rest of the object read with it. ZSTD is read with the `zstandard` library (the `zstd` extra: Python 3.11's
+standard library has no ZSTD); without it ImportTable refuses ZSTD (see backups_import.py)."""
 
 from __future__ import annotations
 
 import csv
 import gzip
+import importlib.util
+import io
 import os
 import zlib
 from collections.abc import Iterable, Iterator
@@ -76,10 +78,34 @@ def object_keys(directory: str, prefix: str) -> list[str] | None:
     return sorted(keys)
 
 
+def zstd_readable() -> bool:
+    """Whether ZSTD objects can be read here (the `zstd` extra, `zstandard`, is installed)."""
+    return importlib.util.find_spec("zstandard") is not None
+
+
+def _decompressed(raw: io.BufferedReader, compression: Compression) -> Iterable[bytes]:
+    """The lines of an object as stored with `compression`."""
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=raw)
+    if compression == "ZSTD":
+        return _zstd_lines(raw)
+    return raw
+
+
+def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
+    """The lines of a ZSTD object (every frame of it: `zstd` writes concatenated inputs as frames one after the
+    other); data that is not ZSTD raises OSError, as GZIP's does."""
+    import zstandard  # (the `zstd` extra: ImportTable refuses ZSTD where it is missing, see zstd_readable)
+    try:
+        yield from io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))
+    except zstandard.ZstdError as error:
+        raise OSError(f"not ZSTD: {error}") from error
+
+
 def entries(path: str, source: Source, meta: TableMeta) -> Iterator[Entry]:
     """The entries of one object, in order (see the module docstring)."""
     with open(path, "rb") as raw:
-        lines: Iterable[bytes] = gzip.GzipFile(fileobj=raw) if source.compression == "GZIP" else raw
+        lines = _decompressed(raw, source.compression)
         try:
             if source.input_format == "CSV":
                 yield from _csv_entries(lines, source, meta)
@@ -87,9 +113,10 @@ def entries(path: str, source: Source, meta: TableMeta) -> Iterator[Entry]:
                 yield from _ion_entries(lines, meta)
             else:
                 yield from _json_entries(lines, meta)
-        except (OSError, EOFError, zlib.error):  # not GZIP (gzip.BadGzipFile is an OSError), or cut short
+        except (OSError, EOFError, zlib.error):  # not GZIP or ZSTD (gzip.BadGzipFile is an OSError, ZSTD's is made
+            # one by _zstd_lines), or cut short
             # best guess: the wording of a decompression failure is not recorded
-            yield Entry(0, error="The object could not be decompressed as GZIP")
+            yield Entry(0, error=f"The object could not be decompressed as {source.compression}")
 
 
 def _json_entries(lines: Iterable[bytes], meta: TableMeta) -> Iterator[Entry]:
