@@ -73,7 +73,7 @@ from openddb.storage.base import (
     charged_sizes,
     is_stored_version,
 )
-from openddb.storage.postgres_backups import PostgresBackups
+from openddb.storage.postgres_backups import PostgresBackups, recovery_clock
 from openddb.storage.postgres_indexes import (
     ENTRY_KEY_LIMIT,
     INDEX_MIGRATION,
@@ -709,6 +709,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         for attempt in range(MAX_ATTEMPTS):
             try:
                 pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if (moved := recovery_clock()) is not None:
+                    pipe.add(moved)
                 if not queued:
                     self._run()
                 result = body(cur)
@@ -746,6 +748,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
                 session.pending = True
                 pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
                 pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+                if (moved := recovery_clock()) is not None:
+                    pipe.add(moved)
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
             self._release_due = False

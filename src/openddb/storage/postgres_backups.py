@@ -8,7 +8,9 @@ The recovery log is appended by row triggers on `openddb_items`, three per table
 by the table's id, so whichever node writes, the change and its record commit together. A write's uncommitted
 placeholder row (size -1, see postgres.py) is no item: its insertion is not logged, and a placeholder made an
 item is logged as an insertion. The records' time is the database server's clock (`clock_timestamp()`), one clock
-for every node. The tables are made on first use (not by a schema migration), under an advisory lock.
+for every node, plus the offset by which the writing server's clock was moved (`--dev`'s test control; 0
+otherwise, and then nothing is sent: `recovery_clock`). The tables are made on first use (not by a schema
+migration), under an advisory lock.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from openddb import clock
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
     BackupProgress,
@@ -45,22 +48,28 @@ _SCHEMA = [
     "CREATE INDEX IF NOT EXISTS openddb_recovery_log_by_time ON openddb_recovery_log (tid, created_at)",
     "CREATE TABLE IF NOT EXISTS openddb_restore_progress (tid BIGINT PRIMARY KEY, backup_arn TEXT, src BIGINT, "
     "at DOUBLE PRECISION NOT NULL, h BIGINT, pk BYTEA, sk BYTEA)",
+    # The log's time: the database's clock, moved as the server's clock is (--dev's test control moves it; the
+    # writing transaction says by how much: `recovery_clock`), so the log and the server's window agree.
+    """CREATE OR REPLACE FUNCTION openddb_recovery_now() RETURNS double precision LANGUAGE sql STABLE AS $$
+SELECT extract(epoch from clock_timestamp())::double precision
+       + coalesce(nullif(current_setting('openddb.clock_offset', true), '')::double precision, 0)
+$$""",
     """CREATE OR REPLACE FUNCTION openddb_recovery_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF NEW.size >= 0 THEN
             INSERT INTO openddb_recovery_log (tid, created_at, h, pk, sk, pkx, old_size, old)
-            VALUES (NEW.tid, extract(epoch from clock_timestamp()), NEW.h, NEW.pk, NEW.sk, NEW.pkx, NULL, NULL);
+            VALUES (NEW.tid, openddb_recovery_now(), NEW.h, NEW.pk, NEW.sk, NEW.pkx, NULL, NULL);
         END IF;
     ELSIF TG_OP = 'UPDATE' THEN
         IF OLD.size <> NEW.size OR OLD.data IS DISTINCT FROM NEW.data THEN
             INSERT INTO openddb_recovery_log (tid, created_at, h, pk, sk, pkx, old_size, old)
-            VALUES (NEW.tid, extract(epoch from clock_timestamp()), OLD.h, OLD.pk, OLD.sk, OLD.pkx,
+            VALUES (NEW.tid, openddb_recovery_now(), OLD.h, OLD.pk, OLD.sk, OLD.pkx,
                     CASE WHEN OLD.size >= 0 THEN OLD.size END, CASE WHEN OLD.size >= 0 THEN OLD.data END);
         END IF;
     ELSIF OLD.size >= 0 THEN
         INSERT INTO openddb_recovery_log (tid, created_at, h, pk, sk, pkx, old_size, old)
-        VALUES (OLD.tid, extract(epoch from clock_timestamp()), OLD.h, OLD.pk, OLD.sk, OLD.pkx, OLD.size, OLD.data);
+        VALUES (OLD.tid, openddb_recovery_now(), OLD.h, OLD.pk, OLD.sk, OLD.pkx, OLD.size, OLD.data);
     END IF;
     RETURN NULL;
 END $$""",
@@ -92,6 +101,14 @@ _UNDO = (
     "FROM first WHERE old IS NOT NULL ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size=EXCLUDED.size, "
     "data=EXCLUDED.data, pkx=EXCLUDED.pkx")
 _DAY = 86400.0
+
+
+def recovery_clock() -> str | None:
+    """The statement that tells a write's transaction how far the server's clock was moved from the real one
+    (`SET LOCAL`: for that transaction alone), so its recovery log records are stamped as the server sees time;
+    None when it was not moved (the usual case: nothing to send)."""
+    offset = clock.offset()
+    return f"SET LOCAL openddb.clock_offset = '{offset!r}'" if offset else None
 
 
 def _record(row: Any, meta: bytes = b"") -> BackupRecord:
