@@ -101,20 +101,31 @@ class _Scope:
 
 class _Signing:
     """One Authorization header's part before its signature, parsed once (clients send the same one request after
-    request, the signature alone changing), and what its requests share within a second, hashed once a request
-    signed with it passed: per (method, path and query, the signed headers' values as sent) the SHA-256 state over
-    the canonical request up to its payload hash; per X-Amz-Date the secret it was made with, the time in epoch
-    seconds and the HMAC's inner and outer SHA-256 states over the string to sign up to the canonical request's
-    hash (RFC 2104: the signing key's pads absorbed). Each state is copied per request."""
+    request, the signature alone changing), and what its requests share within a second, kept once a request
+    signed with it passed: per (method, path and query, the signed headers' values as sent, X-Amz-Date where it is
+    not among them) the secret it was made with, the time in epoch seconds, the SHA-256 state over the canonical
+    request up to its payload hash, and the HMAC's inner and outer SHA-256 states over the string to sign up to the
+    canonical request's hash (RFC 2104: the signing key's pads absorbed). Each state is copied per request."""
 
-    __slots__ = ("heads", "scope", "signers", "values")
+    __slots__ = ("dated", "kept", "key_id", "scope", "values")
 
     def __init__(self, scope: _Scope) -> None:
         self.scope = scope
+        self.key_id = scope.key_id
         # the signed headers' values, in one call (KeyError if one was not sent: then looked for one by one)
         self.values: Callable[[Mapping[bytes, bytes]], Any] = itemgetter(*scope.names)
-        self.heads: dict[tuple[bytes, bytes, Any], Hash] = {}
-        self.signers: dict[bytes, tuple[str, int, Hash, Hash]] = {}
+        self.dated = b"x-amz-date" in scope.names  # (else the request's time is part of what is kept by)
+        self.kept: dict[tuple[Any, ...], _Kept] = {}
+
+
+class _Kept(NamedTuple):
+    """What requests alike within a second share (see `_Signing`)."""
+
+    secret: str
+    epoch: int
+    head: Hash
+    inner: Hash
+    outer: Hash
 
 
 class Verifier:
@@ -139,13 +150,12 @@ class Verifier:
     def verify(self, authorization: bytes, request: SignedRequest) -> Credentials:
         """The credentials that signed `request` (whose Authorization header's form was checked before), or the
         error DynamoDB answers. (Every request: written for the common case, what it shares with the client's
-        earlier requests found in one look-up each.)"""
+        earlier requests found in one look-up.)"""
         cut = authorization.rfind(b"Signature=")
         signing = self._signings.get(authorization[:cut]) or self._parse(authorization, cut)
-        key_id = signing.scope.key_id
-        credentials = self.keys.get(key_id)
+        credentials = self.keys.get(signing.key_id)
         if credentials is None and self.lookup is not None:
-            credentials = self.lookup(key_id)
+            credentials = self.lookup(signing.key_id)
         headers = request.headers
         token = headers.get(b"x-amz-security-token")
         if credentials is None or (token is None) != (credentials.token is None):
@@ -155,22 +165,21 @@ class Verifier:
             self._check_session(credentials, token)
         stamp = headers.get(b"x-amz-date")
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
-        signer = signing.signers.get(stamp)
-        if signer is None or signer[0] != credentials.secret:
-            signer = self._signer(credentials.secret, signing.scope, stamp)
-            fresh = True
-        else:
-            fresh = False
-            now = int(clock.now())
-            if not now - _SKEW_SECONDS <= signer[1] <= now + _SKEW_SECONDS:
-                self._check_time(stamp)  # (which raises)
         try:
-            shared = (request.method, request.url, signing.values(headers))
+            alike: tuple[Any, ...] = (request.method, request.url, signing.values(headers))
         except KeyError:  # a signed header not sent (signed as an empty value)
-            shared = (request.method, request.url, tuple(map(headers.get, signing.scope.names)))
-        kept = signing.heads.get(shared)
-        head = _head(request, signing.scope) if kept is None else kept
-        canonical = head.copy()
+            alike = (request.method, request.url, tuple(map(headers.get, signing.scope.names)))
+        if not signing.dated:
+            alike += (stamp,)
+        kept = signing.kept.get(alike)
+        if kept is None or kept.secret != credentials.secret:
+            shared = self._shared(credentials.secret, signing.scope, stamp, request)
+        else:
+            shared = kept
+            now = int(clock.now())
+            if not now - _SKEW_SECONDS <= kept.epoch <= now + _SKEW_SECONDS:
+                self._check_time(stamp)  # (which raises)
+        canonical = shared.head.copy()
         payload = headers.get(b"x-amz-content-sha256")
         if payload == UNSIGNED_PAYLOAD:
             canonical.update(payload)
@@ -178,23 +187,19 @@ class Verifier:
             digest = _EMPTY_SHA256.copy()
             digest.update(request.body)
             canonical.update(digest.hexdigest().encode())
-        inner = signer[2].copy()
+        inner = shared.inner.copy()
         inner.update(canonical.hexdigest().encode())
-        outer = signer[3].copy()
+        outer = shared.outer.copy()
         outer.update(inner.digest())
         computed = outer.hexdigest().encode()
         given = authorization[cut + 10:]
         if not hmac.compare_digest(computed, given) and \
                 not hmac.compare_digest(computed, given.split(b",", 1)[0].strip().lower()):
             raise InvalidSignatureException(MISMATCH)
-        if fresh:  # (kept once a request signed with them passed: no forger fills these)
-            if len(signing.signers) > 16:
-                signing.signers.clear()
-            signing.signers[stamp] = signer
-        if kept is None:
-            if len(signing.heads) > 256:
-                signing.heads.clear()
-            signing.heads[shared] = head
+        if shared is not kept:  # (kept once a request signed with it passed: no forger fills this)
+            if len(signing.kept) > 256:
+                signing.kept.clear()
+            signing.kept[alike] = shared
         return credentials
 
     @staticmethod
@@ -220,9 +225,10 @@ class Verifier:
         self._signings[authorization[:cut]] = signing
         return signing
 
-    def _signer(self, secret: str, scope: _Scope, stamp: bytes) -> tuple[str, int, Hash, Hash]:
-        """The time of `stamp` (checked: InvalidSignatureException unless within 15 minutes of the server's
-        clock) and HMAC-SHA256 with the signing key of `secret` for `scope`, over the string to sign up to the
+    def _shared(self, secret: str, scope: _Scope, stamp: bytes, request: SignedRequest) -> _Kept:
+        """What `request` shares with requests alike (see `_Signing`): the time of `stamp` (checked:
+        InvalidSignatureException unless within 15 minutes of the server's clock), the canonical request's hashed
+        head, and HMAC-SHA256 with the signing key of `secret` for `scope` over the string to sign up to the
         canonical request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the
         day."""
         epoch = self._check_time(stamp)
@@ -239,7 +245,7 @@ class Verifier:
         inner.update(padded.translate(_INNER_PAD))
         inner.update(b"AWS4-HMAC-SHA256\n%s\n%s\n" % (stamp, scope.scope))
         outer.update(padded.translate(_OUTER_PAD))
-        return secret, epoch, inner, outer
+        return _Kept(secret, epoch, _head(request, scope), inner, outer)
 
     def _check_time(self, stamp: bytes) -> int:
         """The epoch seconds of `stamp`; InvalidSignatureException unless within 15 minutes of the server's clock."""
