@@ -211,6 +211,10 @@ def test_roles_are_assumed_in_their_account(server):
     iam.create_user(UserName=user)
     access = iam.create_access_key(UserName=user)["AccessKey"]
     role = unique_name("ns-role")
+    # (the trust policy names the account: the user's own policy must allow it too, as in IAM)
+    iam.put_user_policy(UserName=user, PolicyName="assume", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                "Resource": f"arn:aws:iam::{SECOND}:role/{role}"}]}))
     role_arn = iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
         "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": SECOND},
                                                 "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]

@@ -102,10 +102,16 @@ def test_assume_role_gives_credentials_of_the_role(identity_server, iam):
     assert ddb.describe_table(TableName=table)["Table"]["TableName"] == table
 
 
+def _may_assume(*role_arns: str) -> dict[str, Any]:
+    """An identity policy allowing sts:AssumeRole on `role_arns`."""
+    return {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": list(role_arns)}]}
+
+
 def test_assume_role_asks_the_trust_policy(identity_server, iam):
-    name, key = user_with_key(iam)
-    sts = with_credentials(identity_server, "sts", key)
     trusting_account = _role(iam, ACCOUNT)
+    name, key = user_with_key(iam, _may_assume(trusting_account["Arn"]))
+    sts = with_credentials(identity_server, "sts", key)
     assert sts.assume_role(RoleArn=trusting_account["Arn"], RoleSessionName="s1")["Credentials"]["AccessKeyId"]
     other = _role(iam, f"arn:aws:iam::{ACCOUNT}:user/someone-else")
     assert error_of(sts.assume_role, RoleArn=other["Arn"], RoleSessionName="s1") == (
@@ -122,10 +128,35 @@ def test_assume_role_asks_the_trust_policy(identity_server, iam):
         "AccessDenied", "Roles may not be assumed by root accounts.", 403)
 
 
-def test_assume_role_durations(identity_server, iam):
-    _, key = user_with_key(iam)
+def test_a_trust_policy_naming_the_account_needs_the_callers_identity_policy_too(identity_server, iam):
+    """In one account, a trust policy naming the caller itself is enough; one naming only the account (its id or
+    its root ARN) leaves the decision to the caller's identity policies, which must allow sts:AssumeRole on the role
+    (IAM User Guide, "Policy evaluation logic": role trust policies must explicitly allow the principal); an
+    identity policy's Deny refuses either way."""
+    name, key = user_with_key(iam)
+    user_arn = f"arn:aws:iam::{ACCOUNT}:user/{name}"
     sts = with_credentials(identity_server, "sts", key)
+    by_id, by_root, by_arn = _role(iam, ACCOUNT), _role(iam, f"arn:aws:iam::{ACCOUNT}:root"), _role(iam, user_arn)
+    for role in (by_id, by_root):
+        assert error_of(sts.assume_role, RoleArn=role["Arn"], RoleSessionName="s1") == (
+            "AccessDenied", f"User: {user_arn} is not authorized to perform: sts:AssumeRole on resource: "
+            f"{role['Arn']}", 403)
+    assert sts.assume_role(RoleArn=by_arn["Arn"], RoleSessionName="s1")["AssumedRoleUser"]["Arn"].endswith("/s1")
+    iam.put_user_policy(UserName=name, PolicyName="assume", PolicyDocument=json.dumps(_may_assume(by_id["Arn"])))
+    assert sts.assume_role(RoleArn=by_id["Arn"], RoleSessionName="s2")["AssumedRoleUser"]["Arn"].endswith("/s2")
+    assert error_of(sts.assume_role, RoleArn=by_root["Arn"], RoleSessionName="s2")[0] == "AccessDenied"
+    iam.put_user_policy(UserName=name, PolicyName="no", PolicyDocument=json.dumps({"Statement": [
+        {"Effect": "Deny", "Action": "sts:AssumeRole", "Resource": by_arn["Arn"]}]}))
+    assert error_of(sts.assume_role, RoleArn=by_arn["Arn"], RoleSessionName="s3")[0] == "AccessDenied"
+
+
+def test_assume_role_durations(identity_server, iam):
     role = _role(iam, ACCOUNT, MaxSessionDuration=7200)
+    # (the role's own policy lets its sessions assume it again, as the trust policy names only the account)
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="again",
+                        PolicyDocument=json.dumps(_may_assume(role["Arn"])))
+    _, key = user_with_key(iam, _may_assume(role["Arn"]))
+    sts = with_credentials(identity_server, "sts", key)
     long = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="long", DurationSeconds=7200)["Credentials"]
     assert 7100 < _seconds_left(long) <= 7200
     assert error_of(sts.assume_role, RoleArn=role["Arn"], RoleSessionName="s0", DurationSeconds=7201) == (
@@ -138,8 +169,8 @@ def test_assume_role_durations(identity_server, iam):
 
 
 def test_an_assumed_role_may_call_iam_as_its_policies_allow(identity_server, iam):
-    _, key = user_with_key(iam)
     role = _role(iam, ACCOUNT)
+    _, key = user_with_key(iam, _may_assume(role["Arn"]))
     iam.put_role_policy(RoleName=role["RoleName"], PolicyName="read", PolicyDocument=json.dumps(allow("iam:Get*")))
     credentials = with_credentials(identity_server, "sts", key).assume_role(RoleArn=role["Arn"], RoleSessionName="s0")
     role_iam = with_credentials(identity_server, "iam", credentials["Credentials"])

@@ -152,6 +152,28 @@ def test_trust_policies_name_principals_and_evaluate_conditions():
     document = json.dumps({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"AWS": user}, "Action": "sts:AssumeRole",
          "Condition": {"StringEquals": {"aws:username": "alice"}}}]})
-    assert trusts(document, "000000000000", user, {"aws:username": ("alice",)})
-    assert not trusts(document, "000000000000", user, {"aws:username": ("bob",)})
-    assert not trusts(document, "000000000000", user.replace("alice", "bob"), {"aws:username": ("alice",)})
+    assert trusts(document, "000000000000", [user], {"aws:username": ("alice",)}) == "principal"
+    assert trusts(document, "000000000000", [user], {"aws:username": ("bob",)}) is None
+    assert trusts(document, "000000000000", [user.replace("alice", "bob")], {"aws:username": ("alice",)}) is None
+
+
+def test_a_trust_policy_naming_the_account_leaves_the_rest_to_identity_policies():
+    user = "arn:aws:iam::000000000000:user/alice"
+    for account in ("000000000000", "arn:aws:iam::000000000000:root"):
+        document = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"AWS": account},
+                                              "Action": "sts:AssumeRole"}]})
+        assert trusts(document, "000000000000", [user], {}) == "account"
+        assert trusts(document, "111111111111", ["arn:aws:iam::111111111111:user/alice"], {}) is None
+    both = json.dumps({"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": ["000000000000", user]}, "Action": "sts:AssumeRole"}]})
+    assert trusts(both, "000000000000", [user], {}) == "principal"
+    # A Deny naming the account refuses the principal the policy names itself.
+    denying = json.dumps({"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": user}, "Action": "sts:AssumeRole"},
+        {"Effect": "Deny", "Principal": {"AWS": "000000000000"}, "Action": "sts:AssumeRole"}]})
+    assert trusts(denying, "000000000000", [user], {}) is None
+    # An assumed role's session is named by its role's ARN.
+    role = "arn:aws:iam::000000000000:role/app"
+    by_role = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"AWS": role}, "Action": "sts:AssumeRole"}]})
+    assert trusts(by_role, "000000000000", ["arn:aws:sts::000000000000:assumed-role/app/s1", role], {}) == \
+        "principal"

@@ -106,6 +106,37 @@ def test_paths_queries_spaces_and_a_payload_hash_header_are_canonical_as_botocor
         check.verify(authorization, request)
 
 
+def test_a_payload_hash_header_is_checked_against_the_body() -> None:
+    # (x-amz-content-sha256 is the hash the client computed: a body that differs from it is not the one signed,
+    # before or after the same request passed; UNSIGNED-PAYLOAD leaves the body out of the signature)
+    check = verifier()
+    payload = hashlib.sha256(b'{"a":1}').hexdigest()
+    authorization, request = signed(body=b'{"a":1}', headers={"X-Amz-Content-SHA256": payload})
+    for _ in range(2):
+        with pytest.raises(InvalidSignatureException):
+            check.verify(authorization, changed(request, body=b'{"a":2}'))
+        check.verify(authorization, request)
+    lying, request = signed(body=b'{"a":2}', headers={"X-Amz-Content-SHA256": payload})
+    with pytest.raises(InvalidSignatureException):  # (signed with a hash that is not its body's)
+        check.verify(lying, request)
+    unsigned, request = signed(body=b'{"a":3}', headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"})
+    check.verify(unsigned, request)
+    with pytest.raises(InvalidSignatureException):  # (the header itself is signed)
+        check.verify(unsigned, changed(request, headers={**request.headers, b"x-amz-content-sha256": payload.encode()}))
+
+
+def test_a_missing_signed_header_is_signed_empty_and_checked() -> None:
+    check = verifier()
+    authorization, request = signed()
+    headers = dict(request.headers)
+    del headers[b"content-type"]
+    with pytest.raises(InvalidSignatureException):
+        check.verify(authorization, changed(request, headers=headers))
+    check.verify(authorization, request)
+    with pytest.raises(InvalidSignatureException):
+        check.verify(authorization, changed(request, headers=headers))
+
+
 def test_the_canonical_request_is_the_one_signed() -> None:
     # (the verifier hashes it in two parts; canonical_request writes it whole: both must be what was signed)
     authorization, request = signed("PutItem", b'{"x":"y"}')
@@ -127,6 +158,6 @@ def test_only_verified_requests_leave_anything_kept() -> None:
         forged, request = signed(body=b'{"n":%d}' % n, headers={"X-Amz-Meta": "x" * n}, secret="guessed")
         with pytest.raises(InvalidSignatureException):
             check.verify(forged, request)
-    assert not check._heads and not check._signers
+    assert not any(signing.kept for signing in check._signings.values())
     check.verify(*signed())
-    assert len(check._heads) == len(check._signers) == 1
+    assert sum(len(signing.kept) for signing in check._signings.values()) == 1

@@ -311,12 +311,6 @@ class PolicySet:
 _DECISIONS_KEPT = 1024  # per PolicySet: a caller's actions on its tables and indexes
 
 
-def names_principal(principal: Any, account: str, arn: str) -> bool:
-    """Whether a trust or resource policy's Principal names the caller: "*", {"AWS": "*"}, its account (the id, or
-    the account's root ARN) or its own ARN."""
-    return any(name in ("*", account, f"arn:aws:iam::{account}:root", arn) for name in principal_names(principal))
-
-
 def principal_names(principal: Any) -> list[str]:
     """The AWS principals a Principal element names ({"AWS": a name or names}; "*" stands for ["*"])."""
     if principal == "*":
@@ -324,12 +318,27 @@ def principal_names(principal: Any) -> list[str]:
     return _strings(principal.get("AWS")) if isinstance(principal, dict) else []
 
 
-def trusts(text: str, account: str, arn: str, context: Context, action: str = "sts:AssumeRole") -> bool:
-    """Whether a role's trust policy lets the principal `arn` of `account` assume it: an Allow statement names the
-    action and the principal and its conditions hold, and no such Deny does."""
-    applying = [statement for statement in compiled(text, "trust")
-                if names_principal(statement.principal, account, arn)]
-    return decide([applying], action, "", context) == "allow"
+def trusts(text: str, account: str, names: Iterable[str], context: Context,
+           action: str = "sts:AssumeRole") -> Literal["principal", "account"] | None:
+    """How a role's trust policy lets a principal of `account`, known by `names` (its ARN, an assumed role's role
+    ARN), assume it: "principal" where an Allow statement names it itself ("*" or one of `names`) and its
+    conditions hold, "account" where only statements naming its account (the id or the account's root ARN) allow
+    (the account then leaves the decision to the principal's identity policies: see sts.py); None where none
+    allows, or a statement naming it either way denies."""
+    own = frozenset(("*", *names))
+    by_account = (account, f"arn:aws:iam::{account}:root")
+    direct: list[Statement] = []
+    applying: list[Statement] = []
+    for statement in compiled(text, "trust"):
+        named = principal_names(statement.principal)
+        if any(name in own for name in named):
+            direct.append(statement)
+            applying.append(statement)
+        elif any(name in by_account for name in named):
+            applying.append(statement)
+    if decide([applying], action, "", context) != "allow":
+        return None
+    return "principal" if decide([direct], action, "", context) == "allow" else "account"
 
 
 def epoch_text(epoch: float) -> str:

@@ -7,7 +7,8 @@ Authentication follows the server's `--auth`: with `verify`, the signature is ch
 DynamoDB's calls (errors in IAM's and STS's own codes: InvalidClientTokenId, SignatureDoesNotMatch,
 ExpiredToken); with `off`, every caller is the root of the account. Authorization of IAM actions: the root may
 do anything; a user or an assumed role what its inline policies allow (an explicit Deny wins, default deny).
-STS actions need no identity policy (AssumeRole asks the role's trust policy).
+STS actions are not authorized here: AssumeRole asks the role's trust policy and, as IAM does, the caller's
+identity policies (identity/sts.py).
 """
 
 from __future__ import annotations

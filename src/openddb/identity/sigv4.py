@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import quote, unquote
 
 from openddb import clock
@@ -51,6 +52,8 @@ _AMZ_DATE = "%Y%m%dT%H%M%SZ"
 _SIGNED_HEADERS = re.compile(rb"SignedHeaders=([^,\s]*)")
 CREDENTIAL = re.compile(rb"Credential=([^/,\s]*)/(\d{8})/([^/,\s]*)/([^/,\s]*)/aws4_request")
 _SPACES = re.compile(rb"\s+")
+# x-amz-content-sha256's value for a payload left out of the signature (the canonical request then ends with it)
+UNSIGNED_PAYLOAD = b"UNSIGNED-PAYLOAD"
 
 
 Source = Literal["root", "user", "role"]
@@ -96,6 +99,35 @@ class _Scope:
     signed: bytes  # the same, joined by ";" as the canonical request lists them
 
 
+class _Signing:
+    """One Authorization header's part before its signature, parsed once (clients send the same one request after
+    request, the signature alone changing), and what its requests share within a second, kept once a request
+    signed with it passed: per (method, path and query, the signed headers' values as sent, X-Amz-Date where it is
+    not among them) the secret it was made with, the time in epoch seconds, the SHA-256 state over the canonical
+    request up to its payload hash, and the HMAC's inner and outer SHA-256 states over the string to sign up to the
+    canonical request's hash (RFC 2104: the signing key's pads absorbed). Each state is copied per request."""
+
+    __slots__ = ("dated", "kept", "key_id", "scope", "values")
+
+    def __init__(self, scope: _Scope) -> None:
+        self.scope = scope
+        self.key_id = scope.key_id
+        # the signed headers' values, in one call (KeyError if one was not sent: then looked for one by one)
+        self.values: Callable[[Mapping[bytes, bytes]], Any] = itemgetter(*scope.names)
+        self.dated = b"x-amz-date" in scope.names  # (else the request's time is part of what is kept by)
+        self.kept: dict[tuple[Any, ...], _Kept] = {}
+
+
+class _Kept(NamedTuple):
+    """What requests alike within a second share (see `_Signing`)."""
+
+    secret: str
+    epoch: int
+    head: Hash
+    inner: Hash
+    outer: Hash
+
+
 class Verifier:
     """Checks requests against the credentials it knows: `keys` (the root's, by access key id), then those
     `lookup` finds (users' access keys and temporary credentials, from the identity store)."""
@@ -104,16 +136,8 @@ class Verifier:
                  lookup: Callable[[str], Credentials | None] | None = None) -> None:
         self.keys = dict(keys)
         self.lookup = lookup
-        # Clients send the same credential scope and signed headers request after request: parsed once.
-        self._scopes: dict[bytes, _Scope] = {}
+        self._signings: dict[bytes, _Signing] = {}  # an Authorization header up to "Signature=" -> its _Signing
         self._stamps: dict[bytes, int] = {}  # x-amz-date -> epoch seconds, for this second's requests
-        # What one client's requests share within a second is hashed once (a request's own part is its payload's
-        # hash, and its canonical request's): (method, path and query, the signed headers' names, then their values
-        # as sent) -> SHA-256 over its canonical request up to the payload hash; (secret, scope, X-Amz-Date) -> HMAC
-        # with the signing key over its string to sign up to the canonical request's hash, as the pair of SHA-256
-        # states HMAC runs (RFC 2104: the key's inner and outer pads absorbed). Each is copied per request.
-        self._heads: dict[tuple[bytes | None, ...], Hash] = {}
-        self._signers: dict[tuple[str, bytes, bytes], tuple[Hash, Hash]] = {}
         self._keys: dict[tuple[str, bytes], bytes] = {}  # (secret, scope) -> signing key, derived once a day
 
     def credentials(self, key_id: str) -> Credentials | None:
@@ -125,74 +149,89 @@ class Verifier:
 
     def verify(self, authorization: bytes, request: SignedRequest) -> Credentials:
         """The credentials that signed `request` (whose Authorization header's form was checked before), or the
-        error DynamoDB answers."""
+        error DynamoDB answers. (Every request: written for the common case, what it shares with the client's
+        earlier requests found in one look-up.)"""
         cut = authorization.rfind(b"Signature=")
-        scope = self._scopes.get(authorization[:cut]) or self._parse(authorization, cut)
-        credentials = self.credentials(scope.key_id)
+        signing = self._signings.get(authorization[:cut]) or self._parse(authorization, cut)
+        credentials = self.keys.get(signing.key_id)
+        if credentials is None and self.lookup is not None:
+            credentials = self.lookup(signing.key_id)
         headers = request.headers
         token = headers.get(b"x-amz-security-token")
         if credentials is None or (token is None) != (credentials.token is None):
             # (a session token with a long-term key is no credential either, nor temporary keys without theirs)
             raise UnrecognizedClientException(UNKNOWN_KEY)
-        if credentials.token is not None:
+        if token is not None:
             self._check_session(credentials, token)
         stamp = headers.get(b"x-amz-date")
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
-        self._check_time(stamp)
-        shared = (request.method, request.url, scope.signed, *map(headers.get, scope.names))
-        head = self._heads.get(shared) or _head(shared, scope.names)
-        signing = (credentials.secret, scope.scope, stamp)
-        signer = self._signers.get(signing) or self._signer(credentials.secret, scope, stamp)
-        canonical = head.copy()
-        canonical.update(headers.get(b"x-amz-content-sha256") or sha256_hex(request.body))
-        inner, outer = signer
-        inner = inner.copy()
+        try:
+            alike: tuple[Any, ...] = (request.method, request.url, signing.values(headers))
+        except KeyError:  # a signed header not sent (signed as an empty value)
+            alike = (request.method, request.url, tuple(map(headers.get, signing.scope.names)))
+        if not signing.dated:
+            alike += (stamp,)
+        kept = signing.kept.get(alike)
+        if kept is None or kept.secret != credentials.secret:
+            shared = self._shared(credentials.secret, signing.scope, stamp, request)
+        else:
+            shared = kept
+            now = int(clock.now())
+            if not now - _SKEW_SECONDS <= kept.epoch <= now + _SKEW_SECONDS:
+                self._check_time(stamp)  # (which raises)
+        canonical = shared.head.copy()
+        payload = headers.get(b"x-amz-content-sha256")
+        if payload == UNSIGNED_PAYLOAD:
+            canonical.update(payload)
+        else:  # (the body's hash as computed: a client's x-amz-content-sha256 that differs signs another body)
+            digest = _EMPTY_SHA256.copy()
+            digest.update(request.body)
+            canonical.update(digest.hexdigest().encode())
+        inner = shared.inner.copy()
         inner.update(canonical.hexdigest().encode())
-        outer = outer.copy()
+        outer = shared.outer.copy()
         outer.update(inner.digest())
-        given = authorization[cut + 10:].split(b",", 1)[0].strip().lower()
-        if not hmac.compare_digest(outer.hexdigest().encode(), given):
+        computed = outer.hexdigest().encode()
+        given = authorization[cut + 10:]
+        if not hmac.compare_digest(computed, given) and \
+                not hmac.compare_digest(computed, given.split(b",", 1)[0].strip().lower()):
             raise InvalidSignatureException(MISMATCH)
-        if shared not in self._heads or signing not in self._signers:
-            self._keep(shared, head, signing, signer)  # (once a request signed with them passed: no forger fills these)
+        if shared is not kept:  # (kept once a request signed with it passed: no forger fills this)
+            if len(signing.kept) > 256:
+                signing.kept.clear()
+            signing.kept[alike] = shared
         return credentials
 
     @staticmethod
-    def _check_session(credentials: Credentials, token: bytes | None) -> None:
+    def _check_session(credentials: Credentials, token: bytes) -> None:
         """Temporary credentials: their own session token, and not past their expiry."""
         assert credentials.token is not None
-        if token is None or not hmac.compare_digest(token.strip(), credentials.token.encode()):
+        if not hmac.compare_digest(token.strip(), credentials.token.encode()):
             raise UnrecognizedClientException(UNKNOWN_KEY)
         if credentials.expires is not None and clock.now() >= credentials.expires:
             # best guess at the order: an expired token is refused before its signature is checked
             raise ExpiredTokenException()
 
-    def _parse(self, authorization: bytes, cut: int) -> _Scope:
+    def _parse(self, authorization: bytes, cut: int) -> _Signing:
         credential = CREDENTIAL.search(authorization)
         signed = _SIGNED_HEADERS.search(authorization)
         assert credential is not None and signed is not None and cut > 0  # (its form was checked before)
         key_id, day, region, service = credential.groups()
         names = signed.group(1).lower()
-        scope = _Scope(key_id.decode("latin-1"), b"%s/%s/%s/aws4_request" % (day, region, service), day, region,
-                       service, tuple(names.split(b";")), names)
-        if len(self._scopes) > 4096:
-            self._scopes.clear()
-        self._scopes[authorization[:cut]] = scope
-        return scope
+        signing = _Signing(_Scope(key_id.decode("latin-1"), b"%s/%s/%s/aws4_request" % (day, region, service), day,
+                                  region, service, tuple(names.split(b";")), names))
+        if len(self._signings) > 4096:
+            self._signings.clear()
+        self._signings[authorization[:cut]] = signing
+        return signing
 
-    def _keep(self, shared: tuple[bytes | None, ...], head: Hash, signing: tuple[str, bytes, bytes],
-              signer: tuple[Hash, Hash]) -> None:
-        """Keep the hashed head of the canonical request and the HMAC states of a verified request."""
-        if len(self._heads) > 4096:
-            self._heads.clear()
-        if len(self._signers) > 4096:
-            self._signers.clear()
-        self._heads[shared] = head
-        self._signers[signing] = signer
-
-    def _signer(self, secret: str, scope: _Scope, stamp: bytes) -> tuple[Hash, Hash]:
-        """HMAC-SHA256 with the signing key of `secret` for `scope`, over the string to sign up to the canonical
-        request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the day."""
+    def _shared(self, secret: str, scope: _Scope, stamp: bytes, request: SignedRequest) -> _Kept:
+        """What `request` shares with requests alike (see `_Signing`): the time of `stamp` (checked:
+        InvalidSignatureException unless within 15 minutes of the server's clock), the canonical request's hashed
+        head, and HMAC-SHA256 with the signing key of `secret` for `scope` over the string to sign up to the
+        canonical request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the
+        day."""
+        epoch = self._check_time(stamp)
         key = self._keys.get((secret, scope.scope))
         if key is None:
             key = ("AWS4" + secret).encode()
@@ -206,10 +245,10 @@ class Verifier:
         inner.update(padded.translate(_INNER_PAD))
         inner.update(b"AWS4-HMAC-SHA256\n%s\n%s\n" % (stamp, scope.scope))
         outer.update(padded.translate(_OUTER_PAD))
-        return inner, outer
+        return _Kept(secret, epoch, _head(request, scope), inner, outer)
 
-    def _check_time(self, stamp: bytes) -> None:
-        """InvalidSignatureException unless `stamp` is within 15 minutes of the server's clock."""
+    def _check_time(self, stamp: bytes) -> int:
+        """The epoch seconds of `stamp`; InvalidSignatureException unless within 15 minutes of the server's clock."""
         signed = self._stamps.get(stamp)
         if signed is None:
             signed = _epoch(stamp)
@@ -218,7 +257,7 @@ class Verifier:
             self._stamps[stamp] = signed
         now = int(clock.now())
         if now - _SKEW_SECONDS <= signed <= now + _SKEW_SECONDS:
-            return
+            return signed
         text, current = stamp.decode(), datetime.fromtimestamp(now, UTC)
         if signed < now:
             raise InvalidSignatureException(
@@ -257,24 +296,26 @@ def _stamp_of(headers: Mapping[bytes, bytes], authorization: bytes) -> bytes:
 def canonical_request(request: SignedRequest, names: tuple[bytes, ...]) -> bytes:
     """SigV4's canonical request of `request` for the signed header `names` (lower case, in the header's order):
     method, path, query, each signed header `name:value` (trimmed, inner runs of spaces as one), the names, and the
-    body's SHA-256 (or the x-amz-content-sha256 the client sent). (`Verifier.verify` builds the same text from
-    parts it keeps.)"""
+    body's SHA-256 (UNSIGNED-PAYLOAD where the client's x-amz-content-sha256 says so; any other value it gives
+    stands for the hash it computed, which must be the body's). (`Verifier.verify` builds the same text from parts
+    it keeps.)"""
     url = request.url
     get = request.headers.get
+    payload = get(b"x-amz-content-sha256")
     return b"%s\n%s\n%s\n%s\n%s" % (
         request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
         header_lines(names, tuple(map(get, names))), b";".join(names),
-        get(b"x-amz-content-sha256") or sha256_hex(request.body))
+        payload if payload == UNSIGNED_PAYLOAD else sha256_hex(request.body))
 
 
-def _head(shared: tuple[bytes | None, ...], names: tuple[bytes, ...]) -> Hash:
-    """SHA-256 over the canonical request up to its payload hash (`shared`: method, path and query, the signed
-    headers' names joined, then their values)."""
-    method, url, signed, *values = shared
-    assert method is not None and url is not None and signed is not None
+def _head(request: SignedRequest, scope: _Scope) -> Hash:
+    """SHA-256 over `request`'s canonical request up to its payload hash: method, path and query, the signed headers'
+    lines and names."""
+    url = request.url
     head = _EMPTY_SHA256.copy()
-    head.update(b"%s\n%s\n%s\n%s\n" % (method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
-                                        header_lines(names, tuple(values)), signed))
+    head.update(b"%s\n%s\n%s\n%s\n" % (request.method, b"/\n" if url == b"/" else _canonical_path_and_query(url),
+                                        header_lines(scope.names, tuple(map(request.headers.get, scope.names))),
+                                        scope.signed))
     return head
 
 

@@ -71,11 +71,16 @@ def get_session_token(call: IamCall) -> Result:
 
 
 def assume_role(call: IamCall, verified: bool) -> Result:
-    """AssumeRole: the role's trust policy must name the caller (its account or its ARN) as principal; a role of
-    another account, besides, only as the caller's identity policies allow sts:AssumeRole on it (IAM User Guide,
-    "Cross-account policy evaluation logic": the trusting account's resource-based policy, here the trust policy,
-    and the trusted account's identity-based policy must both allow). The session then acts in the role's
-    account."""
+    """AssumeRole: the role's trust policy must name the caller (its ARN, an assumed role's role ARN, "*", or its
+    account) as principal, and no identity policy of the caller may deny sts:AssumeRole on the role. Trust
+    policies are an exception to the rule that either an identity or a resource-based policy suffices within an
+    account (IAM User Guide, "Policy evaluation logic": "IAM role trust policies and KMS key policies are exceptions
+    to this logic, because they must explicitly allow access for principals"): a trust policy naming the caller
+    itself is enough in its own account, one naming only the account delegates the decision to the account's
+    identity policies, so the caller's must then allow sts:AssumeRole on the role too. A role of another account,
+    besides, only as the caller's identity policies allow it ("Cross-account policy evaluation logic": the
+    trusting account's resource-based policy, here the trust policy, and the trusted account's identity-based
+    policy must both allow). The session then acts in the role's account."""
     action, caller = call.action, call.caller
     role_arn = action.text("RoleArn", required=True, low=20, high=2048)
     session_name = action.text("RoleSessionName", required=True, low=2, high=64, pattern=SESSION_NAME_PATTERN)
@@ -110,11 +115,14 @@ def _trusting_role(call: IamCall, role_arn: str, verified: bool) -> tuple[Doc, s
     if role is None or role["Arn"] != role_arn:
         raise denied
     context = principal_context(caller, call.now, "", "us-east-1", call.secure)
-    if not trusts(role["AssumeRolePolicyDocument"], caller.account, caller.arn, context):
+    names = (caller.arn, *context.get("aws:principalarn", ()))
+    trusted = trusts(role["AssumeRolePolicyDocument"], caller.account, names, context)
+    if trusted is None:
         raise denied
-    if verified and account != caller.account and \
-            call.store.policies(caller).decide("sts:AssumeRole", role_arn, context) != "allow":
-        raise denied
+    if verified:  # (with --auth off every caller is the root, and asks no identity policy)
+        own = call.store.policies(caller).decide("sts:AssumeRole", role_arn, context)
+        if own == "deny" or (own != "allow" and (account != caller.account or trusted == "account")):
+            raise denied
     return role, account
 
 
