@@ -84,6 +84,7 @@ class SignedRequest(NamedTuple):
     url: bytes
     headers: Mapping[bytes, bytes]
     body: bytes
+    expires: int | None = None  # a presigned request's X-Amz-Expires (identity/presigned.py); None: a header's
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,8 @@ class Verifier:
         else:
             shared = kept
             now = int(clock.now())
-            if not now - _SKEW_SECONDS <= kept.epoch <= now + _SKEW_SECONDS:
-                self._check_time(stamp)  # (which raises)
+            if not now - (request.expires or _SKEW_SECONDS) <= kept.epoch <= now + _SKEW_SECONDS:
+                self._check_time(stamp, request.expires)  # (which raises)
         canonical = shared.head.copy()
         payload = headers.get(b"x-amz-content-sha256")
         if payload == UNSIGNED_PAYLOAD:
@@ -231,7 +232,7 @@ class Verifier:
         head, and HMAC-SHA256 with the signing key of `secret` for `scope` over the string to sign up to the
         canonical request's hash, as its inner and outer SHA-256 states (RFC 2104); the signing key kept for the
         day."""
-        epoch = self._check_time(stamp)
+        epoch = self._check_time(stamp, request.expires)
         key = self._keys.get((secret, scope.scope))
         if key is None:
             key = ("AWS4" + secret).encode()
@@ -247,8 +248,9 @@ class Verifier:
         outer.update(padded.translate(_OUTER_PAD))
         return _Kept(secret, epoch, _head(request, scope), inner, outer)
 
-    def _check_time(self, stamp: bytes) -> int:
-        """The epoch seconds of `stamp`; InvalidSignatureException unless within 15 minutes of the server's clock."""
+    def _check_time(self, stamp: bytes, expires: int | None = None) -> int:
+        """The epoch seconds of `stamp`; InvalidSignatureException unless within 15 minutes of the server's clock
+        (a presigned request's, `expires`: at most 15 minutes ahead and at most `expires` seconds behind)."""
         signed = self._stamps.get(stamp)
         if signed is None:
             signed = _epoch(stamp)
@@ -256,9 +258,15 @@ class Verifier:
                 self._stamps.clear()
             self._stamps[stamp] = signed
         now = int(clock.now())
-        if now - _SKEW_SECONDS <= signed <= now + _SKEW_SECONDS:
+        if now - (expires or _SKEW_SECONDS) <= signed <= now + _SKEW_SECONDS:
             return signed
         text, current = stamp.decode(), datetime.fromtimestamp(now, UTC)
+        if signed < now and expires is not None:
+            # best guess: a presigned request past its X-Amz-Expires, in the words of the header form's expiry
+            raise InvalidSignatureException(
+                f"Signature expired: {text} is now earlier than "
+                f"{(current - timedelta(seconds=expires)).strftime(_AMZ_DATE)} ({current.strftime(_AMZ_DATE)} - "
+                f"{expires} sec.)")
         if signed < now:
             raise InvalidSignatureException(
                 f"Signature expired: {text} is now earlier than {(current - _SKEW).strftime(_AMZ_DATE)} "

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import httptools
 
 from openddb.advisor.listener import Advisor
+from openddb.identity import presigned
 from openddb.identity.service import FORM_TYPE, query_target
 from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
@@ -467,12 +468,18 @@ class HttpProtocol(asyncio.Protocol):
             return
         body, too_large = b"".join(self._body), self._too_large
         # (a signature covers the body as sent: compressed, if it was)
-        signed = SignedRequest(method, url, headers, body) if self.server.verifying else None
+        authorization = headers.get(b"authorization")
+        signed = None
+        if authorization is None and presigned.is_presigned(url):  # (signed in the query: identity/presigned.py)
+            authorization, in_query = presigned.from_query(method, url, headers, body)
+            signed = in_query if self.server.verifying else None
+        elif self.server.verifying:
+            signed = SignedRequest(method, url, headers, body)
         encoding = headers.get(b"content-encoding")
         if encoding is not None and not too_large:
             body, too_large = _decoded(body, encoding)
         accept = headers.get(b"accept-encoding")
-        request = _Request(headers.get(b"x-amz-target", b""), headers.get(b"authorization"), body, too_large,
+        request = _Request(headers.get(b"x-amz-target", b""), authorization, body, too_large,
                            request_id, _JSON_1_0, keep_alive, extra,
                            None if accept is None or accept == b"identity" else chosen_coding(accept),  # (boto3's)
                            headers.get(b"host", b""), signed, self._peer() if self.server.auditing else "")
