@@ -467,14 +467,7 @@ class HttpProtocol(asyncio.Protocol):
                          keep_alive)
             return
         body, too_large = b"".join(self._body), self._too_large
-        # (a signature covers the body as sent: compressed, if it was)
-        authorization = headers.get(b"authorization")
-        signed = None
-        if authorization is None and presigned.is_presigned(url):  # (signed in the query: identity/presigned.py)
-            authorization, in_query = presigned.from_query(method, url, headers, body)
-            signed = in_query if self.server.verifying else None
-        elif self.server.verifying:
-            signed = SignedRequest(method, url, headers, body)
+        authorization, signed = self._signature(method, url, body)  # (the body as sent: compressed, if it was)
         encoding = headers.get(b"content-encoding")
         if encoding is not None and not too_large:
             body, too_large = _decoded(body, encoding)
@@ -490,6 +483,16 @@ class HttpProtocol(asyncio.Protocol):
             self.server.read_soon(self)
         elif not self._execute(request):
             self._defer(request)
+
+    def _signature(self, method: bytes, url: bytes, body: bytes) -> tuple[bytes | None, SignedRequest | None]:
+        """An API call's Authorization value and, with --auth verify, what its signature covers: from its header, or
+        from its query string where it was presigned (identity/presigned.py)."""
+        headers = self._headers
+        authorization = headers.get(b"authorization")
+        if authorization is None and presigned.is_presigned(url):
+            authorization, in_query = presigned.from_query(method, url, headers, body)
+            return authorization, in_query if self.server.verifying else None
+        return authorization, SignedRequest(method, url, headers, body) if self.server.verifying else None
 
     def _respond_query(self, target: bytes, extra: bytes, request_id: bytes, keep_alive: bool) -> None:
         """Hand an IAM or STS call (AWS Query protocol: a form-encoded POST) to the dispatcher; answered in XML."""
