@@ -45,9 +45,8 @@ def from_query(method: bytes, url: bytes, headers: Mapping[bytes, bytes],
         fields[name] = unquote_to_bytes(value)
         if name != b"X-Amz-Signature":
             kept.append(part)
-    pieces = [fields.get(b"X-Amz-Algorithm", b"")]
     given = [label + fields[name] for name, label in _AUTHORIZATION_PARTS if name in fields]
-    authorization = pieces[0] + b" " + b", ".join(given)
+    authorization = fields.get(b"X-Amz-Algorithm", b"") + b" " + b", ".join(given)
     signed_headers = dict(headers)
     for name, header in ((b"X-Amz-Date", b"x-amz-date"), (b"X-Amz-Security-Token", b"x-amz-security-token")):
         if name in fields:
