@@ -1,5 +1,5 @@
 """An export's run, in the background, after ExportTableToPointInTime has answered IN_PROGRESS: chunks on the
-server's loop (`indexes.drive`), under the export's lease, each a bounded piece of work. The first begins a
+server's loop (`background_runs.Runs`), under the export's lease, each a bounded piece of work. The first begins a
 point-in-time restore of the table as it stood at ExportTime into an internal table (`openddb/export-<id>`; an
 incremental export, a second one at its ExportFromTime); the next ones fill it RESTORE_CHUNK items at a time (the
 engine's chunked restore, as RestoreTableToPointInTime's); then each writes up to EXPORT_CHUNK of its items (an
@@ -30,8 +30,8 @@ from openddb import clock
 from openddb.api import backups_export_files as files
 from openddb.api import backups_ion as ion
 from openddb.api import backups_records as records
+from openddb.api.background_runs import Runs
 from openddb.api.figures import epoch_millis
-from openddb.api.indexes import drive
 from openddb.model.schema import TableMeta
 from openddb.storage.base import (
     HASH_SPACE,
@@ -53,7 +53,7 @@ _LEASE_SECONDS = 10.0  # renewed every chunk
 # best guess: DynamoDB's FailureCode and FailureMessage of an export it could not finish are not recorded
 _CUT_SHORT = ("InternalServerError", "The export was cut short by a restart of the server")
 _SOURCE_LOST = ("InternalServerError", "The table's point-in-time recovery no longer covers the export's time")
-_RUNNING: set[str] = set()  # the exports this process drives
+_RUNNING: Runs[str] = Runs()  # the exports this process drives
 
 
 def save_export(engine: Engine, description: dict[str, Any]) -> None:
@@ -109,34 +109,25 @@ class _Run:
 def schedule_export(engine: Engine, arn: str) -> None:
     """Drive the export `arn` (IN_PROGRESS, its lease taken) to its end on this process's loop, from where its
     stored progress left it; no-op if this process drives it already."""
-    if arn in _RUNNING:
-        return
-    _RUNNING.add(arn)
     runs: list[_Run] = []
 
     def chunk() -> bool:
         if not take_lease(engine, arn):
-            _RUNNING.discard(arn)  # (another process drives it)
-            return False
+            return False  # (another process drives it)
         if not runs:
             description = records.record(engine, EXPORTS_TABLE, "export", arn)
             progress = records.record(engine, EXPORTS_TABLE, _PROGRESS, arn)
             if description is None or description["ExportStatus"] != "IN_PROGRESS" or progress is None:
-                _RUNNING.discard(arn)
                 return False
             runs.append(_Run(description, progress))
-        more = _advance(engine, runs[0])
-        if not more:
-            _RUNNING.discard(arn)
-        return more
+        return _advance(engine, runs[0])
 
     def failed() -> None:
-        _RUNNING.discard(arn)
         if runs:
             _drop_snapshots(engine, runs[0])
             _fail(engine, runs[0].description, ("InternalServerError", "The export failed (see the server's log)"))
 
-    drive(lambda: records.background_chunk(engine, chunk), failed, f"export {arn}")
+    _RUNNING.start(arn, lambda: records.background_chunk(engine, chunk), f"export {arn}", failed)
 
 
 def _advance(engine: Engine, run: _Run) -> bool:

@@ -1,4 +1,4 @@
-"""An import's run, in the background: chunks on the server's loop (`indexes.drive`, as an index's backfill), one
+"""An import's run, in the background: chunks on the server's loop (`background_runs.Runs`, as an index's backfill), one
 process driving each import at a time (the holder of its lease), each chunk one transaction that writes its items
 and the import's progress (the object and the records of it taken, the counts) together. A run a crash or kill -9
 cut short is resumed where its last chunk left it (`resume_imports`, a background duty every few seconds), with
@@ -25,10 +25,10 @@ import orjson
 from openddb import clock
 from openddb.api import backups_records as records
 from openddb.api import transient
+from openddb.api.background_runs import Runs
 from openddb.api.backups_buckets import bucket_directory
 from openddb.api.backups_import_sources import Entry, Source, entries, object_keys
 from openddb.api.figures import epoch_millis
-from openddb.api.indexes import drive
 from openddb.errors import ResourceInUseException
 from openddb.model import Item
 from openddb.model.schema import TableMeta
@@ -44,7 +44,7 @@ _LEASE_SECONDS = 10.0
 _UNTIL_IMPORTED = 1e15  # the table's CREATING lasts until the import's last step ends it
 _VALIDATION_FAILURE = ("ItemValidationError", "Some of the items failed validation checks and were not imported. "
                        "Please check CloudWatch error logs for more details.")  # (the validation page's example)
-_RUNNING: set[str] = set()  # the imports this process drives
+_RUNNING: Runs[str] = Runs()  # the imports this process drives
 
 
 @dataclass
@@ -58,9 +58,6 @@ class _Reader:
 
 def schedule_import(engine: Engine, arn: str) -> None:
     """Drive the import `arn` to its end on this process's loop; no-op if this process drives it already."""
-    if arn in _RUNNING:
-        return
-    _RUNNING.add(arn)
     reading: list[_Reader] = []
 
     def step() -> bool:
@@ -70,7 +67,6 @@ def schedule_import(engine: Engine, arn: str) -> None:
         document = records.record(engine, IMPORTS_TABLE, KIND, arn)
         if document is None or document["Description"]["ImportStatus"] != "IN_PROGRESS" or \
                 not engine.try_lease(f"import:{arn}", lease_holder(), _LEASE_SECONDS, time.time()):
-            _RUNNING.discard(arn)
             return False
         try:
             more = _begin(engine, document) if "keys" not in document["Progress"] else \
@@ -78,11 +74,9 @@ def schedule_import(engine: Engine, arn: str) -> None:
         except BaseException:
             reading.clear()  # (read again from the progress stored)
             raise
-        if not more:
-            _RUNNING.discard(arn)
         return more
 
-    drive(step, lambda: _RUNNING.discard(arn), f"import {arn}")
+    _RUNNING.start(arn, step, f"import {arn}")
 
 
 def resume_imports(engine: Engine) -> None:

@@ -1,5 +1,5 @@
 """On-demand backups and restores, run in the background after CreateBackup and the restores have answered: chunks
-on the server's loop (`indexes.drive`, as exports, imports and index backfills), each chunk one short transaction,
+on the server's loop (`background_runs`, as exports, imports and index backfills), each chunk one short transaction,
 so requests (on any table) are served between them while a large table is copied. One process drives each run at
 a time (the holder of its lease, renewed every chunk).
 
@@ -22,9 +22,10 @@ import time
 
 from openddb import clock
 from openddb.api import backups_records as records
+from openddb.api.background_runs import Runs
 from openddb.api.backups_shapes import stamped_id
 from openddb.api.figures import epoch_millis
-from openddb.api.indexes import drive, schedule_backfill
+from openddb.api.indexes import schedule_backfill
 from openddb.model.schema import TableMeta
 from openddb.storage.base import BACKUP_CHUNK, RESTORE_CHUNK, BackupRecord, CatalogChanged, Engine, lease_holder
 from openddb.vectors.updates import schedule_vector_backfill
@@ -33,8 +34,8 @@ log = logging.getLogger("openddb.backups")
 
 _LEASE_SECONDS = 10.0  # renewed every chunk
 SYSTEM_BACKUP_DAYS = 35
-_BACKING_UP: set[str] = set()  # the backups this process makes (ARNs)
-_RESTORING: set[str] = set()  # the restores this process drives (the restored tables' uuids)
+_BACKING_UP: Runs[str] = Runs()  # the backups this process makes (ARNs)
+_RESTORING: Runs[str] = Runs()  # the restores this process drives (the restored tables' uuids)
 BUILDING: set[str] = set()  # stored names of the tables this process restored whose indexes are still being built
 
 
@@ -48,23 +49,16 @@ def backing_up(arn: str) -> bool:
 
 def schedule_backup(engine: Engine, arn: str) -> None:
     """Copy the backup `arn` (begun, CREATING) chunk by chunk to its end; no-op if this process makes it already."""
-    if arn in _BACKING_UP:
-        return
-    _BACKING_UP.add(arn)
-
     def chunk() -> bool:
         if not take_backup_lease(engine, arn):
-            _BACKING_UP.discard(arn)  # (another process makes it)
-            return False
+            return False  # (another process makes it)
         progress = engine.continue_backup(arn, BACKUP_CHUNK)
         if progress == "lost":
             log.warning("backup %s was cut short by a restart and can no longer be finished: deleted", arn)
             engine.delete_backup(arn)
-        if progress != "more":
-            _BACKING_UP.discard(arn)
         return progress == "more"
 
-    drive(lambda: records.background_chunk(engine, chunk), lambda: _BACKING_UP.discard(arn), f"backup {arn}")
+    _BACKING_UP.start(arn, lambda: records.background_chunk(engine, chunk), f"backup {arn}")
 
 
 def resume_backups(engine: Engine) -> None:
@@ -115,15 +109,11 @@ def schedule_restore(engine: Engine, meta: TableMeta) -> None:
     """Fill the restored table `meta` (begun, `restoring`) chunk by chunk, then start its indexes' backfill; no-op
     if this process drives it already."""
     name, uuid = meta.stored_name, meta.uuid
-    if uuid in _RESTORING:
-        return
-    _RESTORING.add(uuid)
 
     def chunk() -> bool:
         current = engine.get_table(name)
         if current is None or current.uuid != uuid or not current.restoring or not engine.try_lease(
                 f"restore:{uuid}", lease_holder(), _LEASE_SECONDS, time.time()):
-            _RESTORING.discard(uuid)
             return False
         progress = engine.continue_restore(current, RESTORE_CHUNK)
         if progress == "more":
@@ -133,10 +123,9 @@ def schedule_restore(engine: Engine, meta: TableMeta) -> None:
             engine.delete_table(name)
         elif not _copied(engine, current):
             return True  # (the table changed meanwhile: the next chunk looks again)
-        _RESTORING.discard(uuid)
         return False
 
-    drive(lambda: records.background_chunk(engine, chunk), lambda: _RESTORING.discard(uuid), f"restore of {name}")
+    _RESTORING.start(uuid, lambda: records.background_chunk(engine, chunk), f"restore of {name}")
 
 
 def _copied(engine: Engine, meta: TableMeta) -> bool:

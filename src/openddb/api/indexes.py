@@ -11,16 +11,15 @@ short (a restart) resumes from the start when the index is next described or rea
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from openddb.api import transient
 from openddb.api import validation as v
+from openddb.api.background_runs import Runs
 from openddb.api.figures import counted
 from openddb.api.throughput import ON_DEMAND_WARM, count_decrease, provisioned_units, throughput_description
 from openddb.errors import LimitExceededException, ResourceNotFoundException, ValidationException, invalid
@@ -34,8 +33,6 @@ MAX_LSIS = 5
 MAX_PROJECTED_ATTRIBUTES = 100
 MAX_KEY_ATTRIBUTES = 4  # per partition key and per sort key of a multi-attribute GSI key
 BACKFILL_CHUNK = 256
-# Seconds to wait between backfill chunks: 0 in service; tests raise it to widen the window of online creation.
-BACKFILL_PAUSE = float(os.environ.get("OPENDDB_BACKFILL_PAUSE", "0"))
 
 KEY_ELEMENT = v.Struct({  # of tables and of indexes
     "AttributeName": v.Str(required=True, min_len=1, max_len=255),
@@ -548,7 +545,7 @@ def switch_index_billing(meta: TableMeta, request: dict[str, Any], billing_mode:
 
 # --- online creation -----------------------------------------------------------------------------------------
 
-_RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
+_RUNNING: Runs[tuple[str, int]] = Runs()  # (table uuid, index id) of the backfills this process drives
 # Who drives a backfill, across every worker and node sharing the store: the holder of its lease.
 _LEASE_SECONDS = 10.0  # renewed every chunk; a stopped driver holds the backfill up this long
 
@@ -570,10 +567,6 @@ def resume_backfills(engine: Engine, *others: Callable[[Engine, TableMeta], None
 
 def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None:
     """Start filling a CREATING index from the table's items (see the module docstring); no-op if running."""
-    job = (meta.uuid, index.index_id)
-    if job in _RUNNING:
-        return
-    _RUNNING.add(job)
     name, uuid, index_id = meta.stored_name, meta.uuid, index.index_id
     after: StorageKey | None = None
     filled = False
@@ -585,12 +578,10 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
         target = None if current is None or current.uuid != uuid else next(
             (i for i in current.indexes if i.index_id == index_id), None)
         if current is None or target is None or target.status != "CREATING" or current.restoring:
-            _RUNNING.discard(job)  # (a restore still copying items starts its backfills once they are in)
-            return False
+            return False  # (a restore still copying items starts its backfills once they are in)
         if not engine.try_lease(f"backfill:{uuid}:{index_id}", lease_holder(), _LEASE_SECONDS, time.time()):
             # Another process drives it; if that one dies, a later DescribeTable here takes over once the
             # lease expires (and starts over: a chunk is idempotent).
-            _RUNNING.discard(job)
             return False
         if not filled:
             after = engine.backfill_index(current, target, after, BACKFILL_CHUNK)
@@ -605,28 +596,7 @@ def schedule_backfill(engine: Engine, meta: TableMeta, index: IndexMeta) -> None
             engine.update_table(finished)
         except CatalogChanged:
             return True  # the table changed meanwhile (a tag, TTL...): finish on its fresh description
-        _RUNNING.discard(job)
         return False
 
-    drive(step, lambda: _RUNNING.discard(job), f"backfill of index {index.name} of table {name}")
+    _RUNNING.start((uuid, index_id), step, f"backfill of index {index.name} of table {name}")
 
-
-def drive(step: Callable[[], bool], failed: Callable[[], None], what: str) -> None:
-    """Run a backfill's `step` (one chunk; True while more remain) on the server's loop, one chunk a turn (or all
-    at once without a loop); `failed` is called, and the error logged, if a step raises."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # no server loop (a direct call): fill synchronously
-        while step():
-            pass
-        return
-
-    def run() -> None:
-        try:
-            if step():
-                loop.call_later(BACKFILL_PAUSE, run) if BACKFILL_PAUSE else loop.call_soon(run)
-        except Exception:
-            failed()
-            log.exception("%s failed", what)
-
-    loop.call_soon(run)

@@ -16,6 +16,7 @@ from openddb import clock
 from openddb.api import indexes as ix
 from openddb.api import transient
 from openddb.api import validation as v
+from openddb.api.background_runs import Runs
 from openddb.api.context import RequestContext
 from openddb.api.table_descriptions import describe
 from openddb.api.table_shapes import UPDATE_TABLE
@@ -30,7 +31,7 @@ from openddb.vectors.definitions import (
 )
 
 _ALLOWED = frozenset({"TableName", "AttributeDefinitions", "VectorIndexUpdates"})
-_RUNNING: set[tuple[str, int]] = set()  # (table uuid, index id) of the backfills this process drives
+_RUNNING: Runs[tuple[str, int]] = Runs()  # (table uuid, index id) of the backfills this process drives
 
 
 def update_vector_indexes(context: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -111,10 +112,6 @@ def resume_vector_backfills(engine: Engine, meta: TableMeta) -> None:
 def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndexMeta) -> None:
     """Fill a CREATING vector index from the table's items, chunk by chunk on the server's loop, then make it
     ACTIVE; no-op if this process already drives it, or another holds its lease."""
-    job = (meta.uuid, index.index_id)
-    if job in _RUNNING:
-        return
-    _RUNNING.add(job)
     state: dict[str, Any] = {"after": None, "filled": False}
 
     def step() -> bool:
@@ -124,7 +121,6 @@ def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndex
         if current is None or target is None or target.status != "CREATING" or current.restoring or \
                 not engine.try_lease(f"vector-backfill:{meta.uuid}:{index.index_id}", lease_holder(), 10.0,
                                      time.time()):
-            _RUNNING.discard(job)
             return False
         if not state["filled"]:
             after: StorageKey | None = engine.backfill_vector_index(current, target, state["after"],
@@ -139,7 +135,7 @@ def schedule_vector_backfill(engine: Engine, meta: TableMeta, index: VectorIndex
             engine.update_table(finished)
         except CatalogChanged:
             return True  # changed meanwhile: finish on the fresh description
-        _RUNNING.discard(job)
         return False
 
-    ix.drive(step, lambda: _RUNNING.discard(job), f"backfill of vector index {index.name} of table {meta.name}")
+    _RUNNING.start((meta.uuid, index.index_id), step,
+                   f"backfill of vector index {index.name} of table {meta.name}")
