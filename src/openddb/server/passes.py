@@ -142,7 +142,11 @@ class ServerState:
                     for connection in connections for request in connection.put_aside()
                     if request.target in targets and not request.too_large]
         try:
-            read_ahead.read_ahead(self.engine, requests)
+            try:
+                read_ahead.read_ahead(self.engine, requests)
+            except Exception:  # (a hint: whatever went wrong, each request still runs, and reads for itself)
+                log.exception("reading ahead failed; the requests read for themselves")
+                self.engine.end_read_ahead()
             for connection in connections:
                 connection.run_put_aside()
         finally:

@@ -60,9 +60,12 @@ from openddb.storage.base import (
     CatalogChanged,
     CommitResult,
     Engine,
+    IndexKey,
     QueryStart,
+    ReadsAhead,
     RequestToken,
     Row,
+    ScanStart,
     SortRange,
     StorageKey,
     TokenInUse,
@@ -83,6 +86,8 @@ from openddb.storage.postgres_indexes import (
     Migration,
     PostgresIndexes,
     entry_key,
+    index_query_statement,
+    index_scan_statement,
     one_row,
     read_key,
     stored_key,
@@ -220,6 +225,44 @@ def scan_statement(tid: int, h_low: int, h_high: int, after: StorageKey | None,
 
 
 FIRST_PAGE = 16  # rows of a keyset read's first page
+# Reads fetched ahead for a pass (see `PostgresEngine.read_ahead`) share one snapshot: a BatchGetItem or a
+# TransactGetItems answered from them reads its items as of one moment, as from the primary it always does.
+_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+Statement = tuple[str, tuple[Any, ...]]
+
+
+def first_page(start: QueryStart | ScanStart) -> Statement:
+    """The statement of the first page a Query or Scan reads, as `query`, `index_query`, `scan` or `index_scan`
+    sends it."""
+    tid = start.table.table_id
+    if isinstance(start, QueryStart):
+        if start.index is None:
+            assert start.after is None or isinstance(start.after, bytes)
+            sql, params = query_statement(tid, start.h, start.pk, start.sort, start.forward, start.after, FIRST_PAGE)
+        else:
+            assert start.after is None or isinstance(start.after, IndexKey)
+            sql, params = index_query_statement(tid, start.index.index_id, start.h, start.pk, start.sort,
+                                                start.forward, start.after, FIRST_PAGE)
+    elif start.index is None:
+        assert start.after is None or isinstance(start.after, StorageKey)
+        sql, params = scan_statement(tid, start.low, start.high, start.after, FIRST_PAGE)
+    else:
+        assert start.after is None or isinstance(start.after, IndexKey)
+        sql, params = index_scan_statement(tid, start.index.index_id, start.low, start.high, start.after, FIRST_PAGE)
+    return sql, tuple(params)
+
+
+def statements_ahead(reads: ReadsAhead) -> list[Statement]:
+    """The statements (each once) that read what `reads` names."""
+    statements: dict[Statement, None] = {}
+    for meta, key in reads.gets:
+        statements[(_GET, _item_key(meta.table_id, key))] = None
+    for query in reads.queries:
+        statements[first_page(query)] = None
+    for scan in reads.scans:
+        statements[first_page(scan)] = None
+    return list(statements)
 
 
 def _pages(first: int = FIRST_PAGE, largest: int = 1024) -> Iterator[int]:
@@ -613,36 +656,34 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def _wal_position(self) -> int:
         return int(self._rows(PRIMARY_POSITION, ())[0][0])
 
-    def read_ahead(self, gets: Sequence[tuple[TableMeta, StorageKey]], queries: Sequence[QueryStart]) -> None:
-        """Send the reads of a pass's GetItem and Query requests in one round trip (one statement each, as `get`
-        and `query` send it), and keep their rows for those requests' own reads, which then make no round trip
-        (a wait, two system calls and a wake-up of PostgreSQL's backend each). They are answered at the end of the
-        pass at the earliest, and they arrived before these reads were sent, so a read answered from them misses
-        no write acknowledged before it arrived: what a strongly consistent read promises. Any write forgets them
-        (a later request of the pass reads what it wrote). Only between groups: inside an open transaction a
-        failing statement would cost the group; a failure here just leaves each request to read for itself."""
+    def read_ahead(self, reads: ReadsAhead) -> None:
+        """Send the reads of a pass's requests in one round trip (one statement each, as `get`, `get_many`,
+        `query`, `scan` and their index forms send it), in one read-only snapshot, and keep their rows for those
+        requests' own reads, which then make no round trip (a wait, two system calls and a wake-up of
+        PostgreSQL's backend each). They are answered at the end of the pass at the earliest, and they arrived
+        before these reads were sent, so a read answered from them misses no write acknowledged before it
+        arrived: what a strongly consistent read promises. Any write forgets them (a later request of the pass
+        reads what it wrote). Only between groups: inside an open transaction a failing statement would cost the
+        group; a failure here just leaves each request to read for itself."""
         self._ahead = {}
-        statements: dict[tuple[str, tuple[Any, ...]], None] = {}
-        for meta, key in gets:
-            statements[(_GET, _item_key(meta.table_id, key))] = None
-        for start in queries:
-            sql, params = query_statement(start.table.table_id, start.h, start.pk, start.sort, start.forward, None,
-                                          FIRST_PAGE)
-            statements[(sql, tuple(params))] = None
+        statements = statements_ahead(reads)
         if len(statements) < 2:  # (one read saves nothing)
             return
         self._checked()
         if self.session.pending or self._carried or \
                 self._conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
             return
+        self._pipe.add(_SNAPSHOT)
         for statement, values in statements:
             self._pipe.add(statement, values)
+        self._pipe.add("COMMIT")
         try:
             answers = self._pipe.run()
         except psycopg.Error as error:  # (a broken connection is replaced by the next call)
             log.debug("reads ahead failed; each request reads for itself: %s", error)
+            self._rollback_quietly()
             return
-        self._ahead = dict(zip(statements, answers, strict=True))
+        self._ahead = dict(zip(statements, answers[1:-1], strict=True))
 
     def end_read_ahead(self) -> None:
         self._ahead = {}
@@ -654,6 +695,12 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        if self._ahead:  # (read ahead in one snapshot: if every key was, no round trip)
+            ahead = [self._ahead.get((_GET, _item_key(meta.table_id, key))) for meta, key in requests]
+            fetched = [rows for rows in ahead if rows is not None]
+            if len(fetched) == len(requests):
+                return [Row(key, rows[0][0], rows[0][1]) if rows else None
+                        for (_meta, key), rows in zip(requests, fetched, strict=True)]
         if len(requests) <= 1 or (self.eventual_reads and self._replicas is not None):
             return [self.get(meta, key) for meta, key in requests]  # (eventually consistent: no one snapshot)
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
