@@ -4,13 +4,17 @@ from there."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import orjson
+import psycopg
 
 from openddb.storage.base import HASH_SPACE, IndexRow, QueryStart, ReadsAhead, Row, ScanStart, SortRange
 from openddb.storage.postgres import PostgresEngine
-from tests.storage.conftest import needs_postgres
+from openddb.storage.postgres_replicas import PRIMARY_POSITION, REPLAYED_POSITION
+from tests.api.test_postgres_replicas import Replica, replica  # noqa: F401 - (a fixture)
+from tests.storage.conftest import POSTGRES_URL, needs_postgres
 from tests.storage.test_engine_contract import item, key, new_meta, put
 from tests.storage.test_index_contract import GSI, doc, g_key, indexed_meta, skey
 from tests.storage.test_index_contract import put as put_doc
@@ -140,3 +144,43 @@ def test_scan_pages_are_read_ahead(pair: tuple[PostgresEngine, PostgresEngine]) 
     assert numbers(first.scan(meta, 0, HASH_SPACE, None)) == [*range(18), 50, 50]  # (the first page: 16 rows)
     first.end_read_ahead()
     assert numbers(first.scan(meta, 0, 8, key(b"s17"))) == [50, 50]
+
+
+def caught_up(standby: Replica) -> None:
+    """Wait until the replica has replayed everything the primary has written."""
+    with psycopg.connect(str(POSTGRES_URL), autocommit=True) as primary, \
+            psycopg.connect(standby.url, autocommit=True) as replayer:
+        target = primary.execute(PRIMARY_POSITION).fetchone()
+        deadline = time.monotonic() + 10
+        while replayer.execute(REPLAYED_POSITION).fetchone() < target:  # type: ignore[operator]
+            assert time.monotonic() < deadline, "the replica did not catch up"
+            time.sleep(0.02)
+
+
+def test_eventually_consistent_reads_are_read_ahead_from_a_replica(replica: Replica) -> None:  # noqa: F811
+    """With a replica, the reads that may be eventually consistent are fetched from it in one round trip and
+    answered from there, to eventually consistent reads only; strongly consistent ones read the primary."""
+    engine = PostgresEngine(str(POSTGRES_URL), group_commit=True, replicas=[replica.url], replica_max_lag=0.3)
+    try:
+        meta = engine.create_table(new_meta())
+        engine.write([put(meta, key(b"a"), item(1)), put(meta, key(b"b"), item(2))])
+        assert engine.commit() == "committed"
+        caught_up(replica)
+        deadline = time.monotonic() + 10
+        while engine._replicas is not None and not engine._replicas.run([(REPLAYED_POSITION, ())]):
+            assert time.monotonic() < deadline, "the replica never counted as fresh"
+            time.sleep(0.1)  # (until the node has noted the primary long enough to trust the replica)
+        engine.read_ahead(ReadsAhead([(meta, key(b"a"))], eventual=ReadsAhead([(meta, key(b"b")), (meta, key(b"c"))])))
+        engine.write([put(meta, key(b"b"), item(20))])
+        assert engine.commit() == "committed"
+        caught_up(replica)
+        engine.eventual_reads = True
+        assert numbers([engine.get(meta, key(b"b"))]) == [2]  # (as fetched from the replica)
+        engine.eventual_reads = False
+        assert numbers([engine.get(meta, key(b"b"))]) == [20]  # (never a replica's rows)
+        engine.end_read_ahead()
+        engine.eventual_reads = True
+        assert numbers([engine.get(meta, key(b"b"))]) == [20]
+    finally:
+        engine.eventual_reads = False
+        engine.close()

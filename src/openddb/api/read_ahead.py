@@ -39,15 +39,28 @@ _UNREADABLE = (DynamoDBError, ExpressionError, LookupError, TypeError, ValueErro
 
 
 def read_ahead(engine: Engine, requests: Sequence[tuple[bytes, bytes, str]]) -> None:
-    """Hand the engine the reads of `requests` (target, body, the caller's table namespace), in one call."""
-    reads = ReadsAhead()
+    """Hand the engine the reads of `requests` (target, body, the caller's table namespace), in one call; on an
+    engine with replicas, those that may be eventually consistent apart (see `ReadsAhead.eventual`)."""
+    reads = ReadsAhead(eventual=ReadsAhead() if engine.replicated else None)
     for target, body, namespace in requests:
         try:
-            _add(reads, engine, namespace, target, orjson.loads(body))
+            request = orjson.loads(body)
+            into = reads if reads.eventual is None or asks_consistency(request) else reads.eventual
+            _add(into, engine, namespace, target, request)
         except _UNREADABLE:
             continue
     if len(reads) > 1:
         engine.read_ahead(reads)
+
+
+def asks_consistency(request: dict[str, Any]) -> bool:
+    """Whether a read asks for strong consistency (BatchGetItem: for any of its tables): else it may be answered
+    from a replica, where the engine has them."""
+    if request.get("ConsistentRead") is True:
+        return True
+    items = request.get("RequestItems")
+    return isinstance(items, dict) and any(isinstance(part, dict) and part.get("ConsistentRead") is True
+                                           for part in items.values())
 
 
 def _add(reads: ReadsAhead, engine: Engine, namespace: str, target: bytes, request: dict[str, Any]) -> None:

@@ -158,14 +158,16 @@ class ScanStart:
 @dataclass
 class ReadsAhead:
     """The reads of a pass's requests that `Engine.read_ahead` may fetch: items (a GetItem's, a BatchGetItem's
-    keys), first pages of Queries and Scans."""
+    keys), first pages of Queries and Scans. On an engine with replicas (`Engine.replicated`), those of requests
+    whose reads may be eventually consistent are apart, in `eventual`: the engine may fetch them from a replica."""
 
     gets: list[tuple[TableMeta, StorageKey]] = field(default_factory=list)
     queries: list[QueryStart] = field(default_factory=list)
     scans: list[ScanStart] = field(default_factory=list)
+    eventual: ReadsAhead | None = None
 
     def __len__(self) -> int:
-        return len(self.gets) + len(self.queries) + len(self.scans)
+        return len(self.gets) + len(self.queries) + len(self.scans) + len(self.eventual or ())
 
 
 def add_sort_clauses(sort: SortRange, mark: str, clauses: list[str], params: list[Any]) -> None:

@@ -312,10 +312,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._replicas = Replicas([Replica(replica, _redact(replica)) for replica in replicas], self._wal_position,
                                   replica_max_lag) if replicas else None
         self.replicated = self._replicas is not None
-        # Reads fetched ahead for the requests of a pass (see `read_ahead`), by statement and parameters. Not with
-        # replicas: eventually consistent reads go there, one by one.
-        self.reads_ahead = not self.replicated
-        self._ahead: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+        # Reads fetched ahead for the requests of a pass (see `read_ahead`), by statement and parameters: from the
+        # primary, and those that may be eventually consistent from a replica (only they may use these).
+        self.reads_ahead = True
+        self._ahead: dict[Statement, list[tuple[Any, ...]]] = {}
+        self._ahead_eventual: dict[Statement, list[tuple[Any, ...]]] = {}
         # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
         # sent, what its answer was (None: durable), and the connection that is not in use.
         self._in_flight: tuple[_Link, Sent] | None = None
@@ -643,6 +644,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def _read_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read statement: fetched ahead for this pass (see `read_ahead`), or from a replica if the
         request's reads may be eventually consistent and one is fresh enough, else from the primary."""
+        if self._ahead_eventual and self.eventual_reads and self._replicas is not None:
+            rows = self._ahead_eventual.get((sql, tuple(params)))
+            if rows is not None:
+                self._replicas.served += 1
+                return rows
         if self._ahead:
             rows = self._ahead.get((sql, tuple(params)))
             if rows is not None:
@@ -664,9 +670,20 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         before these reads were sent, so a read answered from them misses no write acknowledged before it
         arrived: what a strongly consistent read promises. Any write forgets them (a later request of the pass
         reads what it wrote). Only between groups: inside an open transaction a failing statement would cost the
-        group; a failure here just leaves each request to read for itself."""
-        self._ahead = {}
+        group; a failure here just leaves each request to read for itself. With replicas, the reads that may be
+        eventually consistent (`reads.eventual`) go to a replica fresh enough in one round trip, or if none is,
+        with the others."""
+        self._ahead, self._ahead_eventual = {}, {}
         statements = statements_ahead(reads)
+        if reads.eventual is not None:
+            primary = set(statements)
+            eventual = [one for one in statements_ahead(reads.eventual) if one not in primary]
+            if self._replicas is not None and len(eventual) > 1:
+                answers = self._replicas.run(eventual)
+                if answers is not None:
+                    self._ahead_eventual = dict(zip(eventual, answers, strict=True))
+                    eventual = []
+            statements += eventual
         if len(statements) < 2:  # (one read saves nothing)
             return
         self._checked()
@@ -686,7 +703,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._ahead = dict(zip(statements, answers[1:-1], strict=True))
 
     def end_read_ahead(self) -> None:
-        self._ahead = {}
+        self._ahead, self._ahead_eventual = {}, {}
 
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
         found = self._read_rows(_GET, _item_key(meta.table_id, key))
@@ -715,7 +732,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
-        self._ahead = {}  # (the rows read ahead may be what this changes)
+        self._ahead = {}  # (the rows read ahead may be what this changes; a replica's are as stale as they may be)
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
         run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
 
