@@ -22,7 +22,8 @@ connections with one request in flight each; SigV4 signed once). Each round runs
 server, the order rotating each round, so all see the same noise of a shared machine. Reported per workload and
 server: ops/s, p50, p99 (medians over rounds), the ratio to the embedded engine with as many workers (median
 of per-round ratios), the server's CPU per answered request and, where PostgreSQL runs on this machine, its CPU
-per request as well (all its processes, from /proc).
+per request as well (all its processes, from /proc), and how idle the machine's cores were meanwhile (from
+/proc/stat: 0% means the cores were the bound, whoever used them, the run or other work on the machine).
 """
 
 from __future__ import annotations
@@ -161,10 +162,17 @@ def family_cpu_seconds(parent: int) -> float:
     return processes_cpu_seconds(lambda pid, fields: pid == parent or int(fields[1]) == parent)
 
 
+def machine_ticks() -> tuple[int, int]:
+    """The machine's CPU time since boot, in ticks of all its cores: idle (iowait included), and all."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields[:8])
+
+
 @dataclass
 class Run:
     sample: Sample
     pg_us: float | None  # PostgreSQL's CPU per answered request (warm-up included), µs
+    idle: float = 0.0  # the machine's idle share of its cores during the run (warm-up included), %
 
 
 async def run_rounds(nodes: list[Node], args: argparse.Namespace, postmaster: int | None, runs: list[Run]) -> None:
@@ -176,13 +184,16 @@ async def run_rounds(nodes: list[Node], args: argparse.Namespace, postmaster: in
         for label in args.workloads:
             for node in nodes[shift:] + nodes[:shift]:
                 before = family_cpu_seconds(postmaster) if postmaster and node.engine else None
+                idle_before, total_before = machine_ticks()
                 sample = await drive_node(node, label, round_ + 1, args)
+                idle_after, total_after = machine_ticks()
+                idle = 100.0 * (idle_after - idle_before) / max(1, total_after - total_before)
                 pg_us = None
                 if before is not None and postmaster is not None:
                     answered = sample.rate * (args.duration + args.warmup)
                     pg_us = 1e6 * (family_cpu_seconds(postmaster) - before) / max(1.0, answered)
-                runs.append(Run(sample, pg_us))
-                line = streams.progress_line(sample)
+                runs.append(Run(sample, pg_us, idle))
+                line = streams.progress_line(sample) + f"  machine idle {idle:3.0f}%"
                 print(line + ("" if pg_us is None else f"  PostgreSQL {pg_us:5.1f} µs CPU/op"), flush=True)
 
 
@@ -193,7 +204,7 @@ def _median(values: list[float]) -> float | None:
 def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
     """A markdown table: per workload and node, medians over rounds and the ratio to the embedded engine."""
     lines = ["| workload | server | ops/s | p50 ms | p99 ms | / embedded, same workers | server CPU µs/op "
-             "| PostgreSQL CPU µs/op |", "|" + " --- |" * 8]
+             "| PostgreSQL CPU µs/op | machine idle % |", "|" + " --- |" * 9]
     for label in labels:
         for node in nodes:
             mine = [r for r in runs if r.sample.server == node.name and r.sample.workload == label]
@@ -208,7 +219,7 @@ def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
                      f"{statistics.median(r.sample.p99_ms for r in mine):.2f}",
                      "n/a" if ratio is None else f"{ratio:.2f}",
                      f"{statistics.median(r.sample.server_us for r in mine):.0f}",
-                     "n/a" if pg is None else f"{pg:.0f}"]
+                     "n/a" if pg is None else f"{pg:.0f}", f"{statistics.median(r.idle for r in mine):.0f}"]
             lines.append("| " + " | ".join(cells) + " |")
     errors = sum(sum(r.sample.errors.values()) for r in runs)
     cpu = max((r.sample.client_cpu for r in runs), default=0.0)

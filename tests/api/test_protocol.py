@@ -324,6 +324,65 @@ def test_reads_arriving_together_answer_their_own_keys(server, ddb):
                 sock.close()
 
 
+def test_batch_gets_index_queries_later_pages_and_scans_arriving_together(server, ddb):
+    """BatchGetItem, an index Query, a Query from a start key and a Scan segment arriving in one moment on many
+    connections (which an engine may read ahead in one round trip: see `Engine.read_ahead`) each answer their own
+    reads, in each connection's order, seeing every write acknowledged before they were sent (each step's
+    UpdateItem before the next step)."""
+    import socket
+
+    from tests.conftest import create_table, unique_name
+
+    table, still = create_table(ddb, unique_name("ahead")), create_table(ddb, unique_name("still"))
+    ddb.update_table(TableName=table, AttributeDefinitions=[{"AttributeName": "g", "AttributeType": "S"},
+                                                            {"AttributeName": "sk", "AttributeType": "S"}],
+                     GlobalSecondaryIndexUpdates=[{"Create": {
+                         "IndexName": "by-g", "Projection": {"ProjectionType": "ALL"},
+                         "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"},
+                                       {"AttributeName": "sk", "KeyType": "RANGE"}]}}])
+    while ddb.describe_table(TableName=table)["Table"]["GlobalSecondaryIndexes"][0]["IndexStatus"] != "ACTIVE":
+        time.sleep(0.05)
+    connections = 6
+
+    def key(c: int, sk: str) -> dict:
+        return {"pk": {"S": f"p{c}"}, "sk": {"S": sk}}
+
+    def batch(c: int, *sks: str) -> bytes:
+        return framed_request("BatchGetItem", {"RequestItems": {table: {"Keys": [key(c, sk) for sk in sks]}}})
+
+    for c in range(connections):
+        for sk in ("a", "b", "c"):
+            ddb.put_item(TableName=table, Item={**key(c, sk), "g": {"S": f"g{c}"}, "n": {"N": str(c)}})
+            ddb.put_item(TableName=still, Item={**key(c, sk), "n": {"N": str(c)}})
+    segments = [ddb.scan(TableName=still, Segment=s, TotalSegments=3, ConsistentRead=True)["Items"] for s in range(3)]
+    for step in range(3):
+        sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(connections)]
+        try:
+            for c, sock in enumerate(sockets):
+                sock.sendall(batch(c, "a", "b", "missing") + framed_request("Query", {
+                    "TableName": table, "IndexName": "by-g", "KeyConditionExpression": "g = :g",
+                    "ExpressionAttributeValues": {":g": {"S": f"g{c}"}}}) + framed_request("Query", {
+                        "TableName": table, "KeyConditionExpression": "pk = :p", "ExclusiveStartKey": key(c, "a"),
+                        "ExpressionAttributeValues": {":p": {"S": f"p{c}"}}}) + framed_request("Scan", {
+                            "TableName": still, "Segment": c % 3, "TotalSegments": 3}) + framed_request(
+                    "UpdateItem", {"TableName": table, "Key": key(c, "a"), "UpdateExpression": "SET n = n + :one",
+                                   "ExpressionAttributeValues": {":one": {"N": "1"}}}) + batch(c, "c", "b"))
+            for c, sock in enumerate(sockets):
+                items = {sk: {**key(c, sk), "g": {"S": f"g{c}"}, "n": {"N": str(c + step * (sk == "a"))}}
+                         for sk in ("a", "b", "c")}
+                got, index, later, scanned, updated, again = _answers(sock, 6)
+                assert sorted(got["Responses"][table], key=lambda item: item["sk"]["S"]) == [items["a"], items["b"]]
+                assert got["UnprocessedKeys"] == {}
+                assert index["Items"] == [items["a"], items["b"], items["c"]]
+                assert later["Items"] == [items["b"], items["c"]]
+                assert scanned["Items"] == segments[c % 3]
+                assert updated == {}
+                assert sorted(again["Responses"][table], key=lambda item: item["sk"]["S"]) == [items["b"], items["c"]]
+        finally:
+            for sock in sockets:
+                sock.close()
+
+
 def test_pipelined_reads_and_writes_stay_in_request_order(server, ddb):
     """Reads answered at once and writes answered after their group commit, interleaved on one connection and
     across connections in the same moment: every connection gets its answers in the order it asked."""

@@ -41,6 +41,7 @@ from openddb.api.expression_members import REQUEST_BYTES
 from openddb.api.fault_injection import FaultInjector
 from openddb.api.incoming import Caller, Incoming
 from openddb.api.legacy import REWRITERS, Rewriter
+from openddb.api.read_ahead import asks_consistency
 from openddb.api.throttle import Throttle, throttled_by
 from openddb.api.validation import attribute_value_error
 from openddb.errors import (
@@ -114,15 +115,6 @@ STREAMS_OPERATIONS = frozenset({"DescribeStream", "GetRecords", "GetShardIterato
 # The reads that may be eventually consistent, answered from a replica where the engine has them (unless the
 # request asks for ConsistentRead)
 _EVENTUAL_READS = frozenset(b"DynamoDB_20120810." + name for name in (b"GetItem", b"Query", b"Scan", b"BatchGetItem"))
-
-
-def _consistent(request: dict[str, Any]) -> bool:
-    """Whether a read asks for strong consistency (BatchGetItem: for any of its tables)."""
-    if request.get("ConsistentRead") is True:
-        return True
-    items = request.get("RequestItems")
-    return isinstance(items, dict) and any(isinstance(part, dict) and part.get("ConsistentRead") is True
-                                           for part in items.values())
 
 
 def _unsupported(operation: str) -> Handler:
@@ -338,7 +330,7 @@ class Dispatcher:
                 self.faults.check(incoming.target, request, self.engine, caller)
             if self.throttle is not None:
                 self.throttle.admit(record, request, self.engine, caller.namespace)
-            if self.engine.replicated and incoming.target in _EVENTUAL_READS and not _consistent(request):
+            if self.engine.replicated and incoming.target in _EVENTUAL_READS and not asks_consistency(request):
                 response = self._execute_eventually(handler, caller, incoming, request, record, access)
             else:
                 response = self._execute(handler, caller, incoming, request, record, access)

@@ -14,8 +14,8 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import orjson
 
@@ -129,14 +129,45 @@ class SortRange:
     high_inclusive: bool = True
 
 
-class QueryStart(NamedTuple):
-    """The first page of a Query on a table (not an index), as `Engine.query` reads it without a start key."""
+@dataclass(frozen=True, slots=True)
+class QueryStart:
+    """The first page a Query reads: of the table as `Engine.query` reads it, or of `index` as `index_query` does;
+    from `after` (its ExclusiveStartKey: a sort key on a table, an `IndexKey` on an index), or the start."""
 
     table: TableMeta
     h: int
     pk: bytes
     sort: SortRange
     forward: bool
+    index: IndexMeta | None = None
+    after: bytes | IndexKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanStart:
+    """The first page a Scan (of a segment, the hash range [low, high)) reads: of the table as `Engine.scan` reads
+    it, or of `index` as `index_scan` does; from `after` (a `StorageKey` on a table, an `IndexKey` on an index)."""
+
+    table: TableMeta
+    index: IndexMeta | None
+    low: int
+    high: int
+    after: StorageKey | IndexKey | None
+
+
+@dataclass
+class ReadsAhead:
+    """The reads of a pass's requests that `Engine.read_ahead` may fetch: items (a GetItem's, a BatchGetItem's
+    keys), first pages of Queries and Scans. On an engine with replicas (`Engine.replicated`), those of requests
+    whose reads may be eventually consistent are apart, in `eventual`: the engine may fetch them from a replica."""
+
+    gets: list[tuple[TableMeta, StorageKey]] = field(default_factory=list)
+    queries: list[QueryStart] = field(default_factory=list)
+    scans: list[ScanStart] = field(default_factory=list)
+    eventual: ReadsAhead | None = None
+
+    def __len__(self) -> int:
+        return len(self.gets) + len(self.queries) + len(self.scans) + len(self.eventual or ())
 
 
 def add_sort_clauses(sort: SortRange, mark: str, clauses: list[str], params: list[Any]) -> None:
@@ -453,16 +484,15 @@ class Engine(ABC):
     replicated: bool = False
     eventual_reads: bool = False
 
-    # Reads fetched ahead (issue 32): the server hands the engine the keys of the GetItem and Query requests of an
-    # event-loop pass before it runs them (`read_ahead`), and an engine with `reads_ahead` may fetch them all at
-    # once (PostgreSQL: in one round trip), answering each request's own read from what it fetched, until a write
-    # or `end_read_ahead`. A hint: a read not fetched, or fetched for a key its request does not read, costs only
-    # the work. Engines whose reads are local work keep False.
+    # Reads fetched ahead (issue 32): the server hands the engine the keys of the GetItem, BatchGetItem, Query and
+    # Scan requests of an event-loop pass before it runs them (`read_ahead`), and an engine with `reads_ahead` may
+    # fetch them all at once (PostgreSQL: in one round trip, from one snapshot), answering each request's own read
+    # from what it fetched, until a write or `end_read_ahead`. A hint: a read not fetched, or fetched for a key its
+    # request does not read, costs only the work. Engines whose reads are local work keep False.
     reads_ahead: bool = False
 
-    def read_ahead(self, gets: Sequence[tuple[TableMeta, StorageKey]],  # noqa: B027 - a no-op default
-                   queries: Sequence[QueryStart]) -> None:
-        """Fetch these items and the first page of these Queries, for the reads of the requests about to run."""
+    def read_ahead(self, reads: ReadsAhead) -> None:  # noqa: B027 - a no-op default
+        """Fetch these items and first pages of Queries and Scans, for the reads of the requests about to run."""
 
     def end_read_ahead(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
         """Forget what `read_ahead` fetched: the requests it was for have run."""

@@ -60,9 +60,12 @@ from openddb.storage.base import (
     CatalogChanged,
     CommitResult,
     Engine,
+    IndexKey,
     QueryStart,
+    ReadsAhead,
     RequestToken,
     Row,
+    ScanStart,
     SortRange,
     StorageKey,
     TokenInUse,
@@ -83,6 +86,8 @@ from openddb.storage.postgres_indexes import (
     Migration,
     PostgresIndexes,
     entry_key,
+    index_query_statement,
+    index_scan_statement,
     one_row,
     read_key,
     stored_key,
@@ -220,6 +225,44 @@ def scan_statement(tid: int, h_low: int, h_high: int, after: StorageKey | None,
 
 
 FIRST_PAGE = 16  # rows of a keyset read's first page
+# Reads fetched ahead for a pass (see `PostgresEngine.read_ahead`) share one snapshot: a BatchGetItem or a
+# TransactGetItems answered from them reads its items as of one moment, as from the primary it always does.
+_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+Statement = tuple[str, tuple[Any, ...]]
+
+
+def first_page(start: QueryStart | ScanStart) -> Statement:
+    """The statement of the first page a Query or Scan reads, as `query`, `index_query`, `scan` or `index_scan`
+    sends it."""
+    tid = start.table.table_id
+    if isinstance(start, QueryStart):
+        if start.index is None:
+            assert start.after is None or isinstance(start.after, bytes)
+            sql, params = query_statement(tid, start.h, start.pk, start.sort, start.forward, start.after, FIRST_PAGE)
+        else:
+            assert start.after is None or isinstance(start.after, IndexKey)
+            sql, params = index_query_statement(tid, start.index.index_id, start.h, start.pk, start.sort,
+                                                start.forward, start.after, FIRST_PAGE)
+    elif start.index is None:
+        assert start.after is None or isinstance(start.after, StorageKey)
+        sql, params = scan_statement(tid, start.low, start.high, start.after, FIRST_PAGE)
+    else:
+        assert start.after is None or isinstance(start.after, IndexKey)
+        sql, params = index_scan_statement(tid, start.index.index_id, start.low, start.high, start.after, FIRST_PAGE)
+    return sql, tuple(params)
+
+
+def statements_ahead(reads: ReadsAhead) -> list[Statement]:
+    """The statements (each once) that read what `reads` names."""
+    statements: dict[Statement, None] = {}
+    for meta, key in reads.gets:
+        statements[(_GET, _item_key(meta.table_id, key))] = None
+    for query in reads.queries:
+        statements[first_page(query)] = None
+    for scan in reads.scans:
+        statements[first_page(scan)] = None
+    return list(statements)
 
 
 def _pages(first: int = FIRST_PAGE, largest: int = 1024) -> Iterator[int]:
@@ -269,10 +312,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._replicas = Replicas([Replica(replica, _redact(replica)) for replica in replicas], self._wal_position,
                                   replica_max_lag) if replicas else None
         self.replicated = self._replicas is not None
-        # Reads fetched ahead for the requests of a pass (see `read_ahead`), by statement and parameters. Not with
-        # replicas: eventually consistent reads go there, one by one.
-        self.reads_ahead = not self.replicated
-        self._ahead: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+        # Reads fetched ahead for the requests of a pass (see `read_ahead`), by statement and parameters: from the
+        # primary, and those that may be eventually consistent from a replica (only they may use these).
+        self.reads_ahead = True
+        self._ahead: dict[Statement, list[tuple[Any, ...]]] = {}
+        self._ahead_eventual: dict[Statement, list[tuple[Any, ...]]] = {}
         # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
         # sent, what its answer was (None: durable), and the connection that is not in use.
         self._in_flight: tuple[_Link, Sent] | None = None
@@ -600,6 +644,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def _read_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read statement: fetched ahead for this pass (see `read_ahead`), or from a replica if the
         request's reads may be eventually consistent and one is fresh enough, else from the primary."""
+        if self._ahead_eventual and self.eventual_reads and self._replicas is not None:
+            rows = self._ahead_eventual.get((sql, tuple(params)))
+            if rows is not None:
+                self._replicas.served += 1
+                return rows
         if self._ahead:
             rows = self._ahead.get((sql, tuple(params)))
             if rows is not None:
@@ -613,39 +662,48 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
     def _wal_position(self) -> int:
         return int(self._rows(PRIMARY_POSITION, ())[0][0])
 
-    def read_ahead(self, gets: Sequence[tuple[TableMeta, StorageKey]], queries: Sequence[QueryStart]) -> None:
-        """Send the reads of a pass's GetItem and Query requests in one round trip (one statement each, as `get`
-        and `query` send it), and keep their rows for those requests' own reads, which then make no round trip
-        (a wait, two system calls and a wake-up of PostgreSQL's backend each). They are answered at the end of the
-        pass at the earliest, and they arrived before these reads were sent, so a read answered from them misses
-        no write acknowledged before it arrived: what a strongly consistent read promises. Any write forgets them
-        (a later request of the pass reads what it wrote). Only between groups: inside an open transaction a
-        failing statement would cost the group; a failure here just leaves each request to read for itself."""
-        self._ahead = {}
-        statements: dict[tuple[str, tuple[Any, ...]], None] = {}
-        for meta, key in gets:
-            statements[(_GET, _item_key(meta.table_id, key))] = None
-        for start in queries:
-            sql, params = query_statement(start.table.table_id, start.h, start.pk, start.sort, start.forward, None,
-                                          FIRST_PAGE)
-            statements[(sql, tuple(params))] = None
+    def read_ahead(self, reads: ReadsAhead) -> None:
+        """Send the reads of a pass's requests in one round trip (one statement each, as `get`, `get_many`,
+        `query`, `scan` and their index forms send it), in one read-only snapshot, and keep their rows for those
+        requests' own reads, which then make no round trip (a wait, two system calls and a wake-up of
+        PostgreSQL's backend each). They are answered at the end of the pass at the earliest, and they arrived
+        before these reads were sent, so a read answered from them misses no write acknowledged before it
+        arrived: what a strongly consistent read promises. Any write forgets them (a later request of the pass
+        reads what it wrote). Only between groups: inside an open transaction a failing statement would cost the
+        group; a failure here just leaves each request to read for itself. With replicas, the reads that may be
+        eventually consistent (`reads.eventual`) go to a replica fresh enough in one round trip, or if none is,
+        with the others."""
+        self._ahead, self._ahead_eventual = {}, {}
+        statements = statements_ahead(reads)
+        if reads.eventual is not None:
+            primary = set(statements)
+            eventual = [one for one in statements_ahead(reads.eventual) if one not in primary]
+            if self._replicas is not None and len(eventual) > 1:
+                answers = self._replicas.run(eventual)
+                if answers is not None:
+                    self._ahead_eventual = dict(zip(eventual, answers, strict=True))
+                    eventual = []
+            statements += eventual
         if len(statements) < 2:  # (one read saves nothing)
             return
         self._checked()
         if self.session.pending or self._carried or \
                 self._conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
             return
+        self._pipe.add(_SNAPSHOT)
         for statement, values in statements:
             self._pipe.add(statement, values)
+        self._pipe.add("COMMIT")
         try:
             answers = self._pipe.run()
         except psycopg.Error as error:  # (a broken connection is replaced by the next call)
             log.debug("reads ahead failed; each request reads for itself: %s", error)
+            self._rollback_quietly()
             return
-        self._ahead = dict(zip(statements, answers, strict=True))
+        self._ahead = dict(zip(statements, answers[1:-1], strict=True))
 
     def end_read_ahead(self) -> None:
-        self._ahead = {}
+        self._ahead, self._ahead_eventual = {}, {}
 
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
         found = self._read_rows(_GET, _item_key(meta.table_id, key))
@@ -654,6 +712,12 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
+        if self._ahead:  # (read ahead in one snapshot: if every key was, no round trip)
+            ahead = [self._ahead.get((_GET, _item_key(meta.table_id, key))) for meta, key in requests]
+            fetched = [rows for rows in ahead if rows is not None]
+            if len(fetched) == len(requests):
+                return [Row(key, rows[0][0], rows[0][1]) if rows else None
+                        for (_meta, key), rows in zip(requests, fetched, strict=True)]
         if len(requests) <= 1 or (self.eventual_reads and self._replicas is not None):
             return [self.get(meta, key) for meta, key in requests]  # (eventually consistent: no one snapshot)
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
@@ -668,7 +732,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         return rows
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
-        self._ahead = {}  # (the rows read ahead may be what this changes)
+        self._ahead = {}  # (the rows read ahead may be what this changes; a replica's are as stale as they may be)
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
         run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
 

@@ -42,13 +42,15 @@ class Replica:
         self.down_until = 0.0
         self.replayed = -1  # the WAL position it had replayed at the last check (-1: unknown)
 
-    def rows(self, sql: str, params: Sequence[Param]) -> Rows:
+    def run(self, statements: Sequence[tuple[str, Sequence[Param]]]) -> list[Rows]:
+        """The rows of each statement, in one round trip."""
         pipe = self.pipe
         if pipe is None or pipe.conn.closed or pipe.conn.broken:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_SECONDS)
             pipe = self.pipe = Pipeline(conn, lambda: None)
-        pipe.add(sql, params)
-        return pipe.run()[-1]
+        for sql, params in statements:
+            pipe.add(sql, params)
+        return pipe.run()
 
     def fail(self, error: Exception, now: float) -> None:
         log.warning("replica %s skipped for %.0f s: %s", self.location, RETRY_SECONDS, str(error).strip())
@@ -78,6 +80,15 @@ class Replicas:
 
     def rows(self, sql: str, params: Sequence[Param]) -> Rows | None:
         """The rows of one read statement from a replica fresh enough, or None (then the primary serves it)."""
+        answers = self.run([(sql, params)])
+        if answers is None:
+            return None
+        self.served += 1
+        return answers[0]
+
+    def run(self, statements: Sequence[tuple[str, Sequence[Param]]]) -> list[Rows] | None:
+        """The rows of each read statement, in one round trip to a replica fresh enough, or None (then the primary
+        serves them)."""
         now = time.monotonic()
         if now >= self._next_check:
             self._check(now)
@@ -87,13 +98,11 @@ class Replicas:
         self._turn += 1
         replica = usable[self._turn % len(usable)]
         try:
-            rows = replica.rows(sql, params)
+            return replica.run(statements)
         except psycopg.Error as error:
             replica.fail(error, now)
             usable.remove(replica)
             return None
-        self.served += 1
-        return rows
 
     def _check(self, now: float) -> None:
         """Note the primary's position now; keep the replicas whose replay reached one at most max_lag old."""
@@ -107,7 +116,7 @@ class Replicas:
             if replica.down_until > now:
                 continue
             try:
-                replayed = replica.rows(REPLAYED_POSITION, ())[0][0]
+                replayed = replica.run([(REPLAYED_POSITION, ())])[0][0][0]
             except psycopg.Error as error:
                 replica.fail(error, now)
                 continue
