@@ -8,7 +8,8 @@
 Two OpenDDB servers run side by side, each on a fresh temporary data dir and a free loopback port: "new", the
 current tree (working copy included), and "baseline", the git revision `--baseline` checked out with `git worktree
 add --detach` in a temporary dir (removed at the end). Each round runs every workload on every server, the server
-order rotating each round, so both see the same noise of a shared machine; figures are medians over rounds.
+order rotating each round, so both see the same noise of a shared machine (`--together`: both driven at the
+same time, closer still); figures are medians over rounds.
 
 Workloads, `--duration` seconds each after a `--warmup`, from `--connections` keep-alive connections with one
 request in flight each: put, update (`SET #c = #c + :one`), get, and query (one partition of 10 items) on a table
@@ -374,17 +375,24 @@ async def run_rounds(servers: list[Server], args: argparse.Namespace, samples: l
         shift = round_ % len(servers)
         order = servers[shift:] + servers[:shift]
         for label in args.workloads:
-            for server in order:
-                if WORKLOADS[label][1] == STREAMED and not server.streams:
-                    continue
-                assert server.process is not None
-                sample = await drive(server.port, label, round_ + 1, server.name, args, server.process.pid)
-                if label == "put-stream":
-                    sample.stream_records, sample.stream_calls, sample.stream_seconds = await read_stream(
-                        server.port, STREAMED)
+            running = [server for server in order if WORKLOADS[label][1] != STREAMED or server.streams]
+            if args.together:  # (both at once: each meets the same moments of the machine's other load)
+                found = await asyncio.gather(*(_drive(server, label, round_, args) for server in running))
+            else:
+                found = [await _drive(server, label, round_, args) for server in running]
+            for sample in found:
                 samples.append(sample)
                 save(sample)
                 print(progress_line(sample), flush=True)
+
+
+async def _drive(server: Server, label: str, round_: int, args: argparse.Namespace) -> Sample:
+    """One workload on one server in one round (with the stream read after it, for put-stream)."""
+    assert server.process is not None
+    sample = await drive(server.port, label, round_ + 1, server.name, args, server.process.pid)
+    if label == "put-stream":
+        sample.stream_records, sample.stream_calls, sample.stream_seconds = await read_stream(server.port, STREAMED)
+    return sample
 
 
 def progress_line(sample: Sample) -> str:
@@ -501,6 +509,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline-args", default="", metavar="ARGS",
                         help='more `openddb serve` options for the baseline server only (e.g. "--advisor off" with '
                              '--baseline HEAD and --new-args="--advisor on")')
+    parser.add_argument("--together", action="store_true",
+                        help="drive both servers at the same time, each from its own --connections, instead of one "
+                             "after the other: on a machine shared with other loads both meet the same moments of "
+                             "it, so their CPU per request compares closely (their ops/s are each about half of "
+                             "one alone's: the two share the machine)")
     parser.add_argument("--no-save", action="store_true", help="write no JSON lines under benchmarks/results/")
     args = parser.parse_args(argv)
     args.workloads = [label.strip() for label in args.workloads.split(",") if label.strip()]

@@ -533,3 +533,43 @@ def test_reports_over_a_window(tmp_path: Path) -> None:
         assert counts() == ({}, set())
     finally:
         process.finish()
+
+
+def test_the_request_counts_cover_the_window(tmp_path: Path) -> None:
+    """The report's requests_observed and requests_passed_over count the calls on the tables it reports within its
+    window, as the rest of it does: calls before `since` are left out, another table's are not counted in a report
+    of one table, and past the retention none are. (observe_budget 0 samples at once: one GetItem in 4 is observed
+    and stands for the 3 passed over; Scans are never sampled. The clock is moved with --dev's control endpoint.)"""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 0, "sample_every": 4, "retention_hours": 2}}))
+    process = ServerProcess(None, "--dev", "--advisor-config", str(config))
+    try:
+        ddb = client(process.endpoint)
+        name, other = table(ddb, "counted"), table(ddb, "uncounted")
+
+        def counted(table_name: str | None = None, since: float | None = None) -> tuple[int, int]:
+            query = "&".join(part for part in (table_name and f"table={table_name}",
+                                               since is not None and f"since={since}") if part)
+            with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?{query}") as answer:
+                window = json.loads(answer.read())["window"]
+            return window["requests_observed"], window["requests_passed_over"]
+
+        for i in range(40):
+            ddb.get_item(TableName=name, Key={"pk": {"S": f"k{i}"}})
+        for _ in range(3):
+            ddb.scan(TableName=name)
+        for _ in range(2):
+            ddb.scan(TableName=other)
+        assert counted(name) == (43, 30)
+        assert counted() == (45, 30)
+        control(process, "POST", "/openddb/clock", {"advance": 20 * 60})
+        for i in range(8):
+            ddb.get_item(TableName=name, Key={"pk": {"S": f"k{i}"}})
+        now = control(process, "GET", "/openddb/clock")[1]["now"]
+        assert counted(name, now - 600) == (8, 6)  # (the last ten minutes: the later GetItems alone)
+        assert counted(None, now - 600) == (8, 6)  # (the other table: no call within them)
+        assert counted(name) == (51, 36)
+        control(process, "POST", "/openddb/clock", {"advance": 3 * 3600})  # (past the retention)
+        assert counted(name) == (0, 0) and counted() == (0, 0)
+    finally:
+        process.finish()

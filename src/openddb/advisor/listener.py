@@ -40,7 +40,6 @@ class Advisor:
         self.limits = settings.thresholds
         self.engine_of = engine_of
         self.started = time.time()
-        self.requests = 0
         self.tables: dict[str, TableObservations] = {}  # each table's current slice (windows.py: the ones before)
         self.windows = Windows(self.limits.retention_hours)
         self.races = Races()
@@ -59,7 +58,6 @@ class Advisor:
         self.second_ends = time.monotonic() + 1.0
         self.passed = 0
         self.weight = 1
-        self.passed_over = 0  # calls passed over in all (counted from a sample)
         self.observing = 0.0  # seconds spent observing calls in full, in all
         self._handlers: dict[str, Callable[[RequestRecord, dict[str, Any], Client, float], None]] = {
             "GetItem": self._get, "PutItem": self._write, "UpdateItem": self._write, "DeleteItem": self._write,
@@ -79,7 +77,6 @@ class Advisor:
             if passed < self.every:
                 return
             weight, self.passed = passed, 0
-            self.passed_over += passed - 1
             moment = time.monotonic()
             if moment >= self.second_ends:  # a new second, a new budget
                 self.spent, self.second_ends = 0.0, moment + 1.0
@@ -87,7 +84,6 @@ class Advisor:
         request = record.request
         if handler is None or request is None:
             return
-        self.requests += weight
         self.weight = weight
         started = time.perf_counter()
         try:
@@ -125,6 +121,8 @@ class Advisor:
         second = int(now)
         name = table.client_name  # (charges name tables as clients do)
         weight = self.weight
+        table.calls += weight
+        table.passed_over += weight - 1
         # (unpacked: a NamedTuple's attributes cost more to read than its items)
         for _, charged, index_name, _, units, writes, _, stored, _, _ in record.charges:
             if charged != name:

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 from openddb.advisor.observations import LAST, SLOWEST, IndexReads, TableObservations
 
 _EXAMPLES_MAX = 5
-_SUMMED = ("reads", "strong_reads", "writes", "read_units", "write_units", "throttled", "scans", "scanned",
-           "scan_returned", "unlimited_pages", "increasing", "compared", "inspected", "ttl_checked", "expired_reads",
-           "races", "single_item_transactions")
+_SUMMED = ("calls", "passed_over", "reads", "strong_reads", "writes", "read_units", "write_units", "throttled",
+           "scans", "scanned", "scan_returned", "unlimited_pages", "increasing", "compared", "inspected",
+           "ttl_checked", "expired_reads", "races", "single_item_transactions")
 _HIGHEST = ("peak_read", "peak_write", "scans_per_minute")
 _EXAMPLES = ("drift_examples", "grown", "ttl_examples", "expired_examples", "race_examples", "repeats",
              "transaction_examples")

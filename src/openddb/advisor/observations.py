@@ -82,6 +82,9 @@ class TableObservations:
         self.largest_key: Any = None
         self.indexes: dict[str, IndexReads] = {}
         self.reads = self.strong_reads = self.writes = 0
+        # Calls on the table (a batch's or transaction's on several tables counts for each), and of them the ones
+        # sampling passed over (counted from the call observed for them)
+        self.calls = self.passed_over = 0
         self.read_units = self.write_units = 0.0  # the table's own, its indexes' apart
         self.second = 0  # the second of the last charge, the units within it, the highest per second
         self.second_read = self.second_write = self.peak_read = self.peak_write = 0.0

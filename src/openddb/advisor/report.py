@@ -76,6 +76,7 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
     listed = set(names)
     gone = [name for name, seen in advisor.tables.items()
             if seen.meta is not None and name not in listed and scope.covers(name)]
+    calls = passed_over = 0  # (within the window, on the tables reported)
     for name in names + gone:
         meta = engine.get_table(name) if name in listed else advisor.tables[name].meta
         if meta is None or not viewer.may_read(meta):
@@ -89,6 +90,7 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
         outcomes += _placed(found, meta.name, meta.namespace)
         if seen is not None:
             patterns += _patterns(seen, since)
+            calls, passed_over = calls + seen.calls, passed_over + seen.passed_over
     outcomes += _changes(advisor, scope, since, viewer)
     if scope.table is None and (scope.account is None or scope.account == viewer.account):
         outcomes += (rules_schema.least_privilege(state, viewer.account) if viewer.permits is None else [NotChecked(
@@ -102,7 +104,7 @@ def build(advisor: Advisor, state: ServerState, scope: Scope | None = None, sinc
             "access_patterns": patterns,
             "window": {"observed_since": max(advisor.started, clock.now() - advisor.windows.retention),
                        "retention_hours": advisor.limits.retention_hours, "since": since, "now": clock.now(),
-                       "requests_observed": advisor.requests, "requests_passed_over": advisor.passed_over,
+                       "requests_observed": calls, "requests_passed_over": passed_over,
                        "observing_seconds": round(advisor.observing, 6),
                        "tables": names, "deleted_tables": gone,
                        "configuration": advisor.settings.source or "defaults"},

@@ -10,7 +10,10 @@ from typing import Any
 
 import orjson
 
-OBSERVE_BUDGET = 0.005  # (Thresholds.observe_budget's default: 0.5% of each second)
+# (Thresholds.observe_budget's default: 0.1% of each second. A call observed in full costs a running server about
+# three times what it costs in a loop over the same records (docs/ADVISOR.md, Cost and limits), so a larger budget
+# showed in every single-item call's CPU: 0.5% and one in 64 cost 4 to 11% of a one-worker server's CPU per call.)
+OBSERVE_BUDGET = 0.001
 
 
 class SettingsError(ValueError):
@@ -68,7 +71,7 @@ class Thresholds:
     # succeeded are observed in full until the advisor has spent this share of the current second on them, then one
     # in `sample_every`, counted for the ones passed over (1 or more: every request observed in full).
     observe_budget: float = OBSERVE_BUDGET
-    sample_every: int = 64
+    sample_every: int = 256
     # The window: observations are kept by the minute, by the hour after an hour, for this many hours (windows.py)
     retention_hours: float = 24.0
 
