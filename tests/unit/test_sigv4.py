@@ -172,3 +172,19 @@ def test_only_verified_requests_leave_anything_kept() -> None:
     assert not any(signing.kept for signing in check._signings.values())
     check.verify(*signed())
     assert sum(len(signing.kept) for signing in check._signings.values()) == 1
+
+
+@pytest.mark.parametrize("seconds, error", [(0, None), (900.5, None), (-900, None), (901.2, "Signature expired"),
+                                            (-900.5, "Signature not yet current")])
+def test_the_skew_window_is_the_same_for_a_kept_request_and_a_new_one(seconds: float, error: str | None) -> None:
+    # (at the window's edges: int(now) - 15 min <= X-Amz-Date <= int(now) + 15 min, however what it shares was kept)
+    authorization, request = signed()
+    kept = verifier()
+    kept.verify(authorization, request)  # (what it shares kept, at WHEN)
+    clock.set_offset(WHEN.timestamp() + seconds - clock._real())
+    for check in (kept, verifier(), kept):
+        if error is None:
+            check.verify(authorization, request)
+        else:
+            with pytest.raises(InvalidSignatureException, match=error):
+                check.verify(authorization, request)
