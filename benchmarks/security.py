@@ -14,6 +14,11 @@ from keep-alive connections (TLS sessions set up once per connection, as SDK cli
 every request anew for every server, so the servers differ only in what they do. Reports ops/s, p50/p99 and the
 server's CPU per request (robust on a shared machine). Servers are always stopped.
 
+With `--together`, a round drives every server at the same time (each from its own `-c` connections, one client
+process) instead of one after another: on a shared machine whose load swings from one drive to the next, a round's
+figures then meet the same conditions, and the per-round ratios compare like with like (CPU/op is still the robust
+figure; ops/s is bounded by the one client when it is near 100%).
+
 With `--baseline REV`, each variant also runs from that git revision (checked out with `git worktree add --detach`
 in a temporary dir, removed at the end), as "<variant>@base", in the same rounds: a change's cost or saving on
 verification measured side by side with what it replaces.
@@ -159,9 +164,12 @@ async def rounds(servers: list[Server], args: argparse.Namespace) -> dict[tuple[
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(1, args.rounds + 1):
         for label in args.workloads:
-            order = servers if round_ % 2 else list(reversed(servers))
-            for server in order:
-                figures = await drive(server, label, args)
+            order = servers if round_ % 2 or args.together else list(reversed(servers))
+            if args.together:  # (every server at once: a round's figures share the machine's conditions)
+                measured = await asyncio.gather(*(drive(server, label, args) for server in order))
+            else:
+                measured = [await drive(server, label, args) for server in order]
+            for server, figures in zip(order, measured, strict=True):
                 results.setdefault((label, server.name), []).append(figures)
                 print(f"round {round_}  {label:6} {server.name:6} {figures['rate']:>9,.0f} ops/s  p50 "
                       f"{figures['p50']:5.2f} ms  p99 {figures['p99']:6.2f} ms  server {figures['cpu_us']:6.1f} µs "
@@ -200,6 +208,9 @@ def main() -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="servers besides plain: https, verify, policy")
     parser.add_argument("--baseline", metavar="REV", help="also run each variant from this git revision")
+    parser.add_argument("--together", action="store_true",
+                        help="drive every server at once, each from its own connections (-c each), instead of in "
+                             "turn: on a busy machine a round's figures then share its conditions")
     args = parser.parse_args()
     args.workloads = args.workloads.split(",")
     args.variants = args.variants.split(",")

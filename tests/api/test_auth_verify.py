@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from hashlib import sha256
 
 import boto3
 import pytest
@@ -116,6 +117,18 @@ def test_a_signed_header_changed_after_signing_is_an_invalid_signature(verifying
     request.headers.replace_header("X-Amz-Target", "DynamoDB_20120810.DescribeLimits")
     status, answer = send(verifying, request)
     assert status == 400 and answer["message"] == MISMATCH
+
+
+def test_a_signature_over_unsigned_payload_does_not_match(verifying):
+    """UNSIGNED-PAYLOAD is S3's (identity/sigv4.py): signed over it in place of the body's hash, with the header sent
+    and signed, a call is refused as a mismatch; the same call signed over its body's hash passes."""
+    body = b'{"Limit": 4}'
+    request = signed_post(verifying, "ListTables", body, headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"})
+    assert "x-amz-content-sha256" in request.headers["Authorization"]  # (signed as a header too)
+    status, answer = send(verifying, request)
+    assert (status, answer["__type"].rsplit("#")[-1], answer["message"]) == (400, "InvalidSignatureException", MISMATCH)
+    hashed = signed_post(verifying, "ListTables", body, headers={"X-Amz-Content-SHA256": sha256(body).hexdigest()})
+    assert send(verifying, hashed)[0] == 200
 
 
 def test_a_compressed_body_is_verified_as_it_was_sent(verifying):

@@ -171,3 +171,35 @@ def test_secure_transport_is_true_over_https(pair):
         assert refused.value.response["Error"]["Code"] == "AccessDenied"
     finally:
         server.finish()
+
+
+def test_unsigned_payload_is_refused_over_https_too(pair):
+    """botocore signs over "UNSIGNED-PAYLOAD" (and sends it as x-amz-content-sha256) when payload signing is turned
+    off, which it does over HTTPS only: DynamoDB still checks the body's hash (identity/sigv4.py), so the call is a
+    signature mismatch; the same client signing its payloads is answered."""
+    from tests.api.identity_helpers import ROOT_KEY, ROOT_SECRET
+
+    server = ServerProcess(None, "--workers", "1", "--tls-cert", pair["cert"], "--tls-key", pair["key"], "--auth",
+                           "verify", "--root-credentials", f"{ROOT_KEY}:{ROOT_SECRET}")
+    try:
+        ddb = boto3.client("dynamodb", endpoint_url=f"https://localhost:{server.port}", region_name="us-east-1",
+                           aws_access_key_id=ROOT_KEY, aws_secret_access_key=ROOT_SECRET, verify=pair["ca"],
+                           config=Config(retries={"total_max_attempts": 1}))
+        assert "TableNames" in ddb.list_tables()
+        sent: list[bytes] = []
+
+        def unsigned(request, **_):  # type: ignore[no-untyped-def]
+            request.context["payload_signing_enabled"] = False  # (as for an operation modelled v4-unsigned-body)
+
+        def seen(request, **_):  # type: ignore[no-untyped-def]
+            sent.append(request.headers["X-Amz-Content-SHA256"])  # (as sent, signed)
+
+        ddb.meta.events.register("before-sign.dynamodb.ListTables", unsigned)
+        ddb.meta.events.register("before-send.dynamodb.ListTables", seen)
+        with pytest.raises(ClientError) as refused:
+            ddb.list_tables()
+        assert sent == [b"UNSIGNED-PAYLOAD"]
+        assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
+        assert refused.value.response["Error"]["Message"].startswith("The request signature we calculated does not")
+    finally:
+        server.finish()

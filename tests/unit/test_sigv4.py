@@ -108,7 +108,7 @@ def test_paths_queries_spaces_and_a_payload_hash_header_are_canonical_as_botocor
 
 def test_a_payload_hash_header_is_checked_against_the_body() -> None:
     # (x-amz-content-sha256 is the hash the client computed: a body that differs from it is not the one signed,
-    # before or after the same request passed; UNSIGNED-PAYLOAD leaves the body out of the signature)
+    # before or after the same request passed)
     check = verifier()
     payload = hashlib.sha256(b'{"a":1}').hexdigest()
     authorization, request = signed(body=b'{"a":1}', headers={"X-Amz-Content-SHA256": payload})
@@ -119,10 +119,21 @@ def test_a_payload_hash_header_is_checked_against_the_body() -> None:
     lying, request = signed(body=b'{"a":2}', headers={"X-Amz-Content-SHA256": payload})
     with pytest.raises(InvalidSignatureException):  # (signed with a hash that is not its body's)
         check.verify(lying, request)
-    unsigned, request = signed(body=b'{"a":3}', headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"})
-    check.verify(unsigned, request)
-    with pytest.raises(InvalidSignatureException):  # (the header itself is signed)
-        check.verify(unsigned, changed(request, headers={**request.headers, b"x-amz-content-sha256": payload.encode()}))
+
+
+def test_unsigned_payload_is_s3s_and_signs_nothing_here() -> None:
+    # (a signature over "UNSIGNED-PAYLOAD" in place of the body's hash, as S3 takes it: DynamoDB's canonical request
+    # always ends with the body's hash, so it does not match, before or after a signed request of the same kind)
+    check = verifier()
+    body = b'{"a":3}'
+    unsigned, request = signed(body=body, headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"})
+    assert canonical_request(request, (b"host", b"x-amz-content-sha256", b"x-amz-date")).endswith(
+        hashlib.sha256(body).hexdigest().encode())
+    for _ in range(2):
+        with pytest.raises(InvalidSignatureException):
+            check.verify(unsigned, request)
+        hashed, same = signed(body=body, headers={"X-Amz-Content-SHA256": hashlib.sha256(body).hexdigest()})
+        check.verify(hashed, same)
 
 
 def test_a_missing_signed_header_is_signed_empty_and_checked() -> None:
@@ -161,3 +172,19 @@ def test_only_verified_requests_leave_anything_kept() -> None:
     assert not any(signing.kept for signing in check._signings.values())
     check.verify(*signed())
     assert sum(len(signing.kept) for signing in check._signings.values()) == 1
+
+
+@pytest.mark.parametrize("seconds, error", [(0, None), (900.5, None), (-900, None), (901.2, "Signature expired"),
+                                            (-900.5, "Signature not yet current")])
+def test_the_skew_window_is_the_same_for_a_kept_request_and_a_new_one(seconds: float, error: str | None) -> None:
+    # (at the window's edges: int(now) - 15 min <= X-Amz-Date <= int(now) + 15 min, however what it shares was kept)
+    authorization, request = signed()
+    kept = verifier()
+    kept.verify(authorization, request)  # (what it shares kept, at WHEN)
+    clock.set_offset(WHEN.timestamp() + seconds - clock._real())
+    for check in (kept, verifier(), kept):
+        if error is None:
+            check.verify(authorization, request)
+        else:
+            with pytest.raises(InvalidSignatureException, match=error):
+                check.verify(authorization, request)

@@ -245,9 +245,12 @@ _EVERYTHING = PolicySet((compiled('{"Version": "2012-10-17", "Statement": '
 _ACCOUNT_IN_ARN = re.compile(rb'arn:aws:dynamodb:[^:"]*:([^:"]*):')
 
 
+_ARN = b"arn:aws:dynamodb:"
+
+
 def _names_other_account(body: bytes, account: str) -> bool:
     """Whether a request names (by ARN) a resource of an account other than `account`."""
-    return b"arn:aws:dynamodb:" in body and any(
+    return _ARN in body and any(
         found.decode("latin-1") != account for found in _ACCOUNT_IN_ARN.findall(body))
 
 
@@ -325,7 +328,9 @@ class Dispatcher:
             record.access_key = caller.access_key
             if caller.namespace:
                 record.namespace = caller.namespace
-            access = None if caller.identity is None else self._authorize(caller, incoming, request)
+            identity = caller.identity  # (the account's root naming no ARN: nothing to evaluate, see access_of)
+            access = None if identity is None or (identity.source == "root" and _ARN not in incoming.body) \
+                else self._authorize(caller, incoming, request)
             if self.faults is not None:
                 self.faults.check(incoming.target, request, self.engine, caller)
             if self.throttle is not None:
