@@ -11,9 +11,10 @@ backups file is encrypted with the store's key (see sqlite_cipher).
 
 Point-in-time recovery keeps, for each table that has it on, a log of the old image of every item change
 (`recovery_log`), appended by the write path's persist step with the stream records (`SQLiteWrites._log_changes`),
-from the item before the change that the write holds (a blind write's read there), before the row is written: so
-a change and its log record commit together, whatever path wrote it (a client's write, a batch, a transaction,
-the TTL sweep), and two changes of one key in one group are two records, in order. Which tables have it on is
+from the item before the change that the write holds (a blind write's record reads the row as it stands, in its
+own statement: `_LOG_UNREAD`), before the row is written: so a change and its log record commit together,
+whatever path wrote it (a client's write, a batch, a transaction, the TTL sweep), and two changes of one key in
+one group are two records, in order. Which tables have it on is
 read under the writer lock when the catalog counter moved (`_recovering`; turning it on or off is a catalog
 change): other tables' writes pay a set lookup. (A store made when triggers on `items` wrote the log has them
 dropped when it is opened.) A restore to time T copies the table's current items and undoes,
