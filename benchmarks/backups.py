@@ -4,16 +4,19 @@ large table take.
 
     python benchmarks/backups.py                                  # 3 rounds x 5 s, a 100,000-item table
     python benchmarks/backups.py --rounds 1 --duration 2 --large 20000   # a quick check
+    python benchmarks/backups.py --baseline main~1 --large 0      # part 1 alone, against another revision
 
-One OpenDDB server (the current tree) on a fresh temporary data dir. Part 1: put and update (`SET #c = #c + :one`)
-on two tables of `--items` ~200-byte items, one with point-in-time recovery on and one without, interleaved in
-each round (the order rotating), so both see the same noise of a shared machine; medians over rounds of ops/s and
-server CPU µs per request (the robust figure on a shared machine). Part 2: a `--large`-item table with recovery on
-(the load itself logged), then the wall time of CreateBackup (until AVAILABLE), RestoreTableFromBackup (until
-ACTIVE), RestoreTableToPointInTime to the latest restorable time (five minutes back, as DynamoDB reports it: the
-moment recovery was turned on, before the load, so the restore copies every item and undoes every one), and
-`openddb backup` of the whole store. Runs from a clone alone, on the repository's client
-(ddbclient.py, via streams.py's workload driver).
+One OpenDDB server (the current tree) on a fresh temporary data dir; with `--baseline REV`, a second one from that
+git revision (checked out with `git worktree add --detach` in a temporary dir, removed at the end), run in part 1
+beside the first, the server order rotating each round, and figures given for each. Part 1: put and update
+(`SET #c = #c + :one`) on two tables of `--items` ~200-byte items, one with point-in-time recovery on and one
+without, interleaved in each round (the order rotating), so both see the same noise of a shared machine; medians
+over rounds of ops/s and server CPU µs per request (the robust figure on a shared machine). Part 2: a
+`--large`-item table with recovery on (the load itself logged), then the wall time of CreateBackup (until
+AVAILABLE), RestoreTableFromBackup (until ACTIVE), RestoreTableToPointInTime to the latest restorable time (five
+minutes back, as DynamoDB reports it: the moment recovery was turned on, before the load, so the restore copies
+every item and undoes every one), and `openddb backup` of the whole store. Runs from a clone alone, on the
+repository's client (ddbclient.py, via streams.py's workload driver). `--large 0` leaves part 2 out.
 
     url=$(scripts/postgres-start /tmp/pg-bench)
     python benchmarks/backups.py --engine "$url" --postgres-pid "$(head -1 /tmp/pg-bench/data/postmaster.pid)"
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import streams
 from ddbclient import processes_cpu_seconds
-from streams import DYNAMODB, ROOT, Sample, Server, connect, create_table, drive, load
+from streams import DYNAMODB, ROOT, Sample, Server, add_worktree, connect, create_table, drive, git, load
 
 PITR = "bench-pitr"
 LARGE = "bench-large"
@@ -134,36 +137,42 @@ def postgres_cpu(args: argparse.Namespace) -> Callable[[], float] | None:
     return lambda: processes_cpu_seconds(lambda pid, fields: pid == master or int(fields[1]) == master)
 
 
-async def rounds(server: Server, args: argparse.Namespace) -> list[Sample]:
+async def rounds(servers: list[Server], args: argparse.Namespace) -> list[Sample]:
     samples: list[Sample] = []
-    group = server.process.pid if server.process else 0
     for round_ in range(args.rounds):
+        order = servers if round_ % 2 == 0 else servers[::-1]
         for pair in PAIRS:
-            for label in pair if round_ % 2 == 0 else reversed(pair):
-                sample = await drive(server.port, label, round_, "new", args, group, postgres_cpu(args))
-                samples.append(sample)
-                print(f"  round {round_ + 1} {label:12} {sample.rate:9,.0f} ops/s  {sample.server_us:6.0f} µs/op",
-                      flush=True)
+            for server in order:
+                group = server.process.pid if server.process else 0
+                for label in pair if round_ % 2 == 0 else reversed(pair):
+                    sample = await drive(server.port, label, round_, server.name, args, group, postgres_cpu(args))
+                    samples.append(sample)
+                    print(f"  round {round_ + 1} {server.name:8} {label:12} {sample.rate:9,.0f} ops/s  "
+                          f"{sample.server_us:6.0f} µs/op", flush=True)
     return samples
 
 
 def report(samples: list[Sample], figures: dict[str, float], args: argparse.Namespace) -> None:
     print(f"\nput/update, recovery off vs on ({args.rounds} rounds x {args.duration:g} s, {args.connections} "
           "connections, medians):")
-    print(f"  {'workload':10} {'off ops/s':>10} {'on ops/s':>10} {'on/off':>7} {'off µs/op':>10} {'on µs/op':>9} "
-          f"{'on/off':>7}")
-    for plain, pitr in PAIRS:
-        rate = [statistics.median(s.rate for s in samples if s.workload == w) for w in (plain, pitr)]
-        cpu = [statistics.median(s.server_us for s in samples if s.workload == w) for w in (plain, pitr)]
-        # (each ratio the median of the rounds' ratios: a round's two runs are back to back, which cancels most of
-        # a shared machine's drift between rounds)
-        pairs = [(next(s for s in samples if s.workload == plain and s.round == r),
-                  next(s for s in samples if s.workload == pitr and s.round == r)) for r in range(args.rounds)]
-        rate_ratio = statistics.median(on.rate / off.rate for off, on in pairs)
-        cpu_ratio = statistics.median(on.server_us / off.server_us for off, on in pairs)
-        print(f"  {plain:10} {rate[0]:10,.0f} {rate[1]:10,.0f} {rate_ratio:7.1%} {cpu[0]:10.0f} {cpu[1]:9.0f} "
-              f"{cpu_ratio:7.1%}")
-    print(f"\na table of {args.large:,} items (~200 bytes each):")
+    print(f"  {'server':8} {'workload':10} {'off ops/s':>10} {'on ops/s':>10} {'on/off':>7} {'off µs/op':>10} "
+          f"{'on µs/op':>9} {'on/off':>7}  on/off ops/s by round")
+    for name in dict.fromkeys(s.server for s in samples):
+        mine = [s for s in samples if s.server == name]
+        for plain, pitr in PAIRS:
+            rate = [statistics.median(s.rate for s in mine if s.workload == w) for w in (plain, pitr)]
+            cpu = [statistics.median(s.server_us for s in mine if s.workload == w) for w in (plain, pitr)]
+            # (each ratio the median of the rounds' ratios: a round's two runs are back to back, which cancels most
+            # of a shared machine's drift between rounds)
+            pairs = [(next(s for s in mine if s.workload == plain and s.round == r),
+                      next(s for s in mine if s.workload == pitr and s.round == r)) for r in range(args.rounds)]
+            rate_ratio = statistics.median(on.rate / off.rate for off, on in pairs)
+            cpu_ratio = statistics.median(on.server_us / off.server_us for off, on in pairs)
+            by_round = ", ".join(f"{on.rate / off.rate:.2f}" for off, on in pairs)
+            print(f"  {name:8} {plain:10} {rate[0]:10,.0f} {rate[1]:10,.0f} {rate_ratio:7.1%} {cpu[0]:10.0f} "
+                  f"{cpu[1]:9.0f} {cpu_ratio:7.1%}  {by_round}")
+    if figures:
+        print(f"\na table of {args.large:,} items (~200 bytes each):")
     for label, seconds in figures.items():
         print(f"  {label:72} {seconds:7.2f} s")
 
@@ -179,17 +188,30 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--engine", help="a PostgreSQL URL to serve from (default: SQLite in a temporary dir)")
     parser.add_argument("--postgres-pid", type=int, help="the PostgreSQL postmaster's pid, to count its CPU")
+    parser.add_argument("--baseline", help="a git revision to run beside the current tree in part 1")
     args = parser.parse_args()
+    if args.baseline and args.engine:
+        parser.error("--baseline runs on SQLite only (two servers on one PostgreSQL database would share tables)")
     with tempfile.TemporaryDirectory(prefix="openddb-bench-") as scratch:
-        server = Server("new", ROOT / "src", Path(scratch) / "new")
-        server.start(args.workers, extra=("--engine", args.engine) if args.engine else ())
+        servers = [Server("new", ROOT / "src", Path(scratch) / "new")]
+        worktree: Path | None = None
         try:
-            server.wait_ready()
-            asyncio.run(prepare(server, args))
-            samples = asyncio.run(rounds(server, args))
-            figures = asyncio.run(large_table(server, args))
+            if args.baseline:
+                worktree, commit = add_worktree(args.baseline, scratch)
+                print(f"baseline: {args.baseline} ({commit})", flush=True)
+                servers.append(Server("baseline", worktree / "src", Path(scratch) / "baseline"))
+            for server in servers:
+                server.start(args.workers, extra=("--engine", args.engine) if args.engine else ())
+            for server in servers:
+                server.wait_ready()
+                asyncio.run(prepare(server, args))
+            samples = asyncio.run(rounds(servers, args))
+            figures = asyncio.run(large_table(servers[0], args)) if args.large else {}
         finally:
-            server.stop()
+            for server in servers:
+                server.stop()
+            if worktree is not None:
+                git("worktree", "remove", "--force", str(worktree))
     report(samples, figures, args)
     return 0
 

@@ -17,6 +17,7 @@ from openddb.storage.base import WriteOp
 from openddb.storage.sqlite import SQLiteEngine
 from tests.storage.test_engine_contract import new_meta
 from tests.storage.test_stream_contract import it, skey
+from tests.storage.test_stream_contract import streamed as stream_table
 
 
 @pytest.fixture(params=["optimistic", "locked", "alone"])
@@ -85,3 +86,65 @@ def test_a_group_that_conflicts_logs_nothing(tmp_path: Path) -> None:
     finally:
         other.close()
         engine.close()
+
+
+def stored_log(path: Path, tid: int) -> list[tuple[bytes, int | None, bytes | None]]:
+    """The table's recovery log, in order: each record's sk, and its old item's size and bytes as stored."""
+    with sqlite3.connect(path / "openddb.sqlite3") as db:
+        rows = db.execute("SELECT sk, old_size, old FROM recovery_log WHERE tid=? ORDER BY seq", (tid,)).fetchall()
+    return [(bytes(sk), size, None if old is None else bytes(old)) for sk, size, old in rows]
+
+
+def stored_rows(path: Path, tid: int) -> dict[bytes, tuple[int, bytes]]:
+    """The table's rows as stored: sk -> (size, bytes)."""
+    with sqlite3.connect(path / "openddb.sqlite3") as db:
+        rows = db.execute("SELECT sk, size, data FROM items WHERE tid=?", (tid,)).fetchall()
+    return {bytes(sk): (size, bytes(data)) for sk, size, data in rows}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_blind_write_logs_the_stored_row_exactly(engines: tuple[SQLiteEngine, SQLiteEngine], tmp_path: Path,
+                                                   streamed: bool) -> None:
+    # A blind write's record reads the row as it stands (in its own statement, or, on a table whose stream needs
+    # the row too, once for both): its bytes and size as stored, whatever order its attributes were written in.
+    engine, _ = engines
+    meta = stream_table(engine) if streamed else engine.create_table(new_meta())
+    engine.set_recovery(meta, 7, time.time())
+    meta = fresh(engine, meta)
+    odd = {"n": {"N": "1"}, "z": {"SS": ["b", "a"]}, "sk": {"S": "a"}, "pk": {"S": "p"}}
+    engine.write([WriteOp(meta, skey("a"), lambda old: odd), WriteOp(meta, skey("b"), lambda old: it("b", 1))])
+    assert engine.commit() == "committed"
+    before = stored_rows(tmp_path, meta.table_id)
+    start = len(stored_log(tmp_path, meta.table_id))
+    blind = [WriteOp(meta, skey("a"), lambda old: it("a", 2), blind=True),  # an overwrite: the row's bytes
+             WriteOp(meta, skey("c"), lambda old: it("c", 1), blind=True),  # an insertion: no item before
+             WriteOp(meta, skey("b"), lambda old: None, blind=True),  # a deletion: the row's bytes
+             WriteOp(meta, skey("d"), lambda old: None, blind=True)]  # a deletion of nothing: no change
+    for op in blind:
+        engine.write([op])
+    assert engine.commit() == "committed"
+    assert stored_log(tmp_path, meta.table_id)[start:] == [
+        (b"a", *before[b"a"]), (b"c", None, None), (b"b", *before[b"b"])]
+
+
+def test_a_group_logs_read_and_unread_changes_in_order(engines: tuple[SQLiteEngine, SQLiteEngine],
+                                                       tmp_path: Path) -> None:
+    # One request's changes, blind and read, to keys seen and unseen: one record each, in request order, each with
+    # the item before it (the stored row for a key's first blind change, the previous change's item after it).
+    engine, _ = engines
+    meta = engine.create_table(new_meta())
+    engine.set_recovery(meta, 7, time.time())
+    meta = fresh(engine, meta)
+    engine.write([WriteOp(meta, skey(k), lambda old, k=k: it(k, 1)) for k in "abc"])
+    assert engine.commit() == "committed"
+    start = len(logged(tmp_path, meta.table_id))
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2), blind=True),
+                  WriteOp(meta, skey("b"), lambda old: it("b", 2), blind=True),
+                  WriteOp(meta, skey("a"), lambda old: it("a", 3)),
+                  WriteOp(meta, skey("c"), lambda old: it("c", 1), blind=True),  # (the same bytes: no change)
+                  WriteOp(meta, skey("d"), lambda old: it("d", 1), blind=True),
+                  WriteOp(meta, skey("b"), lambda old: it("b", 3), blind=True),
+                  WriteOp(meta, skey("c"), lambda old: it("c", 2))])
+    assert engine.commit() == "committed"
+    assert logged(tmp_path, meta.table_id)[start:] == [("a", 1), ("b", 1), ("a", 2), ("d", None), ("b", 2),
+                                                        ("c", 1)]

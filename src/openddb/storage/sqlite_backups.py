@@ -11,9 +11,10 @@ backups file is encrypted with the store's key (see sqlite_cipher).
 
 Point-in-time recovery keeps, for each table that has it on, a log of the old image of every item change
 (`recovery_log`), appended by the write path's persist step with the stream records (`SQLiteWrites._log_changes`),
-from the item before the change that the write holds (a blind write's read there), before the row is written: so
-a change and its log record commit together, whatever path wrote it (a client's write, a batch, a transaction,
-the TTL sweep), and two changes of one key in one group are two records, in order. Which tables have it on is
+from the item before the change that the write holds (a blind write's record reads the row as it stands, in its
+own statement: `_LOG_UNREAD`), before the row is written: so a change and its log record commit together,
+whatever path wrote it (a client's write, a batch, a transaction, the TTL sweep), and two changes of one key in
+one group are two records, in order. Which tables have it on is
 read under the writer lock when the catalog counter moved (`_recovering`; turning it on or off is a catalog
 change): other tables' writes pay a set lookup. (A store made when triggers on `items` wrote the log has them
 dropped when it is opened.) A restore to time T copies the table's current items and undoes,
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,12 @@ _SNAPSHOT_FIRST = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FRO
 
 # A change's record: its table, the engine's clock, its key, the item before it (none for an insertion).
 _LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES (?, ?, ?, ?, ?, ?, ?)"
+# The record of a change that did not read the item before it (a blind write): the row as it stands, read by the
+# record's own statement (one search of the row's page, which its write then finds cached, and no point read from
+# Python first); none if the change leaves the stored bytes as they were (?6: its new bytes, NULL for a deletion).
+_LOG_UNREAD = ("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
+               "SELECT ?1, ?2, ?3, ?4, ?5, items.size, items.data FROM (SELECT 1) LEFT JOIN items "
+               "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 WHERE items.data IS NOT ?6")
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
 # For each key changed after the restore time (from the log's first record after it, `:since`), its first change
@@ -392,13 +399,34 @@ class SQLiteBackups:
             self._recovery_version = version
         return self._recovery_tids
 
-    def _log_recovery(self, change: Change, before: tuple[int, bytes | None]) -> None:
-        """Under the writer lock, before the row of `change` (of a table with recovery on) is written: its record,
-        the item `before` it (its size and stored JSON; None if it did not exist)."""
-        key = change.key
-        old_size, old = before
-        self._db.execute(_LOG, (change.table.table_id, clock.now(), key.h, bytearray(key.pk), bytearray(key.sk),
-                                None if old is None else old_size, old))
+    def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None:
+        """Under the writer lock, before the rows of their changes (of tables with recovery on) are written: the
+        records of `records`, in order, each of a change and the item before it (its size and stored JSON, None if
+        it did not exist), or None where the change did not read it: then its record reads the row as it stands
+        (`_LOG_UNREAD`). One time for them all (they commit together); one statement per run of either kind."""
+        now = clock.now()
+        runs: list[tuple[str, list[tuple[object, ...]]]] = []
+        row: tuple[object, ...]
+        for change, before in records:
+            key = change.key
+            new = change.new_data
+            if before is None:
+                sql, row = _LOG_UNREAD, (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
+                                         None if new is None else bytearray(new))
+            else:
+                old_size, old = before
+                sql, row = _LOG, (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
+                                  None if old is None else old_size, old)
+            if runs and runs[-1][0] is sql:
+                runs[-1][1].append(row)
+            else:
+                runs.append((sql, [row]))
+        db = self._db
+        for sql, rows in runs:
+            if len(rows) == 1:
+                db.execute(sql, rows[0])
+            else:
+                db.executemany(sql, rows)
 
     def _first_after(self, at: float) -> int:
         """The sequence number of the log's first record later than `at`, found by bisection: records are appended

@@ -161,7 +161,7 @@ class SQLiteWrites:
 
         def _recovering(self) -> frozenset[int]: ...
 
-        def _log_recovery(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
+        def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
 
         def _write_records(self) -> None: ...
 
@@ -283,22 +283,29 @@ class SQLiteWrites:
         """Under the writer lock, before the rows of `changes` are written: for each change, its stream record (a
         table with an enabled stream: see sqlite_streams) and its recovery log record (a table with recovery on:
         see sqlite_backups), both from the item before it: the one its key's previous change in `changes` left,
-        else the one the change read, else (a blind write, which read nothing) the row as it stands, read here. A
-        change that leaves the item's stored bytes as they were is no change: it logs nothing."""
+        else the one the change read, else (a blind write, which read nothing) the row as it stands, read here (by
+        the recovery log's record itself where no stream record needs it). A change that leaves the item's stored
+        bytes as they were is no change: it logs nothing."""
         latest: dict[Where, tuple[int, bytes | None]] = {}
+        recovery: list[tuple[Change, tuple[int, bytes | None] | None]] = []  # (None: the record reads the row)
         for change in changes:
             key = change.key
             where = (change.table.table_id, key.h, key.pk, key.sk)
             before = latest.get(where)
-            if before is None:
-                before = (change.old_size, change.old_data) if not change.blind else self._row_before(where)
             latest[where] = (change.new_size, change.new_data)
+            if before is None:
+                if change.blind and not change.table.streaming:  # (then the table has recovery on)
+                    recovery.append((change, None))
+                    continue
+                before = (change.old_size, change.old_data) if not change.blind else self._row_before(where)
             if before[1] == change.new_data:
                 continue
             if change.table.streaming:
                 self._append_record(change, before)
             if where[0] in recovering:
-                self._log_recovery(change, before)
+                recovery.append((change, before))
+        if recovery:
+            self._log_recovery(recovery)
 
     def _row_before(self, where: Where) -> tuple[int, bytes | None]:
         """The size and stored JSON of the row at `where` as it stands (0, None if there is none)."""
