@@ -337,7 +337,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             for statement in statements(";".join(schema)):
                 db.execute(statement)
             upgrade_vector_schema(db)
-            self._add_size_columns()
+            self._upgrade_stream_log()
             # Logs an earlier version wrote through triggers on `items`, which the write path writes itself now:
             # the stream records (sqlite_streams) and the recovery log (sqlite_backups).
             drop_triggers(db, "stream_on_")
@@ -443,6 +443,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _rollback(self) -> None:
         self._records = []
+        self._open_shards.clear()  # (a rollover it undoes is forgotten)
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

@@ -135,6 +135,7 @@ class SQLiteWrites:
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
     _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
+    _open_shards: dict[tuple[int, int], tuple[int, float]]  # the open shards this process knows (sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -232,6 +233,7 @@ class SQLiteWrites:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
                 self._records = []  # (this request's alone: the group's went in before the savepoint)
+                self._open_shards.clear()  # (a rollover it undid is forgotten)
             elif not self.group_commit:
                 self._rollback()
             else:  # part of this request may be in the group: none of the group may commit
