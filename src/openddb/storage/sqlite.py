@@ -280,6 +280,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._open_shards = {}
         self._stream_shards = {}
         self._records = []
+        self._shard_last = {}
         self._recovery_version = b""  # (none read yet: the first write reads which tables log, see `_recovering`)
         self._recovery_tids = frozenset()
         self._locked = False  # a group transaction holding the writer lock is open
@@ -434,7 +435,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _commit(self) -> None:
         try:
-            if self._records:  # (the stream records of the transaction's writes, queued until now)
+            if self._records or self._shard_last:  # (the stream records of the transaction's writes, queued)
                 self._write_records()
             self._db.execute("COMMIT")
             self._signal.bump_commits()
@@ -443,6 +444,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _rollback(self) -> None:
         self._records = []
+        self._shard_last.clear()
         self._open_shards.clear()  # (a rollover it undoes is forgotten)
         try:
             if self._db.in_transaction:

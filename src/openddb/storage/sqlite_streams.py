@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openddb import clock
-from openddb.model.schema import StreamViewType, TableMeta
+from openddb.model.schema import StreamMeta, StreamViewType, TableMeta
 from openddb.storage.base import (
     Change,
     Origin,
@@ -43,6 +43,7 @@ from openddb.storage.base import (
     StreamSettings,
     shard_slot,
 )
+from openddb.storage.sqlite_indexes import blob
 from openddb.storage.sqlite_schema import add_columns
 
 if TYPE_CHECKING:
@@ -73,6 +74,16 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 _APPEND = ("INSERT INTO stream_log (seq, sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _SHARD_LAST = "UPDATE stream_shards SET last_seq=? WHERE shard_no=?"
+# A blind write's record, written at once with the old image read in the same statement (the row as it stands,
+# just before the write's own statement changes it; see `_append_blind_record`), as `_record` makes one; nothing if
+# the write leaves the stored bytes as they were. ?5 the new image, ?7/?8 whether the view keeps the old/new image.
+_APPEND_BLIND = (
+    "INSERT INTO stream_log (sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+    "SELECT ?1, ?2, ?3, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?5 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, ?4, "
+    "CASE WHEN (?7 AND i.data IS NOT NULL) OR (?8 AND ?5 IS NOT NULL) THEN NULL ELSE coalesce(?5, i.data) END, "
+    "CASE WHEN ?7 THEN i.data END, CASE WHEN ?8 THEN ?5 END, CASE WHEN ?7 AND i.data IS NOT NULL THEN i.size END, "
+    "CASE WHEN ?8 AND ?5 IS NOT NULL THEN ?6 END "
+    "FROM (SELECT 1) LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 WHERE i.data IS NOT ?5")
 # The log's one index: a stream's records in commit order, with their shard (a shard is read along it, see
 # `read_stream`). Every record of a stream appends to its end, so a commit changes one page of it, where an index
 # by shard changed one page for each shard written to.
@@ -137,6 +148,7 @@ class SQLiteStreams:
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
     _records: list[tuple[Any, ...]]  # the `_APPEND` parameters of the records queued in this transaction
+    _shard_last: dict[int, int]  # shard_no -> its newest record written at once in this transaction (`last_seq`)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -242,30 +254,60 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
-        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
-        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
-        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records`. A record goes
-        to the open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard
-        past its period. (The background upkeep rolls over the shards nobody writes to.)"""
+    def _record_target(self, change: Change) -> tuple[StreamMeta, int, float] | None:
+        """Where the record of `change` goes: its table's stream, as committed (None if it is not enabled), the
+        open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard past its
+        period (the background upkeep rolls over the shards nobody writes to), and the record's time."""
         live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled:
-            return
+            return None
         sid = stream.stream_id
         now = clock.now()
-        shard_no = self._current_shard(sid, shard_slot(change.key.h, self._shard_count(sid)), now)
+        return stream, self._current_shard(sid, shard_slot(change.key.h, self._shard_count(sid)), now), now
+
+    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
+        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
+        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
+        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records` (see
+        `_record_target` for its shard)."""
+        target = self._record_target(change)
+        if target is None:
+            return
+        stream, shard_no, now = target
         self._records.append(_record(stream.view_type, now, change.origin, before, change.new_data,
-                                     change.new_size, sid, shard_no))
+                                     change.new_size, stream.stream_id, shard_no))
+
+    def _append_blind_record(self, change: Change) -> None:
+        """Under the writer lock, just before the row of `change`, a blind write, is written: its record (if its
+        table's stream is enabled), with the row as it stands read in the same statement, written at once after
+        the records queued before it (so in order). Its shard's `last_seq` is written with them, at commit."""
+        target = self._record_target(change)
+        if target is None:
+            return
+        stream, shard_no, now = target
+        if self._records:
+            self._write_records()
+        key = change.key
+        view = stream.view_type
+        written = self._db.execute(_APPEND_BLIND, (
+            stream.stream_id, shard_no, now, change.origin, None if change.new_data is None else blob(change.new_data),
+            change.new_size, view in _WITH_OLD, view in _WITH_NEW, change.table.table_id, key.h, blob(key.pk),
+            blob(key.sk)))
+        if written.rowcount:
+            self._shard_last[shard_no] = written.lastrowid or 0
 
     def _write_records(self) -> None:
         """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
         the queued records, in the order queued, numbered from one past the highest sequence number, in one
         statement, and the newest record of each shard they went to. A rollback drops them with the rest."""
         records, self._records = self._records, []
+        db = self._db
+        if self._shard_last:  # (the shards of the records written at once: their newest, before any queued)
+            db.executemany(_SHARD_LAST, [(seq, shard_no) for shard_no, seq in self._shard_last.items()])
+            self._shard_last.clear()
         if not records:
             return
-        db = self._db
         first = self._next_seq()
         if len(records) == 1:
             db.execute(_APPEND, (first, *records[0]))

@@ -136,6 +136,7 @@ class SQLiteWrites:
     _changes: list[Change]  # the changes of the staged group, in request order
     _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
     _open_shards: dict[tuple[int, int], tuple[int, float]]  # the open shards this process knows (sqlite_streams)
+    _shard_last: dict[int, int]  # the newest record of each shard written to at once (sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -159,6 +160,8 @@ class SQLiteWrites:
                               new: Item | None) -> None: ...
 
         def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
+
+        def _append_blind_record(self, change: Change) -> None: ...
 
         def _recovering(self) -> frozenset[int]: ...
 
@@ -233,6 +236,7 @@ class SQLiteWrites:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
                 self._records = []  # (this request's alone: the group's went in before the savepoint)
+                self._shard_last.clear()
                 self._open_shards.clear()  # (a rollover it undid is forgotten)
             elif not self.group_commit:
                 self._rollback()
@@ -292,9 +296,12 @@ class SQLiteWrites:
             key = change.key
             where = (change.table.table_id, key.h, key.pk, key.sk)
             before = latest.get(where)
+            latest[where] = (change.new_size, change.new_data)
+            if before is None and change.blind and where[0] not in recovering:
+                self._append_blind_record(change)  # (a stream's record alone: its statement reads the row)
+                continue
             if before is None:
                 before = (change.old_size, change.old_data) if not change.blind else self._row_before(where)
-            latest[where] = (change.new_size, change.new_data)
             if before[1] == change.new_data:
                 continue
             if change.table.streaming:
