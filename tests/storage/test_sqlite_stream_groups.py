@@ -11,8 +11,9 @@ import orjson
 import pytest
 
 from openddb.errors import ItemCollectionSizeLimitExceededException
+from openddb.model import Item
 from openddb.model.indexes import entry_of
-from openddb.model.schema import StreamMeta
+from openddb.model.schema import StreamMeta, TableMeta
 from openddb.model.values import item_size
 from openddb.storage.base import StreamSettings, WriteOp
 from openddb.storage.sqlite import SQLiteEngine
@@ -94,11 +95,9 @@ def test_a_shard_rolling_over_in_a_group_ends_at_the_groups_earlier_records(
     assert lineage[-2].ending_seq == other.read_stream(meta.stream.stream_id, lineage[-2].shard_id, 0, 1)[0].seq
 
 
-def test_a_refused_request_leaves_the_groups_earlier_records(locked: tuple[SQLiteEngine, SQLiteEngine],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A request written under the lock that its index upkeep refuses (an item collection past its limit) is
-    undone alone, to its savepoint; the records the group queued before it still commit, its own do not."""
-    engine, other = locked
+def refusing_second(engine: SQLiteEngine, monkeypatch: pytest.MonkeyPatch) -> tuple[TableMeta, Item, Item]:
+    """A streamed table with a local secondary index and two items of one partition: the item collection limit
+    is lowered so that the second one's put is refused by its index upkeep, after its record was made."""
     meta = indexed_meta(LSI)
     meta.stream = StreamMeta(label="2026-11-29T00:00:00.000", view_type="NEW_AND_OLD_IMAGES",
                              created_at=time.time())
@@ -108,9 +107,39 @@ def test_a_refused_request_leaves_the_groups_earlier_records(locked: tuple[SQLit
     entry = entry_of(meta, LSI, first, size)
     assert entry is not None
     monkeypatch.setattr("openddb.storage.sqlite_indexes.ITEM_COLLECTION_LIMIT", 2 * (size + entry.size) - 1)
+    return meta, first, second
+
+
+def test_a_refused_request_leaves_the_groups_earlier_records(locked: tuple[SQLiteEngine, SQLiteEngine],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request written under the lock that its index upkeep refuses (an item collection past its limit) is
+    undone alone, to its savepoint; the records the group queued before it still commit, its own do not."""
+    engine, other = locked
+    meta, first, second = refusing_second(engine, monkeypatch)
     engine.write([put(meta, first)])
     with pytest.raises(ItemCollectionSizeLimitExceededException):
         engine.write([put(meta, second)])
     assert engine.commit() == "committed"
     got = records(other, meta)
     assert [(r.kind, r.new and orjson.loads(r.new)["sk"]["S"]) for r in got] == [("INSERT", "a")]
+
+
+def test_a_rollover_a_refused_request_undid_is_forgotten(locked: tuple[SQLiteEngine, SQLiteEngine],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard rolled over inside a request that is then undone to its savepoint is open again, its child gone:
+    the worker's next record goes to the shard that is open (records go to the shard the worker knows open)."""
+    engine, other = locked
+    engine.stream_settings = StreamSettings(shards=1, shard_seconds=0.2, retention_seconds=3600)
+    meta, first, second = refusing_second(engine, monkeypatch)
+    assert meta.stream is not None
+    engine.write([put(meta, first)])
+    time.sleep(0.25)
+    with pytest.raises(ItemCollectionSizeLimitExceededException):
+        engine.write([put(meta, second)])  # (its record rolled the shard over first)
+    engine.write([put(meta, doc("r", "c", l="l"))])
+    assert engine.commit() == "committed"
+    lineage = other.list_shards(meta.stream.stream_id)
+    got = [(r.kind, orjson.loads(r.new or b"{}")["sk"]["S"]) for s in lineage
+           for r in other.read_stream(meta.stream.stream_id, s.shard_id, 0, 100)]
+    assert got == [("INSERT", "a"), ("INSERT", "c")]
+    assert [s.parent_id for s in lineage[1:]] == [s.shard_id for s in lineage[:-1]]

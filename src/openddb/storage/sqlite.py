@@ -280,6 +280,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._open_shards = {}
         self._stream_shards = {}
         self._records = []
+        self._shard_last = {}
         self._recovery_version = b""  # (none read yet: the first write reads which tables log, see `_recovering`)
         self._recovery_tids = frozenset()
         self._locked = False  # a group transaction holding the writer lock is open
@@ -337,7 +338,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             for statement in statements(";".join(schema)):
                 db.execute(statement)
             upgrade_vector_schema(db)
-            self._add_size_columns()
+            self._upgrade_stream_log()
             # Logs an earlier version wrote through triggers on `items`, which the write path writes itself now:
             # the stream records (sqlite_streams) and the recovery log (sqlite_backups).
             drop_triggers(db, "stream_on_")
@@ -434,7 +435,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _commit(self) -> None:
         try:
-            if self._records:  # (the stream records of the transaction's writes, queued until now)
+            if self._records or self._shard_last:  # (the stream records of the transaction's writes, queued)
                 self._write_records()
             self._db.execute("COMMIT")
             self._signal.bump_commits()
@@ -443,6 +444,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _rollback(self) -> None:
         self._records = []
+        self._shard_last.clear()
+        self._open_shards.clear()  # (a rollover it undoes is forgotten)
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

@@ -13,7 +13,10 @@ them dropped when it is opened.)
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
-so it never goes back. A stream's shards each cover a range of the partition hash (`shard_slot`), so one item's
+so it never goes back. The log is indexed by stream, not by shard: each record keeps its stream and shard, each
+shard the number of its newest record (`last_seq`), and a shard is read along its stream's records up to that
+number, passing over the other shards' (see `read_stream`). A commit so changes one page of the index whatever
+the shards it wrote to. A stream's shards each cover a range of the partition hash (`shard_slot`), so one item's
 records always land in the shards of one slot: its open shard, then that shard's children after each rollover.
 Rollover and closing happen under the writer lock too (a write rolls over the shard it appends to once it is
 `shard_seconds` old, the background upkeep the others), so no record can land in a shard after its ending
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from openddb import clock
-from openddb.model.schema import StreamViewType, TableMeta
+from openddb.model.schema import StreamMeta, StreamViewType, TableMeta
 from openddb.storage.base import (
     Change,
     Origin,
@@ -40,6 +43,7 @@ from openddb.storage.base import (
     StreamSettings,
     shard_slot,
 )
+from openddb.storage.sqlite_indexes import blob
 from openddb.storage.sqlite_schema import add_columns
 
 if TYPE_CHECKING:
@@ -54,23 +58,36 @@ CREATE TABLE IF NOT EXISTS streams (
 CREATE TABLE IF NOT EXISTS stream_shards (
     shard_no INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, slot INTEGER NOT NULL,
     shard_id TEXT NOT NULL UNIQUE, parent_id TEXT, starting_seq INTEGER NOT NULL, ending_seq INTEGER,
-    created_at REAL NOT NULL, trimmed_seq INTEGER NOT NULL DEFAULT 0
+    created_at REAL NOT NULL, trimmed_seq INTEGER NOT NULL DEFAULT 0, last_seq INTEGER
 );
 CREATE INDEX IF NOT EXISTS stream_shards_by_stream ON stream_shards (sid, shard_no);
 CREATE TABLE IF NOT EXISTS stream_log (
     seq INTEGER PRIMARY KEY, shard_no INTEGER NOT NULL, created_at REAL NOT NULL, kind TEXT NOT NULL,
-    origin TEXT NOT NULL, keys BLOB, old BLOB, new BLOB, old_size INTEGER, new_size INTEGER
+    origin TEXT NOT NULL, keys BLOB, old BLOB, new BLOB, old_size INTEGER, new_size INTEGER, sid INTEGER
 );
-CREATE INDEX IF NOT EXISTS stream_log_by_shard ON stream_log (shard_no, seq);
 CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS NULL;
 CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
 """
 
-# The statement a record is appended by (the sequence number is the log's next rowid), to its slot's open shard
-# as the transaction sees it: not the shard this process cached (`_open_shards`), which a rolled-back rollover or
-# another process's may have left stale, and which only decides when to roll over.
-_APPEND = ("INSERT INTO stream_log (shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
-           "SELECT shard_no, ?, ?, ?, ?, ?, ?, ?, ? FROM stream_shards WHERE sid=? AND slot=? AND ending_seq IS NULL")
+# The statements a transaction's queued records are written by: each record with its sequence number (one past
+# the highest before it), its stream and shard; then each shard's `last_seq`, the number of its newest record.
+_APPEND = ("INSERT INTO stream_log (seq, sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_SHARD_LAST = "UPDATE stream_shards SET last_seq=? WHERE shard_no=?"
+# A blind write's record, written at once with the old image read in the same statement (the row as it stands,
+# just before the write's own statement changes it; see `_append_blind_record`), as `_record` makes one; nothing if
+# the write leaves the stored bytes as they were. ?5 the new image, ?7/?8 whether the view keeps the old/new image.
+_APPEND_BLIND = (
+    "INSERT INTO stream_log (sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+    "SELECT ?1, ?2, ?3, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?5 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, ?4, "
+    "CASE WHEN (?7 AND i.data IS NOT NULL) OR (?8 AND ?5 IS NOT NULL) THEN NULL ELSE coalesce(?5, i.data) END, "
+    "CASE WHEN ?7 THEN i.data END, CASE WHEN ?8 THEN ?5 END, CASE WHEN ?7 AND i.data IS NOT NULL THEN i.size END, "
+    "CASE WHEN ?8 AND ?5 IS NOT NULL THEN ?6 END "
+    "FROM (SELECT 1) LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 WHERE i.data IS NOT ?5")
+# The log's one index: a stream's records in commit order, with their shard (a shard is read along it, see
+# `read_stream`). Every record of a stream appends to its end, so a commit changes one page of it, where an index
+# by shard changed one page for each shard written to.
+_BY_STREAM = "CREATE INDEX IF NOT EXISTS stream_log_by_stream ON stream_log (sid, seq, shard_no)"
 _WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 _WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
@@ -94,18 +111,18 @@ def statements(script: str) -> Iterator[str]:
 
 
 def _record(view: StreamViewType, now: float, origin: Origin, before: tuple[int, bytes | None], new: bytes | None,
-            new_size: int, sid: int, slot: int) -> tuple[Any, ...]:
-    """The parameters of `_APPEND` for a change from the item `before` (its size and stored JSON, None if it did
-    not exist) to `new` (None once deleted). The record keeps the images its view type keeps; Keys come from an
-    image the record holds, else from `keys` (the whole item, as it was stored: the reader takes the key
-    attributes out of it)."""
+            new_size: int, sid: int, shard_no: int) -> tuple[Any, ...]:
+    """The parameters of `_APPEND` but the sequence number, for a change from the item `before` (its size and
+    stored JSON, None if it did not exist) to `new` (None once deleted). The record keeps the images its view
+    type keeps; Keys come from an image the record holds, else from `keys` (the whole item, as it was stored:
+    the reader takes the key attributes out of it)."""
     old_size, old = before
     kept_old = old if view in _WITH_OLD else None
     kept_new = new if view in _WITH_NEW else None
     keys = None if kept_old is not None or kept_new is not None else (new if new is not None else old)
     kind = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
-    return (now, kind, origin, keys, kept_old, kept_new, old_size if kept_old is not None else None,
-            new_size if kept_new is not None else None, sid, slot)
+    return (sid, shard_no, now, kind, origin, keys, kept_old, kept_new, old_size if kept_old is not None else None,
+            new_size if kept_new is not None else None)
 
 
 def _stream_info(row: Any) -> StreamInfo:
@@ -122,13 +139,16 @@ class SQLiteStreams:
 
     _db: sqlite3.Connection
     stream_settings: StreamSettings
-    # (stream id, slot) -> (shard_no, created_at) of the slot's open shard, as this process last saw it. Only a
-    # rollover closes a shard before its stream is disabled, and a rollover happens only once the shard is
-    # `shard_seconds` old: a cached shard younger than that is still open, so a write need not look whether it is
-    # due. (A record's shard is still picked in SQL, see `_APPEND`.)
+    # (stream id, slot) -> (shard_no, created_at) of the slot's open shard, as this process last saw it, committed
+    # or made in the open transaction (a rollback empties it: a rollover it undid is forgotten). Only a rollover
+    # closes a shard before its stream is disabled (a catalog change, after which the stream's records are no
+    # longer written), and a rollover happens only once the shard is `shard_seconds` old by the clock every
+    # process reads, under the writer lock: a cached shard younger than that is still open, and the records go to
+    # it without a look-up.
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
     _records: list[tuple[Any, ...]]  # the `_APPEND` parameters of the records queued in this transaction
+    _shard_last: dict[int, int]  # shard_no -> its newest record written at once in this transaction (`last_seq`)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -166,6 +186,7 @@ class SQLiteStreams:
 
     def _disable_stream(self, sid: int, now: float) -> None:
         db = self._db
+        self._write_records()  # (the records queued for its shards go in before they end)
         db.execute("UPDATE streams SET disabled_at=? WHERE sid=? AND disabled_at IS NULL", (now, sid))
         for (shard_no,) in db.execute("SELECT shard_no FROM stream_shards WHERE sid=? AND ending_seq IS NULL",
                                       (sid,)).fetchall():
@@ -173,10 +194,21 @@ class SQLiteStreams:
         for key in [key for key in self._open_shards if key[0] == sid]:
             del self._open_shards[key]
 
-    def _add_size_columns(self) -> None:
-        """Under the writer lock, when a store is opened: the images' sizes beside them in `stream_log` (a log
-        made before they were kept has its records' sizes counted when read)."""
-        add_columns(self._db, "stream_log", {"old_size": "INTEGER", "new_size": "INTEGER"})
+    def _upgrade_stream_log(self) -> None:
+        """Under the writer lock, when a store is opened: bring a log an earlier version made to this layout. The
+        images' sizes beside them (a log made before they were kept has its records' sizes counted when read);
+        each record's stream and each shard's newest record, where the log was indexed by shard (its index is
+        used to fill them, then dropped for the index by stream)."""
+        db = self._db
+        add_columns(db, "stream_log", {"old_size": "INTEGER", "new_size": "INTEGER", "sid": "INTEGER"})
+        add_columns(db, "stream_shards", {"last_seq": "INTEGER"})
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type='index' AND name='stream_log_by_shard'").fetchone():
+            db.execute("UPDATE stream_shards SET last_seq = (SELECT max(seq) FROM stream_log r "
+                       "WHERE r.shard_no = stream_shards.shard_no)")
+            db.execute("UPDATE stream_log SET sid = (SELECT s.sid FROM stream_shards s "
+                       "WHERE s.shard_no = stream_log.shard_no)")
+            db.execute("DROP INDEX stream_log_by_shard")
+        db.execute(_BY_STREAM)
 
     def _next_seq(self) -> int:
         """Under the writer lock: the sequence number the next record will get (one past the highest ever given:
@@ -193,9 +225,8 @@ class SQLiteStreams:
 
     def _close_shard(self, shard_no: int) -> None:
         """End a shard at its last record (an empty shard ends at its starting sequence number)."""
-        self._db.execute(
-            "UPDATE stream_shards SET ending_seq = coalesce((SELECT max(seq) FROM stream_log WHERE shard_no=?), "
-            "starting_seq) WHERE shard_no=?", (shard_no, shard_no))
+        self._db.execute("UPDATE stream_shards SET ending_seq = coalesce(last_seq, starting_seq) WHERE shard_no=?",
+                         (shard_no,))
 
     def _shard_count(self, sid: int) -> int:
         """How many shards the stream keeps open: fixed when it was created, so a server restarted with another
@@ -223,31 +254,72 @@ class SQLiteStreams:
         return self._open_shard(sid, slot, row[1], self._next_seq(), now)
 
     # --- records (inside the write's transaction) -------------------------------------------------------
-    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
-        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
-        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
-        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records`. A record goes
-        to the open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard
-        past its period. (The background upkeep rolls over the shards nobody writes to.)"""
+    def _record_target(self, change: Change) -> tuple[StreamMeta, int, float] | None:
+        """Where the record of `change` goes: its table's stream, as committed (None if it is not enabled), the
+        open shard of its slot, rolled over first if it is `shard_seconds` old, so none lands in a shard past its
+        period (the background upkeep rolls over the shards nobody writes to), and the record's time."""
         live = self._live_table(change.table)
         stream = live.stream if live is not None else None
         if stream is None or not stream.enabled:
-            return
+            return None
         sid = stream.stream_id
         now = clock.now()
-        slot = shard_slot(change.key.h, self._shard_count(sid))
-        self._current_shard(sid, slot, now)  # (rolled over first if due)
+        return stream, self._current_shard(sid, shard_slot(change.key.h, self._shard_count(sid)), now), now
+
+    def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None:
+        """Under the writer lock, before the row of `change` is written: its record, if its table's stream (as
+        committed) is enabled, built from the stored JSON of the item `before` it (its size and JSON, None if it
+        did not exist; see `SQLiteWrites._log_changes`) and after it, queued for `_write_records` (see
+        `_record_target` for its shard)."""
+        target = self._record_target(change)
+        if target is None:
+            return
+        stream, shard_no, now = target
         self._records.append(_record(stream.view_type, now, change.origin, before, change.new_data,
-                                     change.new_size, sid, slot))
+                                     change.new_size, stream.stream_id, shard_no))
+
+    def _append_blind_record(self, change: Change) -> None:
+        """Under the writer lock, just before the row of `change`, a blind write, is written: its record (if its
+        table's stream is enabled), with the row as it stands read in the same statement, written at once after
+        the records queued before it (so in order). Its shard's `last_seq` is written with them, at commit."""
+        target = self._record_target(change)
+        if target is None:
+            return
+        stream, shard_no, now = target
+        if self._records:
+            self._write_records()
+        key = change.key
+        view = stream.view_type
+        written = self._db.execute(_APPEND_BLIND, (
+            stream.stream_id, shard_no, now, change.origin, None if change.new_data is None else blob(change.new_data),
+            change.new_size, view in _WITH_OLD, view in _WITH_NEW, change.table.table_id, key.h, blob(key.pk),
+            blob(key.sk)))
+        if written.rowcount:
+            self._shard_last[shard_no] = written.lastrowid or 0
 
     def _write_records(self) -> None:
         """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
-        the queued records, in the order queued, in one statement. A rollback drops them with the rest."""
+        the queued records, in the order queued, numbered from one past the highest sequence number, in one
+        statement, and the newest record of each shard they went to. A rollback drops them with the rest."""
         records, self._records = self._records, []
+        db = self._db
+        if self._shard_last:  # (the shards of the records written at once: their newest, before any queued)
+            db.executemany(_SHARD_LAST, [(seq, shard_no) for shard_no, seq in self._shard_last.items()])
+            self._shard_last.clear()
+        if not records:
+            return
+        first = self._next_seq()
         if len(records) == 1:
-            self._db.execute(_APPEND, records[0])
-        elif records:
-            self._db.executemany(_APPEND, records)
+            db.execute(_APPEND, (first, *records[0]))
+            db.execute(_SHARD_LAST, (first, records[0][1]))
+            return
+        last: dict[int, int] = {}  # shard_no -> its newest record
+        numbered = []
+        for seq, record in enumerate(records, first):
+            numbered.append((seq, *record))
+            last[record[1]] = seq
+        db.executemany(_APPEND, numbered)
+        db.executemany(_SHARD_LAST, [(seq, shard_no) for shard_no, seq in last.items()])
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
@@ -273,11 +345,17 @@ class SQLiteStreams:
         return [ShardInfo(*row) for row in rows]
 
     def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
-        rows = self._read().execute(
-            "SELECT r.seq, r.created_at, r.kind, r.origin, r.keys, r.old, r.new, r.old_size, r.new_size "
-            "FROM stream_log r "
-            "WHERE r.shard_no = (SELECT shard_no FROM stream_shards WHERE shard_id=? AND sid=?) AND r.seq >= ? "
-            "ORDER BY r.seq LIMIT ?", (shard_id, stream_id, start, limit))
+        """Along the stream's records from `start` to the shard's newest, those of the shard (the others' are
+        passed over in the index: a reader that is caught up reads none, one reading on reads each once)."""
+        db = self._read()
+        shard = db.execute("SELECT shard_no, last_seq FROM stream_shards WHERE shard_id=? AND sid=?",
+                           (shard_id, stream_id)).fetchone()
+        if shard is None or shard[1] is None or shard[1] < start:
+            return []
+        rows = db.execute(
+            "SELECT seq, created_at, kind, origin, keys, old, new, old_size, new_size FROM stream_log "
+            "WHERE sid=? AND seq >= ? AND seq <= ? AND shard_no=? ORDER BY seq LIMIT ?",
+            (stream_id, start, shard[1], shard[0], limit))
         return [StreamRecord(seq, created, kind, origin, b"" if keys is None else bytes(keys),
                              None if old is None else bytes(old), None if new is None else bytes(new), old_size,
                              new_size)
@@ -285,8 +363,8 @@ class SQLiteStreams:
 
     def shard_end(self, stream_id: int, shard_id: str) -> int:
         row = self._read().execute(
-            "SELECT coalesce((SELECT max(seq) + 1 FROM stream_log WHERE shard_no = s.shard_no), s.starting_seq) "
-            "FROM stream_shards s WHERE s.sid=? AND s.shard_id=?", (stream_id, shard_id)).fetchone()
+            "SELECT coalesce(last_seq + 1, starting_seq) FROM stream_shards WHERE sid=? AND shard_id=?",
+            (stream_id, shard_id)).fetchone()
         return 0 if row is None else int(row[0])
 
     # --- upkeep --------------------------------------------------------------------------------------------
@@ -300,31 +378,30 @@ class SQLiteStreams:
                 (now - period,)).fetchall()
             for sid, slot in expired:
                 self._current_shard(sid, slot, now)  # (rolls it over)
-            for (shard_no,) in db.execute("SELECT shard_no FROM stream_shards").fetchall():
-                self._trim(shard_no, horizon)
+            for (sid,) in db.execute("SELECT sid FROM streams").fetchall():
+                self._trim(sid, horizon)
             # A closed shard whose records are all past retention is gone with them (its last record's time, or
             # its creation if it never had one).
-            db.execute(
-                "DELETE FROM stream_shards WHERE ending_seq IS NOT NULL AND created_at < ? AND NOT EXISTS "
-                "(SELECT 1 FROM stream_log r WHERE r.shard_no = stream_shards.shard_no)", (horizon,))
+            db.execute("DELETE FROM stream_shards WHERE ending_seq IS NOT NULL AND created_at < ? AND "
+                       "(last_seq IS NULL OR last_seq < trimmed_seq)", (horizon,))
             gone = [sid for (sid,) in db.execute("SELECT sid FROM streams WHERE disabled_at < ?", (horizon,))]
             for sid in gone:
-                db.execute("DELETE FROM stream_log WHERE shard_no IN (SELECT shard_no FROM stream_shards WHERE sid=?) "
-                           f"AND {_BELOW_TOP}", (sid,))
+                db.execute(f"DELETE FROM stream_log WHERE sid=? AND {_BELOW_TOP}", (sid,))
                 db.execute("DELETE FROM stream_shards WHERE sid=?", (sid,))
                 db.execute("DELETE FROM streams WHERE sid=?", (sid,))
 
-    def _trim(self, shard_no: int, horizon: float) -> None:
-        """Delete a shard's records older than `horizon`: a prefix of the shard, as its records are in commit
-        order (read along the shard's key, no index on age needed); `trimmed_seq` says where the rest starts."""
+    def _trim(self, sid: int, horizon: float) -> None:
+        """Delete a stream's records older than `horizon`: a prefix of the stream, as its records are in commit
+        order (read along the stream's index, no index on age needed); each shard's `trimmed_seq` says where the
+        rest of it starts."""
         db = self._db
-        oldest = db.execute("SELECT created_at FROM stream_log WHERE shard_no=? ORDER BY seq LIMIT 1",
-                            (shard_no,)).fetchone()
+        oldest = db.execute("SELECT created_at FROM stream_log WHERE sid=? ORDER BY seq LIMIT 1", (sid,)).fetchone()
         if oldest is None or oldest[0] >= horizon:
             return
-        kept = db.execute("SELECT seq FROM stream_log WHERE shard_no=? AND created_at >= ? ORDER BY seq LIMIT 1",
-                          (shard_no, horizon)).fetchone()
+        kept = db.execute("SELECT seq FROM stream_log WHERE sid=? AND created_at >= ? ORDER BY seq LIMIT 1",
+                          (sid, horizon)).fetchone()
         end = (1 << 62) if kept is None else kept[0]
-        last = db.execute("SELECT max(seq) FROM stream_log WHERE shard_no=? AND seq < ?", (shard_no, end)).fetchone()[0]
-        db.execute(f"DELETE FROM stream_log WHERE shard_no=? AND seq < ? AND {_BELOW_TOP}", (shard_no, end))
-        db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))
+        for shard_no, last in db.execute("SELECT shard_no, max(seq) FROM stream_log WHERE sid=? AND seq < ? "
+                                         "GROUP BY shard_no", (sid, end)).fetchall():
+            db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))
+        db.execute(f"DELETE FROM stream_log WHERE sid=? AND seq < ? AND {_BELOW_TOP}", (sid, end))

@@ -135,6 +135,8 @@ class SQLiteWrites:
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
     _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
+    _open_shards: dict[tuple[int, int], tuple[int, float]]  # the open shards this process knows (sqlite_streams)
+    _shard_last: dict[int, int]  # the newest record of each shard written to at once (sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -158,6 +160,8 @@ class SQLiteWrites:
                               new: Item | None) -> None: ...
 
         def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
+
+        def _append_blind_record(self, change: Change) -> None: ...
 
         def _recovering(self) -> frozenset[int]: ...
 
@@ -232,6 +236,8 @@ class SQLiteWrites:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
                 self._records = []  # (this request's alone: the group's went in before the savepoint)
+                self._shard_last.clear()
+                self._open_shards.clear()  # (a rollover it undid is forgotten)
             elif not self.group_commit:
                 self._rollback()
             else:  # part of this request may be in the group: none of the group may commit
@@ -293,10 +299,14 @@ class SQLiteWrites:
             where = (change.table.table_id, key.h, key.pk, key.sk)
             before = latest.get(where)
             latest[where] = (change.new_size, change.new_data)
-            if before is None:
-                if change.blind and not change.table.streaming:  # (then the table has recovery on)
-                    recovery.append((change, None))
+            if before is None and change.blind:  # (the table has a stream, recovery on, or both)
+                if where[0] not in recovering:
+                    self._append_blind_record(change)  # (a stream's record alone: its statement reads the row)
                     continue
+                if not change.table.streaming:
+                    recovery.append((change, None))  # (a recovery record alone: its statement reads the row)
+                    continue
+            if before is None:
                 before = (change.old_size, change.old_data) if not change.blind else self._row_before(where)
             if before[1] == change.new_data:
                 continue
