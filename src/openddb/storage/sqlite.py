@@ -259,6 +259,23 @@ def scan_sql(tid: int, h_low: int, h_high: int, after: StorageKey | None) -> tup
             "ORDER BY h, pk, sk", (tid, after.h, after.pk, after.sk, h_high))
 
 
+def _configure(db: sqlite3.Connection, on_disk: bool, sync: str) -> None:
+    """The store connection's settings."""
+    db.execute("PRAGMA busy_timeout = 30000")
+    if on_disk:
+        db.execute("PRAGMA journal_mode = WAL")
+    db.execute(f"PRAGMA synchronous = {'FULL' if sync == 'full' else 'NORMAL'}")
+    # Memory-mapped reads: when another worker has written, the page cache is rebuilt from the shared mapping
+    # instead of read() calls; a larger cache keeps hot B-tree pages of a single process.
+    db.execute("PRAGMA mmap_size = 1073741824")
+    db.execute("PRAGMA cache_size = -65536")
+    # Savepoints journal the pages they change; in memory, not in a temporary file written page by page.
+    db.execute("PRAGMA temp_store = MEMORY")
+    if on_disk:
+        db.execute("PRAGMA wal_autocheckpoint = 0")  # (the checkpointer thread copies the WAL back)
+        db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
+
+
 class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQLiteBackups, Engine):
     def __init__(self, path: str | None, *, sync: str = "normal", group_commit: bool = False,
                  shared_reads: bool = False, reserve_bytes: int = RESERVE_BYTES,
@@ -305,26 +322,12 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._db = self._driver.open(target, isolation_level=None, check_same_thread=False, cached_statements=256)
         self._lock = _WriterLock(None if path is None else os.path.join(path, "openddb.lock"))
         self._signal = _CatalogSignal(None if path is None else os.path.join(path, "openddb.catalog"))
-        db = self._db
-        # For the recovery log's triggers (see sqlite_backups): a record's time.
-        db.create_function("openddb_now", 0, lambda: clock.now())
-        db.execute("PRAGMA busy_timeout = 30000")
-        if path is not None:
-            db.execute("PRAGMA journal_mode = WAL")
-        db.execute(f"PRAGMA synchronous = {'FULL' if sync == 'full' else 'NORMAL'}")
-        # Memory-mapped reads: when another worker has written, the page cache is rebuilt from the shared mapping
-        # instead of read() calls; a larger cache keeps hot B-tree pages of a single process.
-        db.execute("PRAGMA mmap_size = 1073741824")
-        db.execute("PRAGMA cache_size = -65536")
-        # Savepoints journal the pages they change; in memory, not in a temporary file written page by page.
-        db.execute("PRAGMA temp_store = MEMORY")
+        _configure(self._db, path is not None, sync)
         self._checkpointer: _Checkpointer | None = None
         self._reserve = SpaceReserve(path, reserve_bytes)
         if path is not None:
-            db.execute("PRAGMA wal_autocheckpoint = 0")
-            db.execute("PRAGMA journal_size_limit = 67108864")  # a rewound WAL file shrinks back to 64 MB
             self._checkpointer = _Checkpointer(target, os.path.join(path, "openddb.lock"), self._driver)
-        self._load_row = partial(stored, db)  # (a locked write's reads of its rows)
+        self._load_row = partial(stored, self._db)  # (a locked write's reads of its rows)
         self._create_schema()
         self._tables: dict[str, TableMeta] = {}
         self._token_writes = 0
