@@ -535,6 +535,30 @@ def test_reports_over_a_window(tmp_path: Path) -> None:
         process.finish()
 
 
+def test_calls_passed_over_are_counted_by_the_next_second(tmp_path: Path) -> None:
+    """Once a second's budget is spent, calls are passed over until one in `sample_every` stands for them; a new
+    second's first call stands for them too, so a client whose calls never reach `sample_every` is still counted
+    whole (before, up to `sample_every` - 1 of its calls were never counted)."""
+    config = tmp_path / "advisor.json"
+    config.write_text(json.dumps({"thresholds": {"observe_budget": 1e-9, "sample_every": 1000}}))
+    process = ServerProcess(None, "--advisor", "on", "--advisor-config", str(config))
+    try:
+        ddb = client(process.endpoint)
+        name = table(ddb, "slow")
+        for i in range(20):
+            ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+        time.sleep(1.2)  # (a new second of the budget)
+        ddb.put_item(TableName=name, Item={"pk": {"S": "last"}})
+        with urllib.request.urlopen(f"{process.endpoint}/openddb/advisor?table={name}") as answer:
+            report = json.loads(answer.read())
+        observed, passed_over = report["window"]["requests_observed"], report["window"]["requests_passed_over"]
+        assert observed == 21 and 0 < passed_over < 21
+        puts = [pattern for pattern in report["access_patterns"] if pattern["operation"] == "PutItem"]
+        assert sum(pattern["count"] for pattern in puts) == 21
+    finally:
+        process.finish()
+
+
 def test_the_request_counts_cover_the_window(tmp_path: Path) -> None:
     """The report's requests_observed and requests_passed_over count the calls on the tables it reports within its
     window, as the rest of it does: calls before `since` are left out, another table's are not counted in a report

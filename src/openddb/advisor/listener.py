@@ -74,12 +74,14 @@ class Advisor:
             # The second's budget is spent: one call in `every` stands for the ones passed over (a large item is
             # rare and what item-large looks for: observed still).
             passed = self.passed = self.passed + 1
-            if passed < self.every:
-                return
-            weight, self.passed = passed, 0
             moment = time.monotonic()
             if moment >= self.second_ends:  # a new second, a new budget
                 self.spent, self.second_ends = 0.0, moment + 1.0
+            if passed < self.every and self.spent >= self.budget:
+                return
+            # (observed: the one in `every`, or the first call of a new second, which stands for those passed over
+            # before it, however few: a client slower than the budget's rate is counted whole)
+            weight, self.passed = passed, 0
         handler = self._handlers.get(record.operation)
         request = record.request
         if handler is None or request is None:
