@@ -265,16 +265,12 @@ class Verifier:
         if now - (expires or _SKEW_SECONDS) <= signed <= now + _SKEW_SECONDS:
             return signed
         text, current = stamp.decode(), datetime.fromtimestamp(now, UTC)
-        if signed < now and expires is not None:
-            # best guess: a presigned request past its X-Amz-Expires, in the words of the header form's expiry
-            raise InvalidSignatureException(
-                f"Signature expired: {text} is now earlier than "
-                f"{(current - timedelta(seconds=expires)).strftime(_AMZ_DATE)} ({current.strftime(_AMZ_DATE)} - "
-                f"{expires} sec.)")
         if signed < now:
+            # (best guess for a presigned request past its X-Amz-Expires: the header form's words, its seconds)
+            window, said = (_SKEW, "15 min.") if expires is None else (timedelta(seconds=expires), f"{expires} sec.")
             raise InvalidSignatureException(
-                f"Signature expired: {text} is now earlier than {(current - _SKEW).strftime(_AMZ_DATE)} "
-                f"({current.strftime(_AMZ_DATE)} - 15 min.)")
+                f"Signature expired: {text} is now earlier than {(current - window).strftime(_AMZ_DATE)} "
+                f"({current.strftime(_AMZ_DATE)} - {said})")
         raise InvalidSignatureException(
             f"Signature not yet current: {text} is still later than {(current + _SKEW).strftime(_AMZ_DATE)} "
             f"({current.strftime(_AMZ_DATE)} + 15 min.)")
