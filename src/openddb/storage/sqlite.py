@@ -446,9 +446,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
             self._lock.release()
 
     def _rollback(self) -> None:
-        self._records = []
-        self._shard_last.clear()
-        self._open_shards.clear()  # (a rollover it undoes is forgotten)
+        self._forget_records()
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

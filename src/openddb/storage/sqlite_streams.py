@@ -297,6 +297,13 @@ class SQLiteStreams:
         if written.rowcount:
             self._shard_last[shard_no] = written.lastrowid or 0
 
+    def _forget_records(self) -> None:
+        """After a rollback (of the transaction or of a request's savepoint): the records it queued, the shards it
+        wrote to at once, and the open shards this process knows, as a rollover it undid may have changed them."""
+        self._records = []
+        self._shard_last.clear()
+        self._open_shards.clear()
+
     def _write_records(self) -> None:
         """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
         the queued records, in the order queued, numbered from one past the highest sequence number, in one

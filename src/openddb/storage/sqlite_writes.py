@@ -134,9 +134,6 @@ class SQLiteWrites:
     session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
-    _records: list[tuple[Any, ...]]  # stream records queued in the open transaction (see sqlite_streams)
-    _open_shards: dict[tuple[int, int], tuple[int, float]]  # the open shards this process knows (sqlite_streams)
-    _shard_last: dict[int, int]  # the newest record of each shard written to at once (sqlite_streams)
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -169,6 +166,7 @@ class SQLiteWrites:
 
         def _write_records(self) -> None: ...
 
+        def _forget_records(self) -> None: ...
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         session = self.session
@@ -235,9 +233,7 @@ class SQLiteWrites:
             if savepoint:
                 db.execute("ROLLBACK TO request")
                 db.execute("RELEASE request")
-                self._records = []  # (this request's alone: the group's went in before the savepoint)
-                self._shard_last.clear()
-                self._open_shards.clear()  # (a rollover it undid is forgotten)
+                self._forget_records()  # (this request's alone: the group's went in before the savepoint)
             elif not self.group_commit:
                 self._rollback()
             else:  # part of this request may be in the group: none of the group may commit
