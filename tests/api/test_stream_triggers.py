@@ -390,13 +390,20 @@ def test_bad_trigger_settings_stop_the_server_before_it_starts(tmp_path: Any) ->
         assert "Traceback" not in done.stderr
 
 
+def _interruptible() -> None:
+    """In the tail's process before it starts: SIGINT as a terminal's Ctrl-C delivers it. A test run started in the
+    background by a shell script inherits SIGINT ignored (POSIX), and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_streams_tail_prints_records_as_json_lines(server: ServerProcess) -> None:
     # `openddb streams tail` prints every record of the table, one JSON object a line, as it arrives.
     ddb = make_client(server.endpoint)
     table = stream_table(ddb, unique_name("tail"))
     ddb.put_item(TableName=table, Item={"pk": {"S": "a"}})
     tail = subprocess.Popen([sys.executable, "-m", "openddb", "streams", "tail", table, "--endpoint",
-                             server.endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             server.endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_interruptible)
     try:
         assert tail.stdout is not None
         first = json.loads(tail.stdout.readline())
@@ -416,7 +423,8 @@ def test_streams_tail_from_latest_skips_what_was_there(server: ServerProcess) ->
     table = stream_table(ddb, unique_name("tail"))
     ddb.put_item(TableName=table, Item={"pk": {"S": "old"}})
     tail = subprocess.Popen([sys.executable, "-m", "openddb", "streams", "tail", table, "--from", "latest",
-                             "--endpoint", server.endpoint], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                             "--endpoint", server.endpoint], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            preexec_fn=_interruptible)
     try:
         # New items until the tail shows one (it shows nothing until it has found the stream's end): the first
         # line it prints is one of them, never the item that was there before. No read blocks for long.
