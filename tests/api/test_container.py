@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,26 +59,49 @@ def healthy(environment: dict[str, str]) -> bool:
     return subprocess.run(exec_form(command), env=environment, capture_output=True, timeout=30).returncode == 0
 
 
-def run_image(environment: dict[str, str], workdir: Path, *command: str) -> subprocess.Popen[bytes]:
+@dataclass
+class Container:
+    """A running image's process and the file its stderr (`docker logs`) goes to."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def logged(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def run_image(environment: dict[str, str], workdir: Path, *command: str) -> Container:
     """Start the container's process: ENTRYPOINT, then `command` (a compose file's) or else CMD; wait for the
     health check to pass."""
     entrypoint = exec_form(instructions()["ENTRYPOINT"][0])
     arguments = list(command) if command else json.loads(instructions()["CMD"][0])
-    process = subprocess.Popen([*entrypoint, *arguments], env=environment, cwd=workdir, stderr=subprocess.PIPE)
+    log = workdir / f"container-{time.monotonic_ns()}.log"
+    with log.open("wb") as errors:
+        process = subprocess.Popen([*entrypoint, *arguments], env=environment, cwd=workdir, stderr=errors)
+    container = Container(process, log)
     deadline = time.monotonic() + 20
     while not healthy(environment):
-        assert process.poll() is None and time.monotonic() < deadline, process.stderr and process.stderr.read()
+        assert process.poll() is None and time.monotonic() < deadline, container.logged()
         time.sleep(0.1)
-    return process
+    return container
 
 
-def stop(process: subprocess.Popen[bytes]) -> str:
+def wait_for_log(container: Container, text: str) -> None:
+    """Until `text` is in the container's log (a worker other than the one that logs it may answer first)."""
+    deadline = time.monotonic() + 20
+    while text not in container.logged():
+        assert container.process.poll() is None and time.monotonic() < deadline, container.logged()
+        time.sleep(0.1)
+
+
+def stop(container: Container) -> str:
     """As `docker stop` does: SIGTERM, then it must exit on its own, successfully."""
-    process.terminate()
-    _, errors = process.communicate(timeout=20)
-    assert process.returncode == 0, errors
-    assert b"Traceback" not in errors
-    return errors.decode()
+    container.process.terminate()
+    container.process.wait(timeout=20)
+    errors = container.logged()
+    assert container.process.returncode == 0, errors
+    assert "Traceback" not in errors
+    return errors
 
 
 def test_the_definition_is_small_non_root_and_declares_its_volume_and_port() -> None:
@@ -92,18 +116,18 @@ def test_the_definition_is_small_non_root_and_declares_its_volume_and_port() -> 
 def test_the_default_command_serves_every_interface_from_the_volume(tmp_path: Path) -> None:
     port = free_port()
     environment = image_environment(tmp_path / "volume", port)
-    process = run_image(environment, tmp_path)
+    container = run_image(environment, tmp_path)
     try:
         make_client(f"http://127.0.0.1:{port}").create_table(**USERS)
+        wait_for_log(container, f"listening on http://0.0.0.0:{port}")
     finally:
-        errors = stop(process)
-    assert f"listening on http://0.0.0.0:{port}" in errors
+        stop(container)
     assert not healthy(environment)  # nothing answers any more
-    process = run_image(environment, tmp_path)  # a new container on the same volume
+    container = run_image(environment, tmp_path)  # a new container on the same volume
     try:
         assert make_client(f"http://127.0.0.1:{port}").list_tables()["TableNames"] == ["users"]
     finally:
-        stop(process)
+        stop(container)
 
 
 def test_a_dynamodb_local_compose_command_runs_unchanged(tmp_path: Path) -> None:
@@ -111,10 +135,10 @@ def test_a_dynamodb_local_compose_command_runs_unchanged(tmp_path: Path) -> None
     port = free_port()
     environment = image_environment(tmp_path / "volume", port)
     (tmp_path / "data").mkdir()
-    process = run_image(environment, tmp_path, "-jar", "DynamoDBLocal.jar", "-sharedDb", "-dbPath", "./data")
+    container = run_image(environment, tmp_path, "-jar", "DynamoDBLocal.jar", "-sharedDb", "-dbPath", "./data")
     try:
         make_client(f"http://127.0.0.1:{port}").create_table(**USERS)
     finally:
-        stop(process)
+        stop(container)
     assert (tmp_path / "data" / "openddb.sqlite3").exists()
     assert not (tmp_path / "volume").exists()
