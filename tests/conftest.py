@@ -159,6 +159,20 @@ def range_table(ddb) -> str:  # type: ignore[no-untyped-def]
     return create_table(ddb, unique_name("range"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def export_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Exports to a bucket given by name (not a path) go under a directory of the run, not the working directory's
+    ./openddb-exports (the model fuzzer sends such names); a root the caller set is kept."""
+    if os.environ.get("OPENDDB_EXPORT_ROOT"):
+        yield
+        return
+    os.environ["OPENDDB_EXPORT_ROOT"] = str(tmp_path_factory.mktemp("exports"))
+    try:
+        yield
+    finally:
+        del os.environ["OPENDDB_EXPORT_ROOT"]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # boto3 must never wander off to instance metadata for credentials or region.
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
