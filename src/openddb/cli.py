@@ -44,6 +44,7 @@ from openddb.startup import (
     StartupError,
     add_data_dir_option,
     bind,
+    check_engine_urls,
     check_port,
     open_postgres,
     open_sqlite,
@@ -717,6 +718,7 @@ def _start(args: argparse.Namespace) -> int:
     audit = _audit_log(args)  # (opened here to report a mistake at once; each worker opens its own)
     if audit is not None:
         audit.close()
+    check_engine_urls(args.engine, args.engine_replicas)
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
     if args.disk_reserve_mb < 0:

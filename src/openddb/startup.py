@@ -105,12 +105,18 @@ def remove_sqlite_store(path: str) -> None:
     remove_files(os.path.join(path, "openddb.sqlite3"))
 
 
+def check_engine_urls(url: str | None, replicas: Sequence[str]) -> None:
+    """StartupError unless `url` (if given) and each replica's are PostgreSQL URLs: checked before anything else
+    of the server is set up, so a mistyped --engine is what is reported first."""
+    for given in (*([url] if url else []), *replicas):
+        if not given.startswith(("postgresql://", "postgres://")):
+            raise StartupError(f"unsupported --engine {hide_password(given)!r} (expected postgresql://...)")
+
+
 def open_postgres(url: str, replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> PostgresEngine:
     """The PostgreSQL engine at `url` (with streaming `replicas` for eventually consistent reads); its driver is
     an optional extra."""
-    for given in (url, *replicas):
-        if not given.startswith(("postgresql://", "postgres://")):
-            raise StartupError(f"unsupported --engine {hide_password(given)!r} (expected postgresql://...)")
+    check_engine_urls(url, replicas)
     if replica_max_lag <= 0:
         raise StartupError("--replica-max-lag must be positive")
     try:

@@ -67,7 +67,10 @@ def test_a_port_held_by_another_program_is_refused_naming_it() -> None:
         other.listen()
         port = other.getsockname()[1]
         line = serve("--port", str(port), "--in-memory", "--workers", "1")
+        # A mistyped --engine is the mistake named, not the busy port (the user would fix the port, then meet it).
+        engine = serve("--port", str(port), "--engine", "mysql://localhost/db")
     assert f"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}" in line
+    assert "unsupported --engine 'mysql://localhost/db'" in engine
 
 
 @pytest.mark.parametrize(("args", "expected"), [
