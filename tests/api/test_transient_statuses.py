@@ -21,7 +21,7 @@ import openddb.testing
 from openddb import clock
 from tests.conftest import ServerProcess, make_client, unique_name
 
-DELAY = 0.6
+DELAY = 2.0  # (long enough for a loaded machine to see CREATING and DELETING before they pass)
 HOUR = 3600
 
 
