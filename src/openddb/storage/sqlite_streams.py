@@ -69,27 +69,37 @@ CREATE INDEX IF NOT EXISTS streams_enabled ON streams (tid) WHERE disabled_at IS
 CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE ending_seq IS NULL;
 """
 
+# A record's parameters are bound as int, float, str or bytearray only: Python's sqlite3 (3.11) sends any other
+# type (None, bool, bytes) through its adaptation protocol first, which raises and clears an AttributeError on the
+# way (~0.5 µs a value, several per record). So an image is bound as a bytearray, an absent one as b"" and an absent
+# size as -1, both made NULL by the statement; a view's flags are constants of its own statement.
+_ABSENT_IMAGE = bytearray()
+_ABSENT_SIZE = -1
 # The statements a transaction's queued records are written by: each record with its sequence number (one past
 # the highest before it), its stream and shard; then each shard's `last_seq`, the number of its newest record.
 _APPEND = ("INSERT INTO stream_log (seq, sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+           "VALUES (?, ?, ?, ?, ?, ?, nullif(?, x''), nullif(?, x''), nullif(?, x''), nullif(?, -1), nullif(?, -1))")
 _SHARD_LAST = "UPDATE stream_shards SET last_seq=? WHERE shard_no=?"
 # A blind write's record, written at once with the old image read in the same statement (the row as it stands,
 # just before the write's own statement changes it; see `_append_blind_record`), as `_record` makes one; nothing if
-# the write leaves the stored bytes as they were. ?5 the new image, ?7/?8 whether the view keeps the old/new image.
+# the write leaves the stored bytes as they were. ?5 the new image; {old}/{new} (1 or 0, one statement per view
+# type, `_BLIND_BY_VIEW`) whether the view keeps the old/new image.
 _APPEND_BLIND = (
     "INSERT INTO stream_log (sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
     "SELECT ?1, ?2, ?3, CASE WHEN i.data IS NULL THEN 'INSERT' WHEN ?5 IS NULL THEN 'REMOVE' ELSE 'MODIFY' END, ?4, "
-    "CASE WHEN (?7 AND i.data IS NOT NULL) OR (?8 AND ?5 IS NOT NULL) THEN NULL ELSE coalesce(?5, i.data) END, "
-    "CASE WHEN ?7 THEN i.data END, CASE WHEN ?8 THEN ?5 END, CASE WHEN ?7 AND i.data IS NOT NULL THEN i.size END, "
-    "CASE WHEN ?8 AND ?5 IS NOT NULL THEN ?6 END "
-    "FROM (SELECT 1) LEFT JOIN items i ON i.tid=?9 AND i.h=?10 AND i.pk=?11 AND i.sk=?12 WHERE i.data IS NOT ?5")
+    "CASE WHEN ({old} AND i.data IS NOT NULL) OR ({new} AND ?5 IS NOT NULL) THEN NULL ELSE coalesce(?5, i.data) END, "
+    "CASE WHEN {old} THEN i.data END, CASE WHEN {new} THEN ?5 END, CASE WHEN {old} AND i.data IS NOT NULL THEN i.size "
+    "END, CASE WHEN {new} AND ?5 IS NOT NULL THEN ?6 END "
+    "FROM (SELECT 1) LEFT JOIN items i ON i.tid=?7 AND i.h=?8 AND i.pk=?9 AND i.sk=?10 WHERE i.data IS NOT ?5")
 # The log's one index: a stream's records in commit order, with their shard (a shard is read along it, see
 # `read_stream`). Every record of a stream appends to its end, so a commit changes one page of it, where an index
 # by shard changed one page for each shard written to.
 _BY_STREAM = "CREATE INDEX IF NOT EXISTS stream_log_by_stream ON stream_log (sid, seq, shard_no)"
 _WITH_OLD = ("OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 _WITH_NEW = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
+_BLIND_BY_VIEW: dict[str, str] = {
+    view: _APPEND_BLIND.format(old=int(view in _WITH_OLD), new=int(view in _WITH_NEW))
+    for view in ("KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES")}
 _STREAM_COLUMNS = "sid, arn, table_name, label, view_type, key_schema, created_at, disabled_at"
 _SHARD_COLUMNS = "shard_id, parent_id, slot, starting_seq, ending_seq, created_at, trimmed_seq"
 # Records are deleted (trimmed, or gone with their stream) only below the highest one, which keeps the next
@@ -115,14 +125,18 @@ def _record(view: StreamViewType, now: float, origin: Origin, before: tuple[int,
     """The parameters of `_APPEND` but the sequence number, for a change from the item `before` (its size and
     stored JSON, None if it did not exist) to `new` (None once deleted). The record keeps the images its view
     type keeps; Keys come from an image the record holds, else from `keys` (the whole item, as it was stored:
-    the reader takes the key attributes out of it)."""
+    the reader takes the key attributes out of it). An absent image or size goes as `_ABSENT_IMAGE`/`_ABSENT_SIZE`."""
     old_size, old = before
     kept_old = old if view in _WITH_OLD else None
     kept_new = new if view in _WITH_NEW else None
     keys = None if kept_old is not None or kept_new is not None else (new if new is not None else old)
     kind = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
-    return (sid, shard_no, now, kind, origin, keys, kept_old, kept_new, old_size if kept_old is not None else None,
-            new_size if kept_new is not None else None)
+    return (sid, shard_no, now, kind, origin, _image(keys), _image(kept_old), _image(kept_new),
+            _ABSENT_SIZE if kept_old is None else old_size, _ABSENT_SIZE if kept_new is None else new_size)
+
+
+def _image(data: bytes | None) -> bytearray:
+    return _ABSENT_IMAGE if data is None else blob(data)
 
 
 def _stream_info(row: Any) -> StreamInfo:
@@ -289,11 +303,9 @@ class SQLiteStreams:
         if self._records:
             self._write_records()
         key = change.key
-        view = stream.view_type
-        written = self._db.execute(_APPEND_BLIND, (
+        written = self._db.execute(_BLIND_BY_VIEW[stream.view_type], (
             stream.stream_id, shard_no, now, change.origin, None if change.new_data is None else blob(change.new_data),
-            change.new_size, view in _WITH_OLD, view in _WITH_NEW, change.table.table_id, key.h, blob(key.pk),
-            blob(key.sk)))
+            change.new_size, change.table.table_id, key.h, blob(key.pk), blob(key.sk)))
         if written.rowcount:
             self._shard_last[shard_no] = written.lastrowid or 0
 
