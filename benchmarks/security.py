@@ -19,9 +19,10 @@ process) instead of one after another: on a shared machine whose load swings fro
 figures then meet the same conditions, and the per-round ratios compare like with like (CPU/op is still the robust
 figure; ops/s is bounded by the one client when it is near 100%).
 
-With `--baseline REV`, each variant also runs from that git revision (checked out with `git worktree add --detach`
-in a temporary dir, removed at the end), as "<variant>@base", in the same rounds: a change's cost or saving on
-verification measured side by side with what it replaces.
+With `--baseline REV`, the plain server and each variant also run from that git revision (checked out with `git
+worktree add --detach` in a temporary dir, removed at the end), as "<variant>@base", in the same rounds, each
+compared with the baseline's plain server: a change's cost or saving on verification measured side by side with
+what it replaces.
 """
 
 from __future__ import annotations
@@ -182,9 +183,9 @@ def report(results: dict[tuple[str, str], list[dict[str, float]]], labels: list[
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     names = list(dict.fromkeys(name for _, name in results))  # (the servers' order: plain first)
     for label in labels:
-        plain = results[(label, "plain")]
         for name in names:
             runs = results[(label, name)]
+            plain = results[(label, "plain@base" if name.endswith("@base") else "plain")]
             ratio = median([run["rate"] / base["rate"] for run, base in zip(runs, plain) if base["rate"]])
             cpu = median([run["cpu_us"] / base["cpu_us"] for run, base in zip(runs, plain) if base["cpu_us"]])
             lines.append(f"| {label} | {name} | {median([run['rate'] for run in runs]):,.0f} | "
@@ -236,6 +237,8 @@ def main() -> int:
             servers = [Server("plain", Path(tmp), args.workers)]
             for suffix, src in sources:
                 check_source(src)
+                if suffix:  # (the baseline's plain server too: a change to the path every server runs shows)
+                    servers.append(Server("plain" + suffix, Path(tmp), args.workers, src=src))
                 if "https" in args.variants:
                     servers.append(Server("https" + suffix, Path(tmp), args.workers, tls=pair, src=src))
                 for name in ("verify", "policy"):

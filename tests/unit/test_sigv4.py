@@ -174,6 +174,23 @@ def test_only_verified_requests_leave_anything_kept() -> None:
     assert sum(len(signing.kept) for signing in check._signings.values()) == 1
 
 
+def test_only_a_verified_request_is_remembered_as_the_last_and_its_likes_are_still_checked_in_full() -> None:
+    # (a request alike to the last one finds what it shares by comparing: that memory too is filled only once a
+    # request passed, and a request found through it still has its body hashed and its signature checked)
+    check = verifier()
+    authorization, request = signed()
+    forged, same = signed(secret="guessed")
+    with pytest.raises(InvalidSignatureException):
+        check.verify(forged, same)
+    assert all(signing.last is None for signing in check._signings.values())
+    check.verify(authorization, request)
+    assert [signing.last is not None for signing in check._signings.values()] == [True]
+    for refused in ((authorization, changed(request, body=b'{"TableName":"u"}')), (forged, same)):
+        with pytest.raises(InvalidSignatureException):
+            check.verify(*refused)
+    assert check.verify(authorization, request).access_key_id == KEY
+
+
 @pytest.mark.parametrize("seconds, error", [(0, None), (900.5, None), (-900, None), (901.2, "Signature expired"),
                                             (-900.5, "Signature not yet current")])
 def test_the_skew_window_is_the_same_for_a_kept_request_and_a_new_one(seconds: float, error: str | None) -> None:

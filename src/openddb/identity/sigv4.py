@@ -114,7 +114,7 @@ class _Signing:
     request up to its payload hash, and the HMAC's inner and outer SHA-256 states over the string to sign up to the
     canonical request's hash (RFC 2104: the signing key's pads absorbed). Each state is copied per request."""
 
-    __slots__ = ("dated", "kept", "key_id", "scope", "values")
+    __slots__ = ("dated", "kept", "key_id", "last", "scope", "values")
 
     def __init__(self, scope: _Scope) -> None:
         self.scope = scope
@@ -123,6 +123,9 @@ class _Signing:
         self.values: Callable[[Mapping[bytes, bytes]], Any] = itemgetter(*scope.names)
         self.dated = b"x-amz-date" in scope.names  # (else the request's time is part of what is kept by)
         self.kept: dict[tuple[Any, ...], _Kept] = {}
+        # The last of `kept` a request used, and by what: a client's next request is most often alike (its
+        # operation, its second), and told so by comparing, without hashing what the request sent.
+        self.last: tuple[tuple[Any, ...], _Kept] | None = None
 
 
 class _Kept(NamedTuple):
@@ -178,7 +181,8 @@ class Verifier:
             alike = (request.method, request.url, tuple(map(headers.get, signing.scope.names)))
         if not signing.dated:
             alike += (stamp,)
-        kept = signing.kept.get(alike)
+        known = signing.last
+        kept = known[1] if known is not None and known[0] == alike else signing.kept.get(alike)
         if kept is None or kept.secret != credentials.secret:
             shared = self._shared(credentials.secret, signing.scope, stamp, request)
         else:
@@ -205,6 +209,8 @@ class Verifier:
             if len(signing.kept) > 256:
                 signing.kept.clear()
             signing.kept[alike] = shared
+        if known is None or known[1] is not shared:
+            signing.last = (alike, shared)
         return credentials
 
     @staticmethod
