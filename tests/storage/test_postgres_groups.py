@@ -152,6 +152,36 @@ def test_a_change_sent_with_the_next_statements_commits_with_its_group(
     assert value(second, meta, key(b"n")) == 6 and value(second, meta, key(b"other")) is None
 
 
+def test_only_what_may_wait_on_another_transaction_is_bounded_at_1_ms(
+        pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """Inside a group a creation (a concurrent creator's row may be locked) runs under the 1 ms bound, while the
+    change of a present item, left for the next round trip, runs under the lone writes' 2 s (it may wait for the
+    lock that extends the table's file); a refused write's rollback to its savepoint keeps the bound it had."""
+    first, _second = pair
+    meta = first.create_table(new_meta())
+    counter = (meta, key(b"n"))
+    first.write([add(counter, 1)])
+    first.commit()
+
+    def bound() -> str:
+        return str(first._rows("SELECT current_setting('lock_timeout')", ())[0][0])
+
+    def refuse(old: Item | None) -> Item:
+        raise ConditionalCheckFailedException("The conditional request failed")
+    first.write([put(meta, key(b"new"), item(1))])
+    assert bound() == "1ms"
+    first.write([add(counter, 5)])
+    assert bound() == "2s"
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([WriteOp(meta, key(b"n"), refuse)])
+    assert bound() == "2s"
+    first.write([put(meta, key(b"newer"), item(2))])
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([WriteOp(meta, key(b"n"), refuse)])
+    assert bound() == "1ms"
+    assert first.commit() == "committed" and value(first, meta, key(b"n")) == 6
+
+
 def test_a_sent_later_change_that_fails_loses_its_group() -> None:
     """Should the update a write left for its node's next round trip fail there (a trigger refuses it, in a
     database of the test's own), the write that carried it fails, `commit` raises (so no request of the group is

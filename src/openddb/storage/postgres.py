@@ -82,6 +82,7 @@ from openddb.storage.postgres_indexes import (
     INDEX_MIGRATION,
     ITEM_KEY_LIMIT,
     TABLE_VERSION,
+    TABLE_VERSION_NOWAIT,
     ItemKey,
     Migration,
     PostgresIndexes,
@@ -180,6 +181,8 @@ _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s
 _KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
 _GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
 _LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
+# Inside a group, a single item's locks are taken without waiting (see `_group_write`): no `lock_timeout` to set.
+_LOCK_NOWAIT = f"{_LOCK} NOWAIT"
 _INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
 _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
@@ -298,6 +301,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # whether the last write's must go at once.
         self._carried = 0
         self._send_now = False
+        # The open group's lock_timeout once the statements queued have run (the session's LOCK_TIMEOUT_MS when it
+        # begins), and what it was when the last write's savepoint was taken (a rollback to it restores that).
+        self._bound_ms = LOCK_TIMEOUT_MS
+        self._bound_at_savepoint = LOCK_TIMEOUT_MS
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
@@ -801,7 +808,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         writes, and waiting with them held could deadlock with another node's group (each waiting for the other's
         commit). A write that would wait longer (or meets any conflict) is undone, the group commits, and the
         write runs on its own, waiting as a lone write does: strict two-phase locking either way, and the
-        request's answer still waits for the group's commit."""
+        request's answer still waits for the group's commit. A single item's locks are taken with NOWAIT (no
+        wait at all), so the common write sets no bound; the statements that may wait on another transaction
+        (several items' locks, a creation, index, vector and stream upkeep) are sent under the 1 ms bound
+        (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS), each set only when
+        the transaction's bound is not the one needed already."""
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
@@ -810,14 +821,15 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         try:
             if not session.pending:
                 session.pending = True
+                self._bound_ms = LOCK_TIMEOUT_MS  # (the session's)
                 pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
-                pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
                 if (moved := recovery_clock()) is not None:
                     pipe.add(moved)
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
             self._release_due = False
             pipe.add("SAVEPOINT w")
+            self._bound_at_savepoint = self._bound_ms
             result = body(cur)
             if self._send_now:
                 if len(pipe):
@@ -825,8 +837,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             elif len(pipe):  # sent with the next statements of this connection, at the latest with the group's COMMIT
                 # They wait for no row lock (the write holds them), but may for the lock that extends the table's
                 # file, which a 1 ms bound would make them fail: they go under the lone writes' bound.
-                pipe.surround(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'",
-                              f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+                if self._bound_ms != LOCK_TIMEOUT_MS:
+                    pipe.prepend(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+                    self._bound_ms = LOCK_TIMEOUT_MS
                 self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
@@ -840,6 +853,12 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._group_writes += 1
         return result
 
+    def _bound_waits(self) -> None:
+        """Inside a group: the statements queued next may wait for another transaction's lock: bound the wait."""
+        if self.session.pending and self._bound_ms != GROUP_LOCK_TIMEOUT_MS:
+            self._pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+            self._bound_ms = GROUP_LOCK_TIMEOUT_MS
+
     def _undo_write(self) -> None:
         """Roll back the group's last write to its savepoint (its rows, placeholders and locks); if that cannot
         be done, the whole group is lost."""
@@ -847,6 +866,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         if not (conn.broken or conn.closed):
             try:
                 self._pipe.add("ROLLBACK TO SAVEPOINT w")  # (behind the write's statements still unsent, if any)
+                self._bound_ms = self._bound_at_savepoint  # (a rollback to a savepoint restores its settings)
                 self._command("RELEASE SAVEPOINT w")
                 return
             except psycopg.Error:
@@ -1029,6 +1049,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             results.append(WriteResult(old, new, old_size, new_size))
         self._write_back(cur, live, current, loaded, stored, placeholders, whole)
         if records:  # last: the shard locks it takes are held until the commit that follows
+            self._bound_waits()
             with self._batched():
                 self._append_records(cur, records, now)
         return results
@@ -1043,8 +1064,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         stored: dict[ItemKey, tuple[int, bytes] | None] = {}
         if len(distinct) == 1:  # the catalog row's lock and the item's, with what is queued, in one round trip
             key = distinct[0]
-            self._pipe.add(TABLE_VERSION, (key[0],))
-            self._pipe.add(_LOCK, key)
+            grouped = self.session.pending  # (in a group: without waiting, see `_group_write`)
+            self._pipe.add(TABLE_VERSION_NOWAIT if grouped else TABLE_VERSION, (key[0],))
+            self._pipe.add(_LOCK_NOWAIT if grouped else _LOCK, key)
             *_, table, item = self._run()
             live: dict[int, TableMeta | None] = {key[0]: self._described(key[0], table[0] if table else None)}
             stored[key] = item[0] if item else None
@@ -1054,6 +1076,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # locked by a no-op update; an absent key by inserting a placeholder (size -1), never committed, which a
         # concurrent writer of that key must wait for: a condition on an absent item cannot be skewed.
         tids = sorted({key[0] for key in distinct})
+        self._bound_waits()
         for tid in tids:
             self._pipe.add(TABLE_VERSION, (tid,))
         for key in distinct:
@@ -1090,10 +1113,12 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
         # unique violation makes the whole write run again rather than overwrite what it did not see. Queued: they
         # go with the index upkeep's statements, or with the transaction's COMMIT, or end a group's write.
+        tables = [live[change[0][0]] for change in changes]
+        if inserts or any(table is not None and (table.indexes or table.vector_indexes) for table in tables):
+            self._bound_waits()  # (a concurrent creator's row, an index or vector partition row may be locked)
         for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
             for params in rows:
                 self._pipe.add(sql, params)
-        tables = [live[change[0][0]] for change in changes]
         entries = any(table is not None and table.indexes for table in tables) and self._maintain_indexes(live, changes)
         vectors = any(table is not None and table.vector_indexes for table in tables) and \
             self._maintain_vectors(live, changes)

@@ -75,6 +75,7 @@ _PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size,
 _PUT_TYPES = (INT8, INT8, INT8, BYTEA, BYTEA, BYTEA, BYTEA, INT8, BYTEA, BYTEA, BYTEA, BYTEA)
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
+TABLE_VERSION_NOWAIT = f"{TABLE_VERSION} NOWAIT"  # (inside a group: see PostgresEngine._group_write)
 _TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
 _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s FOR SHARE"
 

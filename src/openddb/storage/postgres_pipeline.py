@@ -126,10 +126,9 @@ class Pipeline:
         self._queue.clear()
         return commands
 
-    def surround(self, first: str, last: str) -> None:
-        """Put command `first` before the statements queued and `last` after them."""
-        self._queue.insert(0, (first, None, None))
-        self._queue.append((last, None, None))
+    def prepend(self, command: str) -> None:
+        """Put `command` before the statements queued."""
+        self._queue.insert(0, (command, None, None))
 
     def add(self, sql: str, params: Sequence[Param] = (), types: Sequence[int] | None = None) -> None:
         """Queue a statement (`%s` placeholders, as psycopg writes them); one without parameters (BEGIN,
