@@ -94,6 +94,15 @@ from openddb.storage.postgres_indexes import (
     stored_key,
     whole_keys,
 )
+from openddb.storage.postgres_locks_ahead import (
+    DELETE_ITEM,
+    ITEM_KEY,
+    LOCK_ITEM,
+    LOCK_ITEM_NOWAIT,
+    UPDATE_ITEM,
+    PostgresLocksAhead,
+    item_key,
+)
 from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline, Sent
 from openddb.storage.postgres_replicas import PRIMARY_POSITION, Replica, Replicas
 from openddb.storage.postgres_streams import (
@@ -178,17 +187,17 @@ _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s
           "SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
           "WHERE openddb_leases.expires <= %s OR openddb_leases.holder = EXCLUDED.holder RETURNING holder")
 
-_KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
+_KEY = ITEM_KEY
 _GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
-_LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
+_LOCK = LOCK_ITEM
 # Inside a group, a single item's locks are taken without waiting (see `_group_write`): no `lock_timeout` to set.
-_LOCK_NOWAIT = f"{_LOCK} NOWAIT"
+_LOCK_NOWAIT = LOCK_ITEM_NOWAIT
 _INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
 _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
 _LOCK_OR_HOLD_TYPES = (INT8, INT8, BYTEA, BYTEA, BYTEA)
-_UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
-_DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
+_UPDATE = UPDATE_ITEM
+_DELETE = DELETE_ITEM
 _LOCK_TOKEN = "SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s FOR UPDATE"
 _INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
 _UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s, sizes=NULL WHERE token=%s"
@@ -260,7 +269,7 @@ def statements_ahead(reads: ReadsAhead) -> list[Statement]:
     """The statements (each once) that read what `reads` names."""
     statements: dict[Statement, None] = {}
     for meta, key in reads.gets:
-        statements[(_GET, _item_key(meta.table_id, key))] = None
+        statements[(_GET, item_key(meta.table_id, key))] = None
     for query in reads.queries:
         statements[first_page(query)] = None
     for scan in reads.scans:
@@ -279,7 +288,7 @@ def _pages(first: int = FIRST_PAGE, largest: int = 1024) -> Iterator[int]:
 T = TypeVar("T")
 
 
-class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, PostgresBackups, Engine):
+class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, PostgresVectors, PostgresBackups, Engine):
     def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False,
                  replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
@@ -305,6 +314,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # begins), and what it was when the last write's savepoint was taken (a rollback to it restores that).
         self._bound_ms = LOCK_TIMEOUT_MS
         self._bound_at_savepoint = LOCK_TIMEOUT_MS
+        self._locked = {}  # rows locked ahead for the pass's writes (postgres_locks_ahead.py)
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
@@ -711,16 +721,17 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def end_read_ahead(self) -> None:
         self._ahead, self._ahead_eventual = {}, {}
+        self.end_locks_ahead()
 
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._read_rows(_GET, _item_key(meta.table_id, key))
+        found = self._read_rows(_GET, item_key(meta.table_id, key))
         if not found:
             return None
         return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
         if self._ahead:  # (read ahead in one snapshot: if every key was, no round trip)
-            ahead = [self._ahead.get((_GET, _item_key(meta.table_id, key))) for meta, key in requests]
+            ahead = [self._ahead.get((_GET, item_key(meta.table_id, key))) for meta, key in requests]
             fetched = [rows for rows in ahead if rows is not None]
             if len(fetched) == len(requests):
                 return [Row(key, rows[0][0], rows[0][1]) if rows else None
@@ -729,7 +740,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             return [self.get(meta, key) for meta, key in requests]  # (eventually consistent: no one snapshot)
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as cur:
-            params = [_item_key(meta.table_id, key) for meta, key in requests]
+            params = [item_key(meta.table_id, key) for meta, key in requests]
             cur.executemany(_GET, params, returning=True)
             rows: list[Row | None] = []
             for _meta, key in requests:
@@ -740,6 +751,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         self._ahead = {}  # (the rows read ahead may be what this changes; a replica's are as stale as they may be)
+        if self._locked:  # (a single-item write of the group on a row locked ahead: no round trip)
+            done = self._write_locked(ops, token is None and self.group_commit)
+            if done is not None:
+                return done
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
         run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
 
@@ -819,12 +834,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         cur = self._checked()
         pipe = self._pipe
         try:
+            self._ahead_only = False
             if not session.pending:
-                session.pending = True
-                self._bound_ms = LOCK_TIMEOUT_MS  # (the session's)
-                pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
-                if (moved := recovery_clock()) is not None:
-                    pipe.add(moved)
+                self._begin_group()
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
             self._release_due = False
@@ -852,6 +864,21 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         session.writes += 1
         self._group_writes += 1
         return result
+
+    def _begin_group(self) -> None:
+        """Open a group: its BEGIN queued, sent with the first statements of its first write."""
+        self.session.pending = True
+        self._bound_ms = LOCK_TIMEOUT_MS  # (the session's)
+        self._pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
+        if (moved := recovery_clock()) is not None:
+            self._pipe.add(moved)
+
+    def _bound_lone(self) -> None:
+        """Inside a group: the statements queued next wait for no other transaction's lock, but may for the one
+        that extends the table's file, which a 1 ms bound would make them fail: the lone writes' bound."""
+        if self._bound_ms != LOCK_TIMEOUT_MS:
+            self._pipe.add(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+            self._bound_ms = LOCK_TIMEOUT_MS
 
     def _bound_waits(self) -> None:
         """Inside a group: the statements queued next may wait for another transaction's lock: bound the wait."""
@@ -888,6 +915,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             self.session.commits += 1
         self._group_writes = 0
         self._release_due = False
+        self._locked = {}
+        self._ahead_only = False
 
     def _rollback_quietly(self) -> None:
         try:
@@ -1017,7 +1046,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Lock, apply, write back, maintain the indexes, append stream records; inside the caller's transaction."""
-        keys = [_item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
+        keys = [item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
         whole = {key: op.key.pk for key, op in zip(keys, ops) if key[2] is not op.key.pk}
         live, stored, placeholders = self._lock_items(cur, keys, whole)
         # Apply in request order; a key seen twice sees the first op's outcome.
@@ -1172,11 +1201,6 @@ class _Link(NamedTuple):
     pipe: Pipeline
     arrivals: select.poll
     closing: bool
-
-
-def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:
-    """An item's primary key as its columns hold it (see `postgres_indexes.stored_key`)."""
-    return tid, key.h, stored_key(key.pk, ITEM_KEY_LIMIT), key.sk
 
 
 def _token_text(token: str) -> str:
