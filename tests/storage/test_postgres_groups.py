@@ -16,6 +16,8 @@ from openddb.storage.base import StorageKey, WriteOp
 from openddb.storage.postgres import GROUP_WRITES, PostgresEngine
 from tests.storage.conftest import POSTGRES_URL, TERMINATE_CLIENT, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import item, key, new_meta, put
+from tests.storage.test_index_contract import GSI, doc, indexed_meta
+from tests.storage.test_index_contract import put as put_doc
 
 pytestmark = needs_postgres
 
@@ -180,6 +182,14 @@ def test_only_what_may_wait_on_another_transaction_is_bounded_at_1_ms(
         first.write([WriteOp(meta, key(b"n"), refuse)])
     assert bound() == "1ms"
     assert first.commit() == "committed" and value(first, meta, key(b"n")) == 6
+    indexed = first.create_table(indexed_meta(GSI))
+    first.write([put_doc(indexed, doc("p", "a", g="red", n=1))])  # (a creation, and its index entry)
+    assert bound() == "1ms"
+    first.write([add(counter, 1)])
+    assert bound() == "2s"
+    first.write([put_doc(indexed, doc("p", "a", g="red", n=1, y="more"))])  # (no entry changes: carried)
+    assert bound() == "2s"
+    assert first.commit() == "committed"
 
 
 def test_a_sent_later_change_that_fails_loses_its_group() -> None:

@@ -125,6 +125,8 @@ LOCK_TIMEOUT_MS = 2000
 # keeps 64 subtransaction ids per backend in shared memory before every snapshot taken elsewhere grows dearer.
 GROUP_LOCK_TIMEOUT_MS = 1
 GROUP_WRITES = 48
+_GROUP_BOUND = f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'"
+_LONE_BOUND = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'"
 
 
 def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
@@ -849,8 +851,10 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
             elif len(pipe):  # sent with the next statements of this connection, at the latest with the group's COMMIT
                 # They wait for no row lock (the write holds them), but may for the lock that extends the table's
                 # file, which a 1 ms bound would make them fail: they go under the lone writes' bound.
+                # (What is queued before the group's bound was last set, if it is, needs it; this write's changes
+                # follow.)
                 if self._bound_ms != LOCK_TIMEOUT_MS:
-                    pipe.prepend(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+                    pipe.insert_after(_GROUP_BOUND, _LONE_BOUND)
                     self._bound_ms = LOCK_TIMEOUT_MS
                 self._carried = len(pipe)
         except _RETRYABLE as error:
@@ -877,13 +881,14 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         """Inside a group: the statements queued next wait for no other transaction's lock, but may for the one
         that extends the table's file, which a 1 ms bound would make them fail: the lone writes' bound."""
         if self._bound_ms != LOCK_TIMEOUT_MS:
-            self._pipe.add(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+            self._pipe.add(_LONE_BOUND)
             self._bound_ms = LOCK_TIMEOUT_MS
 
     def _bound_waits(self) -> None:
-        """Inside a group: the statements queued next may wait for another transaction's lock: bound the wait."""
+        """Inside a group: the statements queued next may wait for another transaction's lock: bound the wait.
+        (Called just before them: a write that queues none leaves its change carried under the 2 s bound.)"""
         if self.session.pending and self._bound_ms != GROUP_LOCK_TIMEOUT_MS:
-            self._pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+            self._pipe.add(_GROUP_BOUND)
             self._bound_ms = GROUP_LOCK_TIMEOUT_MS
 
     def _undo_write(self) -> None:
@@ -1142,12 +1147,14 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
         # unique violation makes the whole write run again rather than overwrite what it did not see. Queued: they
         # go with the index upkeep's statements, or with the transaction's COMMIT, or end a group's write.
-        tables = [live[change[0][0]] for change in changes]
-        if inserts or any(table is not None and (table.indexes or table.vector_indexes) for table in tables):
-            self._bound_waits()  # (a concurrent creator's row, an index or vector partition row may be locked)
+        # (A concurrent creator's row may be locked; the index and vector upkeep bounds its own statements. The
+        # rows this write locked wait for no other transaction: a change of them alone is carried, under 2 s.)
+        if inserts:
+            self._bound_waits()
         for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
             for params in rows:
                 self._pipe.add(sql, params)
+        tables = [live[change[0][0]] for change in changes]
         entries = any(table is not None and table.indexes for table in tables) and self._maintain_indexes(live, changes)
         vectors = any(table is not None and table.vector_indexes for table in tables) and \
             self._maintain_vectors(live, changes)

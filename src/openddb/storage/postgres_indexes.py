@@ -161,6 +161,7 @@ class PostgresIndexes:
         _pipe: Pipeline
 
         def _run(self) -> list[list[tuple[Any, ...]]]: ...
+        def _bound_waits(self) -> None: ...
         def _cursor(self) -> psycopg.Cursor[Any]: ...
         def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
         def _read_pages(self, build: Any) -> Iterator[Any]: ...
@@ -208,6 +209,8 @@ class PostgresIndexes:
                     puts.append(_entry_row(tid, after, index.index_id, tpk, tsk))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
+        if deletes or puts:  # (another node's write of the same index key may hold an entry's row)
+            self._bound_waits()
         for params in deletes:
             self._pipe.add(_DELETE, params)
         for params in puts:
