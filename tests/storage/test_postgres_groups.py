@@ -16,6 +16,8 @@ from openddb.storage.base import StorageKey, WriteOp
 from openddb.storage.postgres import GROUP_WRITES, PostgresEngine
 from tests.storage.conftest import POSTGRES_URL, TERMINATE_CLIENT, needs_postgres, scratch_database
 from tests.storage.test_engine_contract import item, key, new_meta, put
+from tests.storage.test_index_contract import GSI, doc, indexed_meta
+from tests.storage.test_index_contract import put as put_doc
 
 pytestmark = needs_postgres
 
@@ -150,6 +152,44 @@ def test_a_change_sent_with_the_next_statements_commits_with_its_group(
     assert value(first, meta, key(b"n")) == 6 and value(second, meta, key(b"n")) == 1
     assert first.commit() == "committed"
     assert value(second, meta, key(b"n")) == 6 and value(second, meta, key(b"other")) is None
+
+
+def test_only_what_may_wait_on_another_transaction_is_bounded_at_1_ms(
+        pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """Inside a group a creation (a concurrent creator's row may be locked) runs under the 1 ms bound, while the
+    change of a present item, left for the next round trip, runs under the lone writes' 2 s (it may wait for the
+    lock that extends the table's file); a refused write's rollback to its savepoint keeps the bound it had."""
+    first, _second = pair
+    meta = first.create_table(new_meta())
+    counter = (meta, key(b"n"))
+    first.write([add(counter, 1)])
+    first.commit()
+
+    def bound() -> str:
+        return str(first._rows("SELECT current_setting('lock_timeout')", ())[0][0])
+
+    def refuse(old: Item | None) -> Item:
+        raise ConditionalCheckFailedException("The conditional request failed")
+    first.write([put(meta, key(b"new"), item(1))])
+    assert bound() == "1ms"
+    first.write([add(counter, 5)])
+    assert bound() == "2s"
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([WriteOp(meta, key(b"n"), refuse)])
+    assert bound() == "2s"
+    first.write([put(meta, key(b"newer"), item(2))])
+    with pytest.raises(ConditionalCheckFailedException):
+        first.write([WriteOp(meta, key(b"n"), refuse)])
+    assert bound() == "1ms"
+    assert first.commit() == "committed" and value(first, meta, key(b"n")) == 6
+    indexed = first.create_table(indexed_meta(GSI))
+    first.write([put_doc(indexed, doc("p", "a", g="red", n=1))])  # (a creation, and its index entry)
+    assert bound() == "1ms"
+    first.write([add(counter, 1)])
+    assert bound() == "2s"
+    first.write([put_doc(indexed, doc("p", "a", g="red", n=1, y="more"))])  # (no entry changes: carried)
+    assert bound() == "2s"
+    assert first.commit() == "committed"
 
 
 def test_a_sent_later_change_that_fails_loses_its_group() -> None:

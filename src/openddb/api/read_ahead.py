@@ -35,7 +35,7 @@ SCAN = b"DynamoDB_20120810.Scan"
 TARGETS = frozenset((GET_ITEM, BATCH_GET_ITEM, QUERY, SCAN))
 
 # What a malformed request raises on its way through the steps below (its own run words the error).
-_UNREADABLE = (DynamoDBError, ExpressionError, LookupError, TypeError, ValueError, AttributeError, ArithmeticError)
+UNREADABLE = (DynamoDBError, ExpressionError, LookupError, TypeError, ValueError, AttributeError, ArithmeticError)
 
 
 def read_ahead(engine: Engine, requests: Sequence[tuple[bytes, bytes, str]]) -> None:
@@ -47,7 +47,7 @@ def read_ahead(engine: Engine, requests: Sequence[tuple[bytes, bytes, str]]) -> 
             request = orjson.loads(body)
             into = reads if reads.eventual is None or asks_consistency(request) else reads.eventual
             _add(into, engine, namespace, target, request)
-        except _UNREADABLE:
+        except UNREADABLE:
             continue
     if len(reads) > 1:
         engine.read_ahead(reads)
@@ -66,13 +66,13 @@ def asks_consistency(request: dict[str, Any]) -> bool:
 def _add(reads: ReadsAhead, engine: Engine, namespace: str, target: bytes, request: dict[str, Any]) -> None:
     """Add what one request reads first to `reads` (nothing if that is not worked out here)."""
     if target == GET_ITEM:
-        meta = _table(engine, namespace, request["TableName"])
+        meta = table_of(engine, namespace, request["TableName"])
         if meta is not None:
             reads.gets.append((meta, storage_key(meta, request["Key"])))
     elif target == BATCH_GET_ITEM:
         keys = []
         for name, spec in request["RequestItems"].items():
-            meta = _table(engine, namespace, name)
+            meta = table_of(engine, namespace, name)
             if meta is None:
                 return
             keys += [(meta, storage_key(meta, raw)) for raw in spec["Keys"]]
@@ -87,7 +87,7 @@ def _add(reads: ReadsAhead, engine: Engine, namespace: str, target: bytes, reque
             reads.scans.append(scan)
 
 
-def _table(engine: Engine, namespace: str, name: Any) -> TableMeta | None:
+def table_of(engine: Engine, namespace: str, name: Any) -> TableMeta | None:
     if not isinstance(name, str) or name.startswith("arn:"):
         return None
     meta = engine.get_table(namespace + name)
@@ -107,7 +107,7 @@ def _index(meta: TableMeta, request: dict[str, Any]) -> IndexMeta:
 def _query_start(engine: Engine, namespace: str, request: dict[str, Any]) -> QueryStart | None:
     """The first page a Query reads (as api/reads.py `run_query` and `_query_index` work it out), or None."""
     text = request.get("KeyConditionExpression")
-    meta = _table(engine, namespace, request["TableName"])
+    meta = table_of(engine, namespace, request["TableName"])
     if not isinstance(text, str) or meta is None:
         return None
     attrs = expression_attributes(request, ("KeyConditionExpression", "FilterExpression", "ProjectionExpression"))
@@ -128,7 +128,7 @@ def _query_start(engine: Engine, namespace: str, request: dict[str, Any]) -> Que
 
 def _scan_start(engine: Engine, namespace: str, request: dict[str, Any]) -> ScanStart | None:
     """The first page a Scan (of its segment) reads (as api/reads.py `run_scan` and `_scan_index` do), or None."""
-    meta = _table(engine, namespace, request["TableName"])
+    meta = table_of(engine, namespace, request["TableName"])
     if meta is None:
         return None
     segment, total = request.get("Segment"), request.get("TotalSegments")

@@ -23,7 +23,7 @@ from openddb import clock
 from openddb.advisor import report
 from openddb.advisor.listener import Advisor
 from openddb.advisor.state import ServerState as AdvisedState
-from openddb.api import read_ahead
+from openddb.api import read_ahead, write_ahead
 from openddb.api.context import visible_table
 from openddb.api.incoming import Incoming
 from openddb.errors import AccessDeniedException, DynamoDBError, InternalServerError, ServiceUnavailable
@@ -114,7 +114,10 @@ class ServerState:
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
         # Reads fetched ahead (`Engine.reads_ahead`): the requests with these targets wait, on their connections,
         # for the end of the pass that received them; then their reads go to the engine at once (`_read_pass`).
+        # With `Engine.writes_ahead`, the single-item writes wait so too, and their items are locked at once.
         self.read_ahead_targets = read_ahead.TARGETS if self.engine.reads_ahead else frozenset()
+        if self.engine.writes_ahead:
+            self.read_ahead_targets |= write_ahead.TARGETS
         self._reading_ahead: list[HttpProtocol] = []
         self.background: asyncio.TimerHandle | None = None
         self.control: Control | None = None  # the test-control endpoints, with `--dev` only
@@ -142,20 +145,36 @@ class ServerState:
             self.release()
         connections, self._reading_ahead = self._reading_ahead, []
         namespace_of = self.dispatcher.namespace_of
-        targets = self.read_ahead_targets
         requests = [(request.target, request.body, namespace_of(request.authorization))
-                    for connection in connections for request in connection.put_aside()
-                    if request.target in targets and not request.too_large]
+                    for connection in connections for request in connection.put_aside() if not request.too_large]
+        writes = [request for request in requests if request[0] in write_ahead.TARGETS]
+        # The connections without writes run first, before the writes' group begins (their answers need not
+        # wait for its commit); the others after it, each connection's requests in its order.
+        writing = {connection for connection in connections
+                   if any(request.target in write_ahead.TARGETS for request in connection.put_aside())}
         try:
             try:
-                read_ahead.read_ahead(self.engine, requests)
+                read_ahead.read_ahead(self.engine, [request for request in requests
+                                                    if request[0] in read_ahead.TARGETS])
             except Exception:  # (a hint: whatever went wrong, each request still runs, and reads for itself)
                 log.exception("reading ahead failed; the requests read for themselves")
                 self.engine.end_read_ahead()
             for connection in connections:
-                connection.run_put_aside()
+                if connection not in writing:
+                    connection.run_put_aside()
+            if writes:
+                self._lock_ahead(writes)
+            for connection in connections:
+                if connection in writing:
+                    connection.run_put_aside()
         finally:
             self.engine.end_read_ahead()
+
+    def _lock_ahead(self, writes: list[tuple[bytes, bytes, str]]) -> None:
+        try:
+            write_ahead.lock_ahead(self.engine, writes)
+        except Exception:  # (a hint, as reading ahead: each write still runs, and locks for itself)
+            log.exception("locking ahead failed; the writes lock for themselves")
 
     def _share_metrics(self, timed: bool = False) -> None:
         """Write this worker's metrics for the others (with --workers), now or, once, shortly."""

@@ -494,8 +494,17 @@ class Engine(ABC):
     def read_ahead(self, reads: ReadsAhead) -> None:  # noqa: B027 - a no-op default
         """Fetch these items and first pages of Queries and Scans, for the reads of the requests about to run."""
 
+    # Writes locked ahead (issue 32): the server hands the engine the keys of a pass's single-item writes
+    # (PutItem, UpdateItem, DeleteItem) before it runs them, and an engine with `writes_ahead` may lock and read
+    # them all at once (PostgreSQL: in one round trip, inside the group), each write then using its row. A hint,
+    # as reads ahead are; forgotten at `end_read_ahead`.
+    writes_ahead: bool = False
+
+    def lock_ahead(self, writes: Sequence[tuple[TableMeta, StorageKey]]) -> None:  # noqa: B027 - a no-op default
+        """Lock these items for the single-item writes about to run (see `writes_ahead`)."""
+
     def end_read_ahead(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Forget what `read_ahead` fetched: the requests it was for have run."""
+        """Forget what `read_ahead` fetched and `lock_ahead` locked: the requests they were for have run."""
 
     # A commit is a remote wait: `send_commit` may leave the group's commit in flight and go on serving reads and
     # a new group (on another connection) while the database makes it durable. Engines whose commit is local

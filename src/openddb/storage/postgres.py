@@ -82,6 +82,7 @@ from openddb.storage.postgres_indexes import (
     INDEX_MIGRATION,
     ITEM_KEY_LIMIT,
     TABLE_VERSION,
+    TABLE_VERSION_NOWAIT,
     ItemKey,
     Migration,
     PostgresIndexes,
@@ -92,6 +93,15 @@ from openddb.storage.postgres_indexes import (
     read_key,
     stored_key,
     whole_keys,
+)
+from openddb.storage.postgres_locks_ahead import (
+    DELETE_ITEM,
+    ITEM_KEY,
+    LOCK_ITEM,
+    LOCK_ITEM_NOWAIT,
+    UPDATE_ITEM,
+    PostgresLocksAhead,
+    item_key,
 )
 from openddb.storage.postgres_pipeline import BYTEA, INT8, Pipeline, Sent
 from openddb.storage.postgres_replicas import PRIMARY_POSITION, Replica, Replicas
@@ -115,6 +125,8 @@ LOCK_TIMEOUT_MS = 2000
 # keeps 64 subtransaction ids per backend in shared memory before every snapshot taken elsewhere grows dearer.
 GROUP_LOCK_TIMEOUT_MS = 1
 GROUP_WRITES = 48
+_GROUP_BOUND = f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'"
+_LONE_BOUND = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'"
 
 
 def _store_long_keys(cur: psycopg.Cursor[Any]) -> None:
@@ -177,15 +189,17 @@ _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s
           "SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
           "WHERE openddb_leases.expires <= %s OR openddb_leases.holder = EXCLUDED.holder RETURNING holder")
 
-_KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
+_KEY = ITEM_KEY
 _GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
-_LOCK = f"SELECT size, data FROM openddb_items WHERE {_KEY} FOR UPDATE"
+_LOCK = LOCK_ITEM
+# Inside a group, a single item's locks are taken without waiting (see `_group_write`): no `lock_timeout` to set.
+_LOCK_NOWAIT = LOCK_ITEM_NOWAIT
 _INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
 _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
 _LOCK_OR_HOLD_TYPES = (INT8, INT8, BYTEA, BYTEA, BYTEA)
-_UPDATE = f"UPDATE openddb_items SET size=%s, data=%s WHERE {_KEY}"
-_DELETE = f"DELETE FROM openddb_items WHERE {_KEY}"
+_UPDATE = UPDATE_ITEM
+_DELETE = DELETE_ITEM
 _LOCK_TOKEN = "SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s FOR UPDATE"
 _INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
 _UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s, sizes=NULL WHERE token=%s"
@@ -257,7 +271,7 @@ def statements_ahead(reads: ReadsAhead) -> list[Statement]:
     """The statements (each once) that read what `reads` names."""
     statements: dict[Statement, None] = {}
     for meta, key in reads.gets:
-        statements[(_GET, _item_key(meta.table_id, key))] = None
+        statements[(_GET, item_key(meta.table_id, key))] = None
     for query in reads.queries:
         statements[first_page(query)] = None
     for scan in reads.scans:
@@ -276,7 +290,7 @@ def _pages(first: int = FIRST_PAGE, largest: int = 1024) -> Iterator[int]:
 T = TypeVar("T")
 
 
-class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, PostgresBackups, Engine):
+class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, PostgresVectors, PostgresBackups, Engine):
     def __init__(self, url: str, *, listen: bool | None = None, group_commit: bool = False,
                  replicas: Sequence[str] = (), replica_max_lag: float = 1.0) -> None:
         """Connect to `url` (a postgresql:// URL), creating or migrating the schema.
@@ -298,6 +312,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # whether the last write's must go at once.
         self._carried = 0
         self._send_now = False
+        # The open group's lock_timeout once the statements queued have run (the session's LOCK_TIMEOUT_MS when it
+        # begins), and what it was when the last write's savepoint was taken (a rollback to it restores that).
+        self._bound_ms = LOCK_TIMEOUT_MS
+        self._bound_at_savepoint = LOCK_TIMEOUT_MS
+        self._locked = {}  # rows locked ahead for the pass's writes (postgres_locks_ahead.py)
         self._listen_wanted = listen
         self._tables: dict[str, TableMeta] = {}
         self._live: dict[int, tuple[int, TableMeta]] = {}
@@ -704,16 +723,17 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def end_read_ahead(self) -> None:
         self._ahead, self._ahead_eventual = {}, {}
+        self.end_locks_ahead()
 
     def get(self, meta: TableMeta, key: StorageKey) -> Row | None:
-        found = self._read_rows(_GET, _item_key(meta.table_id, key))
+        found = self._read_rows(_GET, item_key(meta.table_id, key))
         if not found:
             return None
         return Row(key, found[0][0], found[0][1])
 
     def get_many(self, requests: Sequence[tuple[TableMeta, StorageKey]]) -> list[Row | None]:
         if self._ahead:  # (read ahead in one snapshot: if every key was, no round trip)
-            ahead = [self._ahead.get((_GET, _item_key(meta.table_id, key))) for meta, key in requests]
+            ahead = [self._ahead.get((_GET, item_key(meta.table_id, key))) for meta, key in requests]
             fetched = [rows for rows in ahead if rows is not None]
             if len(fetched) == len(requests):
                 return [Row(key, rows[0][0], rows[0][1]) if rows else None
@@ -722,7 +742,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             return [self.get(meta, key) for meta, key in requests]  # (eventually consistent: no one snapshot)
         # One snapshot for all reads; the reads themselves go out in one pipelined round trip.
         with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") as cur:
-            params = [_item_key(meta.table_id, key) for meta, key in requests]
+            params = [item_key(meta.table_id, key) for meta, key in requests]
             cur.executemany(_GET, params, returning=True)
             rows: list[Row | None] = []
             for _meta, key in requests:
@@ -733,6 +753,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         self._ahead = {}  # (the rows read ahead may be what this changes; a replica's are as stale as they may be)
+        if self._locked:  # (a single-item write of the group on a row locked ahead: no round trip)
+            done = self._write_locked(ops, token is None and self.group_commit)
+            if done is not None:
+                return done
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
         run = self._group_write if token is None and self.group_commit and self._bounded_locks else self._transact
 
@@ -801,23 +825,25 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         writes, and waiting with them held could deadlock with another node's group (each waiting for the other's
         commit). A write that would wait longer (or meets any conflict) is undone, the group commits, and the
         write runs on its own, waiting as a lone write does: strict two-phase locking either way, and the
-        request's answer still waits for the group's commit."""
+        request's answer still waits for the group's commit. A single item's locks are taken with NOWAIT (no
+        wait at all), so the common write sets no bound; the statements that may wait on another transaction
+        (several items' locks, a creation, index, vector and stream upkeep) are sent under the 1 ms bound
+        (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS), each set only when
+        the transaction's bound is not the one needed already."""
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
         cur = self._checked()
         pipe = self._pipe
         try:
+            self._ahead_only = False
             if not session.pending:
-                session.pending = True
-                pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
-                pipe.add(f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
-                if (moved := recovery_clock()) is not None:
-                    pipe.add(moved)
+                self._begin_group()
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
             self._release_due = False
             pipe.add("SAVEPOINT w")
+            self._bound_at_savepoint = self._bound_ms
             result = body(cur)
             if self._send_now:
                 if len(pipe):
@@ -825,8 +851,11 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             elif len(pipe):  # sent with the next statements of this connection, at the latest with the group's COMMIT
                 # They wait for no row lock (the write holds them), but may for the lock that extends the table's
                 # file, which a 1 ms bound would make them fail: they go under the lone writes' bound.
-                pipe.surround(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'",
-                              f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'")
+                # (What is queued before the group's bound was last set, if it is, needs it; this write's changes
+                # follow.)
+                if self._bound_ms != LOCK_TIMEOUT_MS:
+                    pipe.insert_after(_GROUP_BOUND, _LONE_BOUND)
+                    self._bound_ms = LOCK_TIMEOUT_MS
                 self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
@@ -840,6 +869,28 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         self._group_writes += 1
         return result
 
+    def _begin_group(self) -> None:
+        """Open a group: its BEGIN queued, sent with the first statements of its first write."""
+        self.session.pending = True
+        self._bound_ms = LOCK_TIMEOUT_MS  # (the session's)
+        self._pipe.add("BEGIN ISOLATION LEVEL READ COMMITTED")
+        if (moved := recovery_clock()) is not None:
+            self._pipe.add(moved)
+
+    def _bound_lone(self) -> None:
+        """Inside a group: the statements queued next wait for no other transaction's lock, but may for the one
+        that extends the table's file, which a 1 ms bound would make them fail: the lone writes' bound."""
+        if self._bound_ms != LOCK_TIMEOUT_MS:
+            self._pipe.add(_LONE_BOUND)
+            self._bound_ms = LOCK_TIMEOUT_MS
+
+    def _bound_waits(self) -> None:
+        """Inside a group: the statements queued next may wait for another transaction's lock: bound the wait.
+        (Called just before them: a write that queues none leaves its change carried under the 2 s bound.)"""
+        if self.session.pending and self._bound_ms != GROUP_LOCK_TIMEOUT_MS:
+            self._pipe.add(_GROUP_BOUND)
+            self._bound_ms = GROUP_LOCK_TIMEOUT_MS
+
     def _undo_write(self) -> None:
         """Roll back the group's last write to its savepoint (its rows, placeholders and locks); if that cannot
         be done, the whole group is lost."""
@@ -847,6 +898,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         if not (conn.broken or conn.closed):
             try:
                 self._pipe.add("ROLLBACK TO SAVEPOINT w")  # (behind the write's statements still unsent, if any)
+                self._bound_ms = self._bound_at_savepoint  # (a rollback to a savepoint restores its settings)
                 self._command("RELEASE SAVEPOINT w")
                 return
             except psycopg.Error:
@@ -868,6 +920,8 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             self.session.commits += 1
         self._group_writes = 0
         self._release_due = False
+        self._locked = {}
+        self._ahead_only = False
 
     def _rollback_quietly(self) -> None:
         try:
@@ -997,7 +1051,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
 
     def _write_once(self, cur: psycopg.Cursor[Any], ops: Sequence[WriteOp]) -> list[WriteResult]:
         """Lock, apply, write back, maintain the indexes, append stream records; inside the caller's transaction."""
-        keys = [_item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
+        keys = [item_key(op.table.table_id, op.key) for op in ops]  # (as the columns hold them)
         whole = {key: op.key.pk for key, op in zip(keys, ops) if key[2] is not op.key.pk}
         live, stored, placeholders = self._lock_items(cur, keys, whole)
         # Apply in request order; a key seen twice sees the first op's outcome.
@@ -1029,6 +1083,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
             results.append(WriteResult(old, new, old_size, new_size))
         self._write_back(cur, live, current, loaded, stored, placeholders, whole)
         if records:  # last: the shard locks it takes are held until the commit that follows
+            self._bound_waits()
             with self._batched():
                 self._append_records(cur, records, now)
         return results
@@ -1043,8 +1098,9 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         stored: dict[ItemKey, tuple[int, bytes] | None] = {}
         if len(distinct) == 1:  # the catalog row's lock and the item's, with what is queued, in one round trip
             key = distinct[0]
-            self._pipe.add(TABLE_VERSION, (key[0],))
-            self._pipe.add(_LOCK, key)
+            grouped = self.session.pending  # (in a group: without waiting, see `_group_write`)
+            self._pipe.add(TABLE_VERSION_NOWAIT if grouped else TABLE_VERSION, (key[0],))
+            self._pipe.add(_LOCK_NOWAIT if grouped else _LOCK, key)
             *_, table, item = self._run()
             live: dict[int, TableMeta | None] = {key[0]: self._described(key[0], table[0] if table else None)}
             stored[key] = item[0] if item else None
@@ -1054,6 +1110,7 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # locked by a no-op update; an absent key by inserting a placeholder (size -1), never committed, which a
         # concurrent writer of that key must wait for: a condition on an absent item cannot be skewed.
         tids = sorted({key[0] for key in distinct})
+        self._bound_waits()
         for tid in tids:
             self._pipe.add(TABLE_VERSION, (tid,))
         for key in distinct:
@@ -1090,6 +1147,10 @@ class PostgresEngine(PostgresStreams, PostgresIndexes, PostgresVectors, Postgres
         # Rows that were absent are created with a plain INSERT: if another writer created one meanwhile, the
         # unique violation makes the whole write run again rather than overwrite what it did not see. Queued: they
         # go with the index upkeep's statements, or with the transaction's COMMIT, or end a group's write.
+        # (A concurrent creator's row may be locked; the index and vector upkeep bounds its own statements. The
+        # rows this write locked wait for no other transaction: a change of them alone is carried, under 2 s.)
+        if inserts:
+            self._bound_waits()
         for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
             for params in rows:
                 self._pipe.add(sql, params)
@@ -1147,11 +1208,6 @@ class _Link(NamedTuple):
     pipe: Pipeline
     arrivals: select.poll
     closing: bool
-
-
-def _item_key(tid: int, key: StorageKey) -> tuple[int, int, bytes, bytes]:
-    """An item's primary key as its columns hold it (see `postgres_indexes.stored_key`)."""
-    return tid, key.h, stored_key(key.pk, ITEM_KEY_LIMIT), key.sk
 
 
 def _token_text(token: str) -> str:

@@ -75,6 +75,7 @@ _PUT = ("INSERT INTO openddb_index_entries (tid, iid, h, pk, sk, tpk, tsk, size,
 _PUT_TYPES = (INT8, INT8, INT8, BYTEA, BYTEA, BYTEA, BYTEA, INT8, BYTEA, BYTEA, BYTEA, BYTEA)
 _DELETE = f"DELETE FROM openddb_index_entries WHERE {_ENTRY_KEY}"
 TABLE_VERSION = "SELECT version FROM openddb_tables WHERE tid=%s FOR SHARE"
+TABLE_VERSION_NOWAIT = f"{TABLE_VERSION} NOWAIT"  # (inside a group: see PostgresEngine._group_write)
 _TABLE_META = "SELECT version, meta FROM openddb_tables WHERE tid=%s"
 _SHARE_ITEM = "SELECT data FROM openddb_items WHERE tid=%s AND h=%s AND pk=%s AND sk=%s FOR SHARE"
 
@@ -160,6 +161,7 @@ class PostgresIndexes:
         _pipe: Pipeline
 
         def _run(self) -> list[list[tuple[Any, ...]]]: ...
+        def _bound_waits(self) -> None: ...
         def _cursor(self) -> psycopg.Cursor[Any]: ...
         def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
         def _read_pages(self, build: Any) -> Iterator[Any]: ...
@@ -207,6 +209,8 @@ class PostgresIndexes:
                     puts.append(_entry_row(tid, after, index.index_id, tpk, tsk))
             if has_local and new is not None and new_size > old_size:
                 grown.append((table, key))
+        if deletes or puts:  # (another node's write of the same index key may hold an entry's row)
+            self._bound_waits()
         for params in deletes:
             self._pipe.add(_DELETE, params)
         for params in puts:

@@ -126,10 +126,11 @@ class Pipeline:
         self._queue.clear()
         return commands
 
-    def surround(self, first: str, last: str) -> None:
-        """Put command `first` before the statements queued and `last` after them."""
-        self._queue.insert(0, (first, None, None))
-        self._queue.append((last, None, None))
+    def insert_after(self, last: str, command: str) -> None:
+        """Put `command` after the last command `last` queued (before every statement queued if none is)."""
+        at = max((n + 1 for n, (sql, params, _types) in enumerate(self._queue) if sql == last and params is None),
+                 default=0)
+        self._queue.insert(at, (command, None, None))
 
     def add(self, sql: str, params: Sequence[Param] = (), types: Sequence[int] | None = None) -> None:
         """Queue a statement (`%s` placeholders, as psycopg writes them); one without parameters (BEGIN,

@@ -139,6 +139,7 @@ class PostgresVectors:
         _pipe: Pipeline
         _bounded_locks: bool
 
+        def _bound_waits(self) -> None: ...
         def _cursor(self) -> psycopg.Cursor[Any]: ...
         def _transact(self, body: Callable[[psycopg.Cursor[Any]], T]) -> T: ...
         def _transaction(self, begin: str = "BEGIN") -> Any: ...
@@ -162,6 +163,7 @@ class PostgresVectors:
                        new: Item | None) -> bool:
         if unchanged(index, old, new):
             return False
+        self._bound_waits()  # (a vector partition's row is shared by every writer of the partition)
         before, after = entry_of(index, old), entry_of(index, new)
         keys = (stored_key(tpk, ENTRY_KEY_LIMIT), stored_key(tsk, ENTRY_KEY_LIMIT))
         queued = False
