@@ -294,6 +294,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
         # The changes of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []
+        self._blind: list[Change] = []  # (see SQLiteWrites._write_locked)
         self._open_shards = {}
         self._stream_shards = {}
         self._records = []
@@ -365,6 +366,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         statement) until some worker commits, which bumps the shared commit counter and so renews it;
         `end_reads` lets it go at the end of the pass."""
         db = self._db
+        if self._blind:  # (inside the group's transaction: its reads see the writes held back)
+            self._persist_blind()
         if not self.shared_reads:
             return db
         if self.reading:
@@ -447,6 +450,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _rollback(self) -> None:
         self._forget_records()
+        self._blind.clear()
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
