@@ -6,9 +6,9 @@ writes nothing. What they changed comes out as a list of `Change`s, in request o
 step that writes changes to storage: each row once (a key changed twice in a group is written once, at its
 final state), its index entries from the stored item to the final one, and, for a table with a stream, one
 stream record per change, built from the images the change holds (see sqlite_streams). It runs in the request's
-transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`. (Blind writes to tables
-with recovery on and no stream wait under the lock for the next statement that could see their rows, to be
-persisted together: `_write_locked`.)
+transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`. (Writes to tables with
+recovery on and neither stream nor index wait under the lock for the next statement that could see their rows,
+to be persisted together: `_write_locked`.)
 """
 
 from __future__ import annotations
@@ -80,12 +80,13 @@ def skips_read(op: WriteOp) -> bool:
     return op.blind and not op.table.indexes and not op.table.vector_indexes
 
 
-def _stages(ops: Sequence[WriteOp], recovering: frozenset[int]) -> bool:
-    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one blind, to a table with
-    recovery on and without a stream (whose records keep their own path)."""
+def _holds(ops: Sequence[WriteOp], recovering: frozenset[int]) -> bool:
+    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table with recovery
+    on, without a stream (whose records keep their own path) and without indexes (whose upkeep may refuse a
+    request after its row is read, in a savepoint of its own)."""
     for op in ops:
         table = op.table
-        if table.table_id not in recovering or table.streaming or not skips_read(op):
+        if table.table_id not in recovering or table.streaming or table.indexes or table.vector_indexes:
             return False
     return True
 
@@ -147,7 +148,8 @@ class SQLiteWrites:
     session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
-    _blind: list[Change]  # blind writes to tables with recovery on, persisted together (see `_write_locked`)
+    _held: list[Change]  # writes to tables with recovery on, persisted together (see `_write_locked`)
+    _held_rows: dict[Where, State]  # each key they wrote, as they left it
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -221,15 +223,18 @@ class SQLiteWrites:
     def _write_locked(self, ops: Sequence[WriteOp], token: RequestToken | None) -> list[WriteResult]:
         db = self._db
         recovering = self._recovering()
-        if self._locked and token is None and _stages(ops, recovering):
-            # Blind writes to tables with recovery on (and no stream) wait in the group's transaction until the
+        if self._locked and token is None and _holds(ops, recovering):
+            # Writes to tables with recovery on (no stream, no index) wait in the group's transaction until the
             # next statement that could see their rows: then their log records and their rows each go in one
-            # statement (`_persist_blind`), which costs a good deal less than two statements per write.
-            results, changes, _ = apply_ops(ops, self._load_row)  # (reads nothing: every op is blind)
-            self._blind.extend(changes)
+            # statement (`_persist_held`), which costs a good deal less than two statements per write. Later
+            # writes held back read the rows as these left them.
+            results, changes, final = apply_ops(ops, self._load_held if self._held_rows else self._load_row)
+            if changes:
+                self._held.extend(changes)
+                self._held_rows.update(final)
             return results
-        if self._blind:
-            self._persist_blind()  # (before this request reads a row, or writes one after them)
+        if self._held:
+            self._persist_held()  # (before this request reads a row, or writes one after them)
         try:
             if token is not None:
                 self._check_token(token)
@@ -294,23 +299,29 @@ class SQLiteWrites:
                 span[1] = change
         self._write_rows(spans)
 
-    def _persist_blind(self) -> None:
+    def _load_held(self, where: Where) -> State:
+        """A row as the writes held back left it, else as stored."""
+        return self._held_rows.get(where) or self._load_row(where)
+
+    def _persist_held(self) -> None:
         """The blind writes `_write_locked` held back, persisted in the group's transaction, in order (as
         `_persist` would have one by one: the records of a key written twice are two, the second from the first's
         item). If that fails, part of them may be in: none of the group may commit."""
-        changes, self._blind = self._blind, []
+        changes, self._held = self._held, []
+        self._held_rows.clear()
         try:
-            if len(changes) == 1 or not self._write_blind(changes):
+            if len(changes) == 1 or not self._write_held(changes):
                 self._persist(changes)
         except BaseException:
             self._conflict = True
             raise
 
-    def _write_blind(self, changes: Sequence[Change]) -> bool:
-        """`_persist` of blind changes of tables with recovery on and no index, each to a key of its own: their
-        log records in one statement (each reads its row as it stands, see `_log_unread`), then their rows in
-        one statement per kind, each key's bytes bound once for both. False, nothing written, if a key is
-        written twice (`_persist` orders those)."""
+    def _write_held(self, changes: Sequence[Change]) -> bool:
+        """`_persist` of changes of tables with recovery on and no index, each to a key of its own: their log
+        records in one statement, each reading its row as it stands (see `_log_unread`: for a change that read
+        it, the item it read, nothing having written the row since), then their rows in one statement per kind,
+        each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
+        orders those)."""
         rows: dict[Where, Change] = {}
         for change in changes:
             key = change.key
@@ -488,8 +499,8 @@ class SQLiteWrites:
                 self._rollback()
             else:
                 try:
-                    if self._blind:
-                        self._persist_blind()
+                    if self._held:
+                        self._persist_held()
                     self._commit()
                 except BaseException:
                     self._rollback()
