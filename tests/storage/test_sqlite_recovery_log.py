@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from openddb.model import Item
 from openddb.model.schema import TableMeta
 from openddb.storage.base import WriteOp
 from openddb.storage.sqlite import SQLiteEngine
@@ -127,17 +128,23 @@ def test_a_blind_write_logs_the_stored_row_exactly(engines: tuple[SQLiteEngine, 
         (b"a", *before[b"a"]), (b"c", None, None), (b"b", *before[b"b"])]
 
 
+def recovering(engine: SQLiteEngine, path: Path, keys: str) -> tuple[TableMeta, int]:
+    """A new table with recovery on holding an item of `n` 1 at each of `keys`, and how many records its log
+    holds then."""
+    meta = engine.create_table(new_meta())
+    engine.set_recovery(meta, 7, time.time())
+    meta = fresh(engine, meta)
+    engine.write([WriteOp(meta, skey(k), lambda old, k=k: it(k, 1)) for k in keys])
+    assert engine.commit() == "committed"
+    return meta, len(logged(path, meta.table_id))
+
+
 def test_a_group_logs_read_and_unread_changes_in_order(engines: tuple[SQLiteEngine, SQLiteEngine],
                                                        tmp_path: Path) -> None:
     # One request's changes, blind and read, to keys seen and unseen: one record each, in request order, each with
     # the item before it (the stored row for a key's first blind change, the previous change's item after it).
     engine, _ = engines
-    meta = engine.create_table(new_meta())
-    engine.set_recovery(meta, 7, time.time())
-    meta = fresh(engine, meta)
-    engine.write([WriteOp(meta, skey(k), lambda old, k=k: it(k, 1)) for k in "abc"])
-    assert engine.commit() == "committed"
-    start = len(logged(tmp_path, meta.table_id))
+    meta, start = recovering(engine, tmp_path, "abc")
     engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2), blind=True),
                   WriteOp(meta, skey("b"), lambda old: it("b", 2), blind=True),
                   WriteOp(meta, skey("a"), lambda old: it("a", 3)),
@@ -148,3 +155,36 @@ def test_a_group_logs_read_and_unread_changes_in_order(engines: tuple[SQLiteEngi
     assert engine.commit() == "committed"
     assert logged(tmp_path, meta.table_id)[start:] == [("a", 1), ("b", 1), ("a", 2), ("d", None), ("b", 2),
                                                         ("c", 1)]
+
+
+def test_writes_held_for_the_group_are_seen_by_what_follows_them(engines: tuple[SQLiteEngine, SQLiteEngine],
+                                                                 tmp_path: Path) -> None:
+    # Under the lock, a group's writes to a table with recovery on wait to be written together (their records,
+    # then their rows): a read in the group, a later write that reads their row and a second write of one of
+    # their keys each come after them, and each record holds the item before its change, as if each write had
+    # been written at once.
+    engine, _ = engines
+    meta, start = recovering(engine, tmp_path, "ab")
+
+    def bump(old: Item | None) -> Item | None:
+        return None if old is None else it(old["sk"]["S"], int(old["n"]["N"]) + 10)
+
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 2), blind=True)])
+    engine.write([WriteOp(meta, skey("c"), lambda old: it("c", 1), blind=True)])
+    # (a read inside the group's transaction, or after the write's own commit; an optimistic group reads the
+    # committed rows, its writes staged apart)
+    row = engine.get(meta, skey("a"))
+    assert row is not None and orjson.loads(row.data)["n"] == {"N": "1" if engine.session.optimistic else "2"}
+    engine.write([WriteOp(meta, skey("a"), bump)])  # (a read and a blind write to keys of their own)
+    engine.write([WriteOp(meta, skey("d"), lambda old: it("d", 1), blind=True)])
+    engine.write([WriteOp(meta, skey("a"), lambda old: it("a", 12), blind=True)])  # (the same bytes: no change)
+    assert engine.commit() == "committed"
+    engine.write([WriteOp(meta, skey("b"), lambda old: it("b", 2), blind=True)])
+    engine.write([WriteOp(meta, skey("b"), bump)])  # (reads the blind write's item)
+    engine.write([WriteOp(meta, skey("c"), lambda old: it("c", 2), blind=True)])
+    engine.write([WriteOp(meta, skey("c"), lambda old: None, blind=True)])
+    assert engine.commit() == "committed"
+    assert logged(tmp_path, meta.table_id)[start:] == [("a", 1), ("c", None), ("a", 2), ("d", None), ("b", 1),
+                                                        ("b", 2), ("c", 1), ("c", 2)]
+    assert {sk: orjson.loads(data)["n"]["N"] for sk, (_, data) in stored_rows(tmp_path, meta.table_id).items()} \
+        == {b"a": "12", b"b": "12", b"d": "1"}

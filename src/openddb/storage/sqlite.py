@@ -59,7 +59,7 @@ from openddb.storage.sqlite_reserve import RESERVE_BYTES, SpaceReserve
 from openddb.storage.sqlite_schema import add_columns, drop_triggers
 from openddb.storage.sqlite_streams import STREAM_SCHEMA, SQLiteStreams, statements
 from openddb.storage.sqlite_vectors import VECTOR_SCHEMA, SQLiteVectors, upgrade_vector_schema
-from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, stored
+from openddb.storage.sqlite_writes import GET_TOKEN, SQLiteWrites, Staged, State, stored
 from openddb.storage.store_keys import StoreKey
 
 
@@ -294,6 +294,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._overlay: dict[tuple[int, int, bytes, bytes], Staged] = {}
         # The changes of the staged group, in request order (two writes to one key are two records).
         self._changes: list[Change] = []
+        self._held: list[Change] = []  # (see SQLiteWrites._write_locked)
+        self._held_rows: dict[tuple[int, int, bytes, bytes], State] = {}
         self._open_shards = {}
         self._stream_shards = {}
         self._records = []
@@ -365,6 +367,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         statement) until some worker commits, which bumps the shared commit counter and so renews it;
         `end_reads` lets it go at the end of the pass."""
         db = self._db
+        if self._held:  # (inside the group's transaction: its reads see the writes held back)
+            self._persist_held()
         if not self.shared_reads:
             return db
         if self.reading:
@@ -447,6 +451,8 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _rollback(self) -> None:
         self._forget_records()
+        self._held.clear()
+        self._held_rows.clear()
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

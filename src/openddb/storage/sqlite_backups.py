@@ -428,6 +428,12 @@ class SQLiteBackups:
             else:
                 db.executemany(sql, rows)
 
+    def _log_unread(self, records: Sequence[tuple[int, float, int, bytearray, bytearray, bytearray | None]]) -> None:
+        """Under the writer lock, before their rows are written: the records of blind changes to distinct keys,
+        each given as `_LOG_UNREAD`'s parameters (table, time, key, the change's new bytes or None), in one
+        statement."""
+        self._db.executemany(_LOG_UNREAD, records)
+
     def _first_after(self, at: float) -> int:
         """The sequence number of the log's first record later than `at`, found by bisection: records are appended
         under the writer lock in time order, so their times grow with their sequence numbers. (The log has no index

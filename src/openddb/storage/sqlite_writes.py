@@ -6,7 +6,9 @@ writes nothing. What they changed comes out as a list of `Change`s, in request o
 step that writes changes to storage: each row once (a key changed twice in a group is written once, at its
 final state), its index entries from the stored item to the final one, and, for a table with a stream, one
 stream record per change, built from the images the change holds (see sqlite_streams). It runs in the request's
-transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`.
+transaction (one worker, or a token-guarded transaction) or in the group's, at `commit`. (Writes to tables with
+recovery on and neither stream nor index wait under the lock for the next statement that could see their rows,
+to be persisted together: `_write_locked`.)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from openddb import clock
 from openddb.errors import DynamoDBError
 from openddb.model import Item
 from openddb.model.values import item_size
@@ -77,6 +80,17 @@ def skips_read(op: WriteOp) -> bool:
     return op.blind and not op.table.indexes and not op.table.vector_indexes
 
 
+def _holds(ops: Sequence[WriteOp], recovering: frozenset[int]) -> bool:
+    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table with recovery
+    on, without a stream (whose records keep their own path) and without indexes (whose upkeep may refuse a
+    request after its row is read, in a savepoint of its own)."""
+    for op in ops:
+        table = op.table
+        if table.table_id not in recovering or table.streaming or table.indexes or table.vector_indexes:
+            return False
+    return True
+
+
 def apply_ops(ops: Sequence[WriteOp], load: Callable[[Where], State]) -> tuple[list[WriteResult], list[Change],
                                                                               dict[Where, State]]:
     """Apply `ops` in order, each to the item as the earlier ones left it (`load` reads a row not yet seen);
@@ -134,6 +148,8 @@ class SQLiteWrites:
     session: WriteSession
     _overlay: dict[Where, Staged]
     _changes: list[Change]  # the changes of the staged group, in request order
+    _held: list[Change]  # writes to tables with recovery on, persisted together (see `_write_locked`)
+    _held_rows: dict[Where, State]  # each key they wrote, as they left it
     _locked: bool  # a group transaction holding the writer lock is open
     _conflict: bool  # the optimistic group failed its check: nothing of this group may commit
     _group_catalog: bytes
@@ -163,6 +179,9 @@ class SQLiteWrites:
         def _recovering(self) -> frozenset[int]: ...
 
         def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
+
+        def _log_unread(self, records: Sequence[tuple[int, float, int, bytearray, bytearray,
+                                                      bytearray | None]]) -> None: ...
 
         def _write_records(self) -> None: ...
 
@@ -203,6 +222,19 @@ class SQLiteWrites:
 
     def _write_locked(self, ops: Sequence[WriteOp], token: RequestToken | None) -> list[WriteResult]:
         db = self._db
+        recovering = self._recovering()
+        if self._locked and token is None and _holds(ops, recovering):
+            # Writes to tables with recovery on (no stream, no index) wait in the group's transaction until the
+            # next statement that could see their rows: then their log records and their rows each go in one
+            # statement (`_persist_held`), which costs a good deal less than two statements per write. Later
+            # writes held back read the rows as these left them.
+            results, changes, final = apply_ops(ops, self._load_held if self._held_rows else self._load_row)
+            if changes:
+                self._held.extend(changes)
+                self._held_rows.update(final)
+            return results
+        if self._held:
+            self._persist_held()  # (before this request reads a row, or writes one after them)
         try:
             if token is not None:
                 self._check_token(token)
@@ -224,7 +256,7 @@ class SQLiteWrites:
         try:
             if token is not None:
                 self._store_token(token, charged_sizes(results))
-            self._persist(changes)
+            self._persist(changes, recovering)
             if savepoint:
                 db.execute("RELEASE request")
             elif not self.group_commit:
@@ -241,14 +273,15 @@ class SQLiteWrites:
             raise
         return results
 
-    def _persist(self, changes: Sequence[Change]) -> None:
+    def _persist(self, changes: Sequence[Change], recovering: frozenset[int] | None = None) -> None:
         """The one step that writes item changes, inside the caller's transaction: first what the changes of
         tables with an enabled stream or with recovery on log (`_log_changes`), one record per change, in order
         (two writes to one key in one group are two records); then each changed row at its final state, with its
         index entries from the stored item to the final one. Other tables' changes log nothing."""
         if not changes:
             return
-        recovering = self._recovering()
+        if recovering is None:
+            recovering = self._recovering()
         if len(changes) == 1:
             self._write_change(changes[0], recovering)
             return
@@ -265,6 +298,55 @@ class SQLiteWrites:
             else:
                 span[1] = change
         self._write_rows(spans)
+
+    def _load_held(self, where: Where) -> State:
+        """A row as the writes held back left it, else as stored."""
+        return self._held_rows.get(where) or self._load_row(where)
+
+    def _persist_held(self) -> None:
+        """The blind writes `_write_locked` held back, persisted in the group's transaction, in order (as
+        `_persist` would have one by one: the records of a key written twice are two, the second from the first's
+        item). If that fails, part of them may be in: none of the group may commit."""
+        changes, self._held = self._held, []
+        self._held_rows.clear()
+        try:
+            if len(changes) == 1 or not self._write_held(changes):
+                self._persist(changes)
+        except BaseException:
+            self._conflict = True
+            raise
+
+    def _write_held(self, changes: Sequence[Change]) -> bool:
+        """`_persist` of changes of tables with recovery on and no index, each to a key of its own: their log
+        records in one statement, each reading its row as it stands (see `_log_unread`: for a change that read
+        it, the item it read, nothing having written the row since), then their rows in one statement per kind,
+        each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
+        orders those)."""
+        rows: dict[Where, Change] = {}
+        for change in changes:
+            key = change.key
+            rows[(change.table.table_id, key.h, key.pk, key.sk)] = change
+        if len(rows) < len(changes):
+            return False
+        now = clock.now()
+        records: list[tuple[int, float, int, bytearray, bytearray, bytearray | None]] = []
+        puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
+        deletes: list[tuple[int, int, bytearray, bytearray]] = []
+        for (tid, h, pk, sk), change in rows.items():
+            pk_blob, sk_blob = blob(pk), blob(sk)
+            if change.new_data is None:
+                records.append((tid, now, h, pk_blob, sk_blob, None))
+                deletes.append((tid, h, pk_blob, sk_blob))
+            else:
+                data = blob(change.new_data)
+                records.append((tid, now, h, pk_blob, sk_blob, data))
+                puts.append((tid, h, pk_blob, sk_blob, change.new_size, data))
+        self._log_unread(records)
+        db = self._db
+        for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
+            if params:
+                db.executemany(sql, params)
+        return True
 
     def _write_change(self, change: Change, recovering: frozenset[int]) -> None:
         """One change's records (on a table with a stream or with recovery on), index entries and row (see
@@ -417,6 +499,8 @@ class SQLiteWrites:
                 self._rollback()
             else:
                 try:
+                    if self._held:
+                        self._persist_held()
                     self._commit()
                 except BaseException:
                     self._rollback()
