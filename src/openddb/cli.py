@@ -699,6 +699,17 @@ def _seconds(text: str) -> float:
 _JAVA_PROPERTY = re.compile(r"-D[\w.]+=")
 
 
+def _check_counts(args: argparse.Namespace) -> None:
+    """StartupError for a disk reserve, a number of workers or a --dev with workers that cannot be served."""
+    if args.disk_reserve_mb < 0:
+        raise StartupError(f"--disk-reserve-mb {args.disk_reserve_mb}: at least 0")
+    if args.workers is not None and args.workers < 1:
+        raise StartupError(f"--workers {args.workers}: at least 1")
+    if args.dev and args.workers not in (None, 1):
+        raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
+                           "leave out --workers")
+
+
 def _start(args: argparse.Namespace) -> int:
     if args.wording is not None:  # (read when the API modules load, after this, in every worker they fork)
         os.environ["OPENDDB_WORDING"] = args.wording
@@ -718,16 +729,10 @@ def _start(args: argparse.Namespace) -> int:
     audit = _audit_log(args)  # (opened here to report a mistake at once; each worker opens its own)
     if audit is not None:
         audit.close()
+    _check_counts(args)
     check_engine_urls(args.engine, args.engine_replicas)
     check_port(args.port)
     raise_file_limit()  # (connections are open files; the workers forked later inherit it)
-    if args.disk_reserve_mb < 0:
-        raise StartupError(f"--disk-reserve-mb {args.disk_reserve_mb}: at least 0")
-    if args.workers is not None and args.workers < 1:
-        raise StartupError(f"--workers {args.workers}: at least 1")
-    if args.dev and args.workers not in (None, 1):
-        raise StartupError("--dev serves from one process (the clock and the store it controls are the process's): "
-                           "leave out --workers")
     if args.advisor == "auto" and args.advisor_config:  # (a configuration asks for the advisor)
         args.advisor = "on"
     workers = args.workers or os.cpu_count() or 1
