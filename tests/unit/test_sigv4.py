@@ -205,3 +205,34 @@ def test_the_skew_window_is_the_same_for_a_kept_request_and_a_new_one(seconds: f
         else:
             with pytest.raises(InvalidSignatureException, match=error):
                 check.verify(authorization, request)
+
+
+def test_a_request_timed_by_its_date_header_is_kept_by_that_time() -> None:
+    # (X-Amz-Date signed but not sent: the time is the Date header's, which nothing else in what is kept holds, so
+    # a replay with a fresh Date must be checked as a new request would be, not passed on the first one's time)
+    _, request = signed()
+    headers = {name: value for name, value in request.headers.items() if name != b"x-amz-date"}
+
+    def timed(at: datetime) -> tuple[bytes, SignedRequest]:
+        dated = changed(request, headers={**headers, b"date": at.strftime("%a, %d %b %Y %H:%M:%S GMT").encode()})
+        authorization, _ = signed()
+        names = tuple(authorization.split(b"SignedHeaders=")[1].split(b",")[0].split(b";"))
+        assert b"x-amz-date" in names and b"date" not in names
+        scope = b"20260301/eu-west-1/dynamodb/aws4_request"
+        to_sign = b"AWS4-HMAC-SHA256\n%s\n%s\n%s" % (WHEN.strftime(SIGV4_TIMESTAMP).encode(), scope,
+                                                     hashlib.sha256(canonical_request(dated, names)).hexdigest()
+                                                     .encode())
+        key = ("AWS4" + SECRET).encode()
+        for part in (b"20260301", b"eu-west-1", b"dynamodb", b"aws4_request"):
+            key = hmac.digest(key, part, "sha256")
+        head = authorization[:authorization.rfind(b"Signature=") + 10]
+        return head + hmac.digest(key, to_sign, "sha256").hex().encode(), dated
+
+    check = verifier()
+    assert check.verify(*timed(WHEN)).access_key_id == KEY
+    later = datetime.fromtimestamp(WHEN.timestamp() + 1200, UTC)
+    clock.set_offset(later.timestamp() - clock._real())
+    replayed = (timed(WHEN)[0], timed(later)[1])  # (the signature made at WHEN, a Date of now)
+    for fresh in (verifier(), check):
+        with pytest.raises(InvalidSignatureException):
+            fresh.verify(*replayed)

@@ -121,7 +121,8 @@ class _Signing:
         self.key_id = scope.key_id
         # the signed headers' values, in one call (KeyError if one was not sent: then looked for one by one)
         self.values: Callable[[Mapping[bytes, bytes]], Any] = itemgetter(*scope.names)
-        self.dated = b"x-amz-date" in scope.names  # (else the request's time is part of what is kept by)
+        # X-Amz-Date among the signed headers: when it is sent, the time is part of their values (see `verify`)
+        self.dated = b"x-amz-date" in scope.names
         self.kept: dict[tuple[Any, ...], _Kept] = {}
         # The last of `kept` a request used, and by what: a client's next request is most often alike (its
         # operation, its second), and told so by comparing, without hashing what the request sent.
@@ -174,12 +175,13 @@ class Verifier:
         if token is not None:
             self._check_session(credentials, token)
         stamp = headers.get(b"x-amz-date")
+        dated = stamp is not None and signing.dated  # (the time is among the signed headers' values)
         stamp = _stamp_of(headers, authorization) if stamp is None else stamp.strip()
         try:
             alike: tuple[Any, ...] = (request.method, request.url, signing.values(headers))
         except KeyError:  # a signed header not sent (signed as an empty value)
             alike = (request.method, request.url, tuple(map(headers.get, signing.scope.names)))
-        if not signing.dated:
+        if not dated:  # (else a request timed by its Date header would be checked on an earlier one's time)
             alike += (stamp,)
         known = signing.last
         kept = known[1] if known is not None and known[0] == alike else signing.kept.get(alike)
