@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     # `WriteSession.commits` when it wrote), or None if it wrote into none.
     _Held = tuple[HttpProtocol, _Request, bytes, int | None]
 
+# A request fetched or locked ahead: its target, its body, the caller's table namespace.
+Ahead = tuple[bytes, bytes, str]
+
 log = logging.getLogger("openddb.http")
 
 # After this many tries at the writer lock, a request (or a group) waits for it outright.
@@ -144,33 +147,50 @@ class ServerState:
         if self._held and self._in_flight is None and self.engine.remote_commits:
             self.release()
         connections, self._reading_ahead = self._reading_ahead, []
-        namespace_of = self.dispatcher.namespace_of
-        requests = [(request.target, request.body, namespace_of(request.authorization))
-                    for connection in connections for request in connection.put_aside() if not request.too_large]
-        writes = [request for request in requests if request[0] in write_ahead.TARGETS]
-        # The connections without writes run first, before the writes' group begins (their answers need not
-        # wait for its commit); the others after it, each connection's requests in its order.
-        writing = {connection for connection in connections
-                   if any(request.target in write_ahead.TARGETS for request in connection.put_aside())}
+        reads, writes, readers, writers = self._aside(connections)
         try:
             try:
-                read_ahead.read_ahead(self.engine, [request for request in requests
-                                                    if request[0] in read_ahead.TARGETS])
+                read_ahead.read_ahead(self.engine, reads)
             except Exception:  # (a hint: whatever went wrong, each request still runs, and reads for itself)
                 log.exception("reading ahead failed; the requests read for themselves")
                 self.engine.end_read_ahead()
-            for connection in connections:
-                if connection not in writing:
-                    connection.run_put_aside()
+            # The connections without writes run first, before the writes' group begins (their answers need not
+            # wait for its commit); the others after it, each connection's requests in its order.
+            for connection in readers:
+                connection.run_put_aside()
             if writes:
                 self._lock_ahead(writes)
-            for connection in connections:
-                if connection in writing:
-                    connection.run_put_aside()
+            for connection in writers:
+                connection.run_put_aside()
         finally:
             self.engine.end_read_ahead()
 
-    def _lock_ahead(self, writes: list[tuple[bytes, bytes, str]]) -> None:
+    def _aside(self, connections: list[HttpProtocol]) -> tuple[list[Ahead], list[Ahead], list[HttpProtocol],
+                                                                   list[HttpProtocol]]:
+        """In one walk over what `connections` put aside: the reads to fetch ahead and the single-item writes to
+        lock ahead (target, body, the caller's namespace), and the connections without such a write and with."""
+        namespace_of = self.dispatcher.namespace_of
+        reads: list[Ahead] = []
+        writes: list[Ahead] = []
+        readers: list[HttpProtocol] = []
+        writers: list[HttpProtocol] = []
+        for connection in connections:
+            writing = False
+            for request in connection.put_aside():
+                target = request.target
+                if target in write_ahead.TARGETS:
+                    writing = True
+                    into = writes
+                elif target in read_ahead.TARGETS:
+                    into = reads
+                else:
+                    continue
+                if not request.too_large:
+                    into.append((target, request.body, namespace_of(request.authorization)))
+            (writers if writing else readers).append(connection)
+        return reads, writes, readers, writers
+
+    def _lock_ahead(self, writes: list[Ahead]) -> None:
         try:
             write_ahead.lock_ahead(self.engine, writes)
         except Exception:  # (a hint, as reading ahead: each write still runs, and locks for itself)
