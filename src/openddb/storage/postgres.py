@@ -189,17 +189,11 @@ _LEASE = ("INSERT INTO openddb_leases (name, holder, expires) VALUES (%s, %s, %s
           "SET holder = EXCLUDED.holder, expires = EXCLUDED.expires "
           "WHERE openddb_leases.expires <= %s OR openddb_leases.holder = EXCLUDED.holder RETURNING holder")
 
-_KEY = ITEM_KEY
-_GET = f"SELECT size, data FROM openddb_items WHERE {_KEY}"
-_LOCK = LOCK_ITEM
-# Inside a group, a single item's locks are taken without waiting (see `_group_write`): no `lock_timeout` to set.
-_LOCK_NOWAIT = LOCK_ITEM_NOWAIT
+_GET = f"SELECT size, data FROM openddb_items WHERE {ITEM_KEY}"
 _INSERT = "INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, %s, %s, %s)"
 _LOCK_OR_HOLD = ("INSERT INTO openddb_items (tid, h, pk, sk, size, data, pkx) VALUES (%s, %s, %s, %s, -1, '', %s) "
                  "ON CONFLICT (tid, h, pk, sk) DO UPDATE SET size = openddb_items.size RETURNING size, data")
 _LOCK_OR_HOLD_TYPES = (INT8, INT8, BYTEA, BYTEA, BYTEA)
-_UPDATE = UPDATE_ITEM
-_DELETE = DELETE_ITEM
 _LOCK_TOKEN = "SELECT hash, created_at, sizes FROM openddb_tokens WHERE token=%s FOR UPDATE"
 _INSERT_TOKEN = "INSERT INTO openddb_tokens (token, hash, created_at) VALUES (%s, %s, %s)"
 _UPDATE_TOKEN = "UPDATE openddb_tokens SET hash=%s, created_at=%s, sizes=NULL WHERE token=%s"
@@ -754,7 +748,7 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
     def write(self, ops: Sequence[WriteOp], token: RequestToken | None = None) -> list[WriteResult]:
         self._ahead = {}  # (the rows read ahead may be what this changes; a replica's are as stale as they may be)
         if self._locked:  # (a single-item write of the group on a row locked ahead: no round trip)
-            done = self._write_locked(ops, token is None and self.group_commit)
+            done = self._write_on_locked_row(ops, token is None and self.group_commit)
             if done is not None:
                 return done
         # A write guarded by a token commits on its own (the open group first), so the token is durable with it.
@@ -1100,7 +1094,7 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
             key = distinct[0]
             grouped = self.session.pending  # (in a group: without waiting, see `_group_write`)
             self._pipe.add(TABLE_VERSION_NOWAIT if grouped else TABLE_VERSION, (key[0],))
-            self._pipe.add(_LOCK_NOWAIT if grouped else _LOCK, key)
+            self._pipe.add(LOCK_ITEM_NOWAIT if grouped else LOCK_ITEM, key)
             *_, table, item = self._run()
             live: dict[int, TableMeta | None] = {key[0]: self._described(key[0], table[0] if table else None)}
             stored[key] = item[0] if item else None
@@ -1151,7 +1145,7 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         # rows this write locked wait for no other transaction: a change of them alone is carried, under 2 s.)
         if inserts:
             self._bound_waits()
-        for sql, rows in ((_INSERT, inserts), (_UPDATE, updates), (_DELETE, deletes)):
+        for sql, rows in ((_INSERT, inserts), (UPDATE_ITEM, updates), (DELETE_ITEM, deletes)):
             for params in rows:
                 self._pipe.add(sql, params)
         tables = [live[change[0][0]] for change in changes]

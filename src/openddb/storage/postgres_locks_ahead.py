@@ -135,7 +135,7 @@ class PostgresLocksAhead:
         except psycopg.Error:  # (a broken connection: the next call reconnects, and loses the group if open)
             pass
 
-    def _write_locked(self, ops: Sequence[WriteOp], grouped: bool) -> list[WriteResult] | None:
+    def _write_on_locked_row(self, ops: Sequence[WriteOp], grouped: bool) -> list[WriteResult] | None:
         """Run a single-item write of the group (`grouped`) on the row `lock_ahead` locked for it, without a round
         trip; None if it has none (the write then locks for itself). Every other write forgets the rows locked
         for its keys (they may be what it changes)."""
