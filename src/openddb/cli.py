@@ -12,7 +12,6 @@ import signal
 import socket
 import ssl
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -39,7 +38,7 @@ from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
 from openddb.server.listen import endpoint_of, join
 from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.tls import TlsSetupError, server_context
-from openddb.server.workers import stop_with_parent, supervise
+from openddb.server.workers import share_directory, stop_with_parent, supervise
 from openddb.startup import (
     StartupError,
     add_data_dir_option,
@@ -792,7 +791,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
     # Each worker's metrics snapshot goes in a directory of its own here, which the worker answering /metrics reads,
     # and with --throttling on the token buckets every worker draws on, so a table's rate holds across them (and,
     # on PostgreSQL, the draws the nodes tell each other are taken from them: one process has them too).
-    share = tempfile.mkdtemp(prefix="openddb-metrics-") if workers > 1 or args.engine else None
+    share = share_directory() if workers > 1 or args.engine else None
     buckets = os.path.join(share, "throttle-buckets") if share and args.throttling == "on" else None
     if buckets is not None:
         create_buckets(buckets)

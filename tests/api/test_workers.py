@@ -111,6 +111,36 @@ def test_workers_do_not_outlive_a_killed_supervisor(workers):
         assert state in ("gone", "Z"), state
 
 
+def test_a_killed_servers_shared_directory_is_removed_by_the_next(tmp_path, monkeypatch):
+    """The workers' shared temporary directory of a server killed with -9 (which cannot remove it) is removed when
+    the next server starts; a running server's directory is left alone."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    killed = ServerProcess(str(tmp_path / "a"), "--workers", "2")
+    running = ServerProcess(str(tmp_path / "b"), "--workers", "2")
+    pids = children_of(killed.process.pid)
+    children_of(running.process.pid)  # (the directory is made before the workers are forked)
+    shared = {path.name for path in temporary.glob("openddb-metrics-*")}
+    assert {name.split("-")[2] for name in shared} == {str(killed.process.pid), str(running.process.pid)}
+    killed.stop(kill=True)
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert {path.name for path in temporary.glob("openddb-metrics-*")} == shared  # (left behind)
+    killed.finish()
+    after = ServerProcess(str(tmp_path / "c"), "--workers", "2")
+    children_of(after.process.pid)
+    try:
+        left = {path.name.split("-")[2] for path in temporary.glob("openddb-metrics-*")}
+        assert left == {str(running.process.pid), str(after.process.pid)}
+    finally:
+        after.finish()
+        running.finish()
+    assert not list(temporary.glob("openddb-metrics-*"))
+
+
 def test_wal_is_copied_back_while_workers_serve(workers, tmp_path):
     """One worker's background thread checkpoints the shared WAL: written pages reach the database file."""
     database = tmp_path / "data" / "openddb.sqlite3"

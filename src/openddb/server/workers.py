@@ -12,14 +12,47 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
 log = logging.getLogger("openddb.workers")
 
 _PR_SET_PDEATHSIG = 1
+SHARE_PREFIX = "openddb-metrics-"
+
+
+def share_directory() -> str:
+    """A new temporary directory for what the workers share (metrics snapshots, throttle buckets), named for this
+    server's process id. The supervisor removes its own when it stops; one killed with -9 cannot, so the
+    directories left by servers whose process is gone are removed here first."""
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        owner = _owner_pid(name)
+        if owner is not None and not _alive(owner):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{SHARE_PREFIX}{os.getpid()}-")
+
+
+def _owner_pid(name: str) -> int | None:
+    """The server process id in a share directory's name, or None for any other name."""
+    if not name.startswith(SHARE_PREFIX):
+        return None
+    pid, dash, _ = name[len(SHARE_PREFIX):].partition("-")
+    return int(pid) if dash and pid.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (another user's process)
+        return True
+    return True
 
 
 def stop_with_parent(parent: int) -> None:
