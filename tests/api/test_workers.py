@@ -117,27 +117,29 @@ def test_a_killed_servers_shared_directory_is_removed_by_the_next(tmp_path, monk
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setenv("TMPDIR", str(temporary))
-    killed = ServerProcess(str(tmp_path / "a"), "--workers", "2")
-    running = ServerProcess(str(tmp_path / "b"), "--workers", "2")
-    pids = children_of(killed.process.pid)
-    children_of(running.process.pid)  # (the directory is made before the workers are forked)
-    shared = {path.name for path in temporary.glob("openddb-metrics-*")}
-    assert {name.split("-")[2] for name in shared} == {str(killed.process.pid), str(running.process.pid)}
-    killed.stop(kill=True)
-    for pid in pids:
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert {path.name for path in temporary.glob("openddb-metrics-*")} == shared  # (left behind)
-    killed.finish()
-    after = ServerProcess(str(tmp_path / "c"), "--workers", "2")
-    children_of(after.process.pid)
+
+    def owners() -> set[str]:
+        return {path.name.split("-")[2] for path in temporary.glob("openddb-metrics-*")}
+
+    servers = [ServerProcess(str(tmp_path / "a"), "--workers", "2")]
     try:
-        left = {path.name.split("-")[2] for path in temporary.glob("openddb-metrics-*")}
-        assert left == {str(running.process.pid), str(after.process.pid)}
+        servers.append(ServerProcess(str(tmp_path / "b"), "--workers", "2"))
+        killed, running = servers
+        pids = children_of(killed.process.pid)
+        children_of(running.process.pid)  # (the directory is made before the workers are forked)
+        assert owners() == {str(killed.process.pid), str(running.process.pid)}
+        killed.stop(kill=True)
+        for pid in pids:
+            deadline = time.monotonic() + 10
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert owners() == {str(killed.process.pid), str(running.process.pid)}  # (left behind)
+        servers.append(ServerProcess(str(tmp_path / "c"), "--workers", "2"))
+        children_of(servers[2].process.pid)
+        assert owners() == {str(running.process.pid), str(servers[2].process.pid)}
     finally:
-        after.finish()
-        running.finish()
+        for server in servers:
+            server.finish()
     assert not list(temporary.glob("openddb-metrics-*"))
 
 
