@@ -128,6 +128,36 @@ def test_a_blind_write_logs_the_stored_row_exactly(engines: tuple[SQLiteEngine, 
         (b"a", *before[b"a"]), (b"c", None, None), (b"b", *before[b"b"])]
 
 
+
+def test_a_group_of_many_blind_writes_logs_each_exactly(engines: tuple[SQLiteEngine, SQLiteEngine],
+                                                        tmp_path: Path) -> None:
+    # Blind writes to 40 keys of their own in one group (more than one statement's worth of records that read
+    # their rows): one record each, in order, with the stored row's bytes (overwrites, deletions), none for an
+    # insertion's old image, and none for a rewrite of the same bytes or a deletion of nothing.
+    engine, _ = engines
+    meta = engine.create_table(new_meta())
+    engine.set_recovery(meta, 7, time.time())
+    meta = fresh(engine, meta)
+    engine.write([WriteOp(meta, skey(f"k{i:02}"), lambda old, i=i: it(f"k{i:02}", i)) for i in range(0, 40, 2)])
+    assert engine.commit() == "committed"
+    before = stored_rows(tmp_path, meta.table_id)
+    start = len(stored_log(tmp_path, meta.table_id))
+    expected: list[tuple[bytes, int | None, bytes | None]] = []
+    for i in range(40):
+        sk = f"k{i:02}"
+        if i % 8 == 0:  # the same bytes again: no record
+            engine.write([WriteOp(meta, skey(sk), lambda old, i=i, sk=sk: it(sk, i), blind=True)])
+            continue
+        engine.write([WriteOp(meta, skey(sk), lambda old, i=i, sk=sk: None if i % 3 == 0 else it(sk, i + 100),
+                              blind=True)])
+        if sk.encode() in before:
+            expected.append((sk.encode(), *before[sk.encode()]))
+        elif i % 3:  # (a deletion of nothing is no change)
+            expected.append((sk.encode(), None, None))
+    assert engine.commit() == "committed"
+    assert stored_log(tmp_path, meta.table_id)[start:] == expected
+
+
 def recovering(engine: SQLiteEngine, path: Path, keys: str) -> tuple[TableMeta, int]:
     """A new table with recovery on holding an item of `n` 1 at each of `keys`, and how many records its log
     holds then."""

@@ -105,6 +105,17 @@ _LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VAL
 _LOG_UNREAD = ("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
                "SELECT ?1, ?2, ?3, ?4, ?5, items.size, items.data FROM (SELECT 1) LEFT JOIN items "
                "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 WHERE items.data IS NOT ?6")
+# The records of up to _UNREAD_ROWS blind changes to distinct keys in one statement, each reading its row as
+# `_LOG_UNREAD` does, in the order given (the join's outer loop walks the VALUES in order): the per-statement work
+# of one record each (binding the time, a step, a cursor opened on each table, a reset) is paid once for them all.
+# `_LOG_UNREADS[n - 1]` takes n rows of (table, h, pk, sk, new bytes or NULL), then the time.
+_UNREAD_ROWS = 16
+_LOG_UNREADS = tuple(
+    "WITH w(tid, h, pk, sk, data) AS (VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows) + ") "
+    "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
+    "SELECT w.tid, ?, w.h, w.pk, w.sk, items.size, items.data FROM w LEFT JOIN items "
+    "ON items.tid=w.tid AND items.h=w.h AND items.pk=w.pk AND items.sk=w.sk WHERE items.data IS NOT w.data"
+    for rows in range(1, _UNREAD_ROWS + 1))
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
 # For each key changed after the restore time (from the log's first record after it, `:since`), its first change
@@ -403,36 +414,47 @@ class SQLiteBackups:
         """Under the writer lock, before the rows of their changes (of tables with recovery on) are written: the
         records of `records`, in order, each of a change and the item before it (its size and stored JSON, None if
         it did not exist), or None where the change did not read it: then its record reads the row as it stands
-        (`_LOG_UNREAD`). One time for them all (they commit together); one statement per run of either kind."""
+        (`_LOG_UNREAD`). One time for them all (they commit together); one statement per run of either kind (per 16
+        records of a run of unread ones: `_log_unread`)."""
         now = clock.now()
-        runs: list[tuple[str, list[tuple[object, ...]]]] = []
+        runs: list[tuple[bool, list[tuple[object, ...]]]] = []  # (whether its records read their rows, them)
         row: tuple[object, ...]
         for change, before in records:
             key = change.key
             new = change.new_data
+            unread = before is None
             if before is None:
-                sql, row = _LOG_UNREAD, (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
-                                         None if new is None else bytearray(new))
+                row = (change.table.table_id, key.h, bytearray(key.pk), bytearray(key.sk),
+                       None if new is None else bytearray(new))
             else:
                 old_size, old = before
-                sql, row = _LOG, (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
-                                  None if old is None else old_size, old)
-            if runs and runs[-1][0] is sql:
+                row = (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
+                       None if old is None else old_size, old)
+            if runs and runs[-1][0] is unread:
                 runs[-1][1].append(row)
             else:
-                runs.append((sql, [row]))
+                runs.append((unread, [row]))
         db = self._db
-        for sql, rows in runs:
-            if len(rows) == 1:
-                db.execute(sql, rows[0])
+        for unread, rows in runs:
+            if unread:
+                self._log_unread(now, rows)
+            elif len(rows) == 1:
+                db.execute(_LOG, rows[0])
             else:
-                db.executemany(sql, rows)
+                db.executemany(_LOG, rows)
 
-    def _log_unread(self, records: Sequence[tuple[int, float, int, bytearray, bytearray, bytearray | None]]) -> None:
-        """Under the writer lock, before their rows are written: the records of blind changes to distinct keys,
-        each given as `_LOG_UNREAD`'s parameters (table, time, key, the change's new bytes or None), in one
-        statement."""
-        self._db.executemany(_LOG_UNREAD, records)
+    def _log_unread(self, now: float, records: Sequence[tuple[object, ...]]) -> None:
+        """Under the writer lock, before their rows are written: the records, at time `now`, of blind changes to
+        distinct keys, each given as its table, key and new bytes (None for a deletion), each reading its row as it
+        stands (`_LOG_UNREAD`), in order; one statement per _UNREAD_ROWS of them."""
+        db = self._db
+        if len(records) == 1:
+            tid, h, pk, sk, new = records[0]
+            db.execute(_LOG_UNREAD, (tid, now, h, pk, sk, new))
+            return
+        for start in range(0, len(records), _UNREAD_ROWS):
+            chunk = records[start:start + _UNREAD_ROWS]
+            db.execute(_LOG_UNREADS[len(chunk) - 1], [*(value for row in chunk for value in row), now])
 
     def _first_after(self, at: float) -> int:
         """The sequence number of the log's first record later than `at`, found by bisection: records are appended

@@ -180,8 +180,7 @@ class SQLiteWrites:
 
         def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
 
-        def _log_unread(self, records: Sequence[tuple[int, float, int, bytearray, bytearray,
-                                                      bytearray | None]]) -> None: ...
+        def _log_unread(self, now: float, records: Sequence[tuple[object, ...]]) -> None: ...
 
         def _write_records(self) -> None: ...
 
@@ -318,7 +317,7 @@ class SQLiteWrites:
 
     def _write_held(self, changes: Sequence[Change]) -> bool:
         """`_persist` of changes of tables with recovery on and no index, each to a key of its own: their log
-        records in one statement, each reading its row as it stands (see `_log_unread`: for a change that read
+        records in one statement (per 16), each reading its row as it stands (see `_log_unread`: for a change that read
         it, the item it read, nothing having written the row since), then their rows in one statement per kind,
         each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
         orders those)."""
@@ -328,20 +327,19 @@ class SQLiteWrites:
             rows[(change.table.table_id, key.h, key.pk, key.sk)] = change
         if len(rows) < len(changes):
             return False
-        now = clock.now()
-        records: list[tuple[int, float, int, bytearray, bytearray, bytearray | None]] = []
+        records: list[tuple[object, ...]] = []
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for (tid, h, pk, sk), change in rows.items():
             pk_blob, sk_blob = blob(pk), blob(sk)
             if change.new_data is None:
-                records.append((tid, now, h, pk_blob, sk_blob, None))
+                records.append((tid, h, pk_blob, sk_blob, None))
                 deletes.append((tid, h, pk_blob, sk_blob))
             else:
                 data = blob(change.new_data)
-                records.append((tid, now, h, pk_blob, sk_blob, data))
+                records.append((tid, h, pk_blob, sk_blob, data))
                 puts.append((tid, h, pk_blob, sk_blob, change.new_size, data))
-        self._log_unread(records)
+        self._log_unread(clock.now(), records)
         db = self._db
         for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
             if params:
