@@ -361,6 +361,10 @@ class WriteSession:
     # committed as the (n+1)-th, so after a conflict only the requests of the failed group run again (those of a
     # group already committed keep their answers, or they would apply twice).
     commits: int = 0
+    # `writes` when the request being run began (set by the server around each request; -1 between requests): an
+    # engine may refuse the request's first write with EngineBusy, but no later one, which would run its earlier
+    # writes again.
+    request_began: int = -1
 
     @contextmanager
     def serialized(self) -> Iterator[None]:

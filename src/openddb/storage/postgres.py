@@ -60,6 +60,7 @@ from openddb.storage.base import (
     CatalogChanged,
     CommitResult,
     Engine,
+    EngineBusy,
     IndexKey,
     QueryStart,
     ReadsAhead,
@@ -819,11 +820,13 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         writes, and waiting with them held could deadlock with another node's group (each waiting for the other's
         commit). A write that would wait longer (or meets any conflict) is undone, the group commits, and the
         write runs on its own, waiting as a lone write does: strict two-phase locking either way, and the
-        request's answer still waits for the group's commit. A single item's locks are taken with NOWAIT (no
-        wait at all), so the common write sets no bound; the statements that may wait on another transaction
-        (several items' locks, a creation, index, vector and stream upkeep) are sent under the 1 ms bound
-        (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS), each set only when
-        the transaction's bound is not the one needed already."""
+        request's answer still waits for the group's commit. Without `session.wait` (a server's engine) a request's
+        first write that meets a held lock is put off instead (EngineBusy: the server runs it again shortly, and
+        after many tries with `wait`), so the event loop does not wait for another group's commit. A single item's
+        locks are taken with NOWAIT (no wait at all), so the common write sets no bound; the statements that may
+        wait on another transaction (several items' locks, a creation, index, vector and stream upkeep) are sent
+        under the 1 ms bound (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS),
+        each set only when the transaction's bound is not the one needed already."""
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
@@ -853,6 +856,12 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
                 self._carried = len(pipe)
         except _RETRYABLE as error:
             self._undo_write()
+            if isinstance(error, pgerrors.LockNotAvailable) and not session.wait and \
+                    session.request_began == session.writes:
+                # A row held by another group (this worker's commit in flight, another worker's or node's group):
+                # the request runs again shortly (the server's retry, as for another worker's writer lock on the
+                # embedded engine) rather than commit this group and wait for the row, blocking the event loop.
+                raise EngineBusy() from None
             log.debug("write conflict in a group: committing the group, then the write on its own: %s", error)
             return self._transact(body, queued)
         except BaseException:
