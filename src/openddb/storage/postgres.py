@@ -10,10 +10,10 @@ schema version, the catalog version (bumped by every DDL) and the table-id count
 Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
 `postgres_indexes.py`. Stream records (schema version 6) are appended inside `write` too; see `postgres_streams.py`.
 
-Two connections per process: the server runs every request on one event-loop thread and engine calls are
-synchronous, so one connection serves at a time; the other is where the previous group's COMMIT waits for
-PostgreSQL's WAL flush (`send_commit`), so the node goes on serving meanwhile. A pool would only add a check-out
-per call.
+Up to three connections per process: the server runs every request on one event-loop thread and engine calls are
+synchronous, so one connection serves at a time; the others are where the previous groups' COMMITs wait for
+PostgreSQL's WAL flush (`send_commit`, up to COMMITS_IN_FLIGHT), so the node goes on serving meanwhile. A pool
+would only add a check-out per call.
 Several processes (nodes) share the database; each keeps a cache of table descriptions that a DDL on any node
 invalidates through NOTIFY (a socket poll per look-up, no round trip), or, where LISTEN is unsupported
 (CockroachDB, YugabyteDB), by reading the catalog version on each look-up.
@@ -40,6 +40,7 @@ import logging
 import random
 import select
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
@@ -126,6 +127,10 @@ LOCK_TIMEOUT_MS = 2000
 # keeps 64 subtransaction ids per backend in shared memory before every snapshot taken elsewhere grows dearer.
 GROUP_LOCK_TIMEOUT_MS = 1
 GROUP_WRITES = 48
+# Group commits left in flight at once (see `send_commit`), each on a connection of its own: a group that formed
+# while one commit waits for PostgreSQL's WAL flush sends its COMMIT at the end of its pass instead of waiting for
+# that flush to be answered first.
+COMMITS_IN_FLIGHT = 2
 _GROUP_BOUND = f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'"
 _LONE_BOUND = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'"
 
@@ -300,6 +305,7 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self.session = WriteSession()
         self.group_commit = group_commit
         self.remote_commits = group_commit  # (a group's COMMIT may be left in flight: see `send_commit`)
+        self.commits_in_flight = COMMITS_IN_FLIGHT
         self._group_writes = 0  # writes in the open group
         self._group_lost = False  # the open group's transaction was lost (a broken connection): see `commit`
         self._release_due = False  # the group's last write left its savepoint to release (see `_group_write`)
@@ -331,11 +337,14 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self.reads_ahead = True
         self._ahead: dict[Statement, list[tuple[Any, ...]]] = {}
         self._ahead_eventual: dict[Statement, list[tuple[Any, ...]]] = {}
-        # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
-        # sent, what its answer was (None: durable), and the connection that is not in use.
-        self._in_flight: tuple[_Link, Sent] | None = None
-        self._commit_error: BaseException | None = None
-        self._spare: _Link | None = None
+        # With remote commits (see `send_commit`): the connections whose group COMMIT is in flight and what each
+        # sent, oldest first (taken off by `wait_for_commit`, on the helper thread: a deque's appends and pops are
+        # atomic), their answers read and not yet finished (the error, or None: durable), how many commits are
+        # sent and not finished, and the connections not in use.
+        self._in_flight: deque[tuple[_Link, Sent]] = deque()
+        self._answered: deque[tuple[_Link, BaseException | None]] = deque()
+        self._commits_out = 0
+        self._spares: list[_Link] = []
         self._migrate()
         self.enable_pgvector()
 
@@ -962,10 +971,10 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         return "committed"
 
     def send_commit(self) -> CommitResult:
-        """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on the
-        other connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so
-        (none open, or lost) is committed as `commit` does."""
-        if not self.session.pending or self._group_lost or self._in_flight is not None:
+        """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on another
+        connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so (none
+        open, or lost, or COMMITS_IN_FLIGHT already in flight) is committed as `commit` does."""
+        if not self.session.pending or self._group_lost or self._commits_out >= self.commits_in_flight:
             return self.commit()
         self._close_group(committing=True)
         self._carried = 0
@@ -975,33 +984,35 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         except BaseException:
             self._rollback_quietly()
             raise
-        self._in_flight = (self._link(), sent)
-        self._use(self._spare)
-        self._spare = None
+        self._in_flight.append((self._link(), sent))
+        self._commits_out += 1
+        self._use(self._spares.pop() if self._spares else None)
         return "sent"
 
     def wait_for_commit(self) -> None:
-        """Read the answer of the COMMIT in flight (on a helper thread: only that connection is touched)."""
-        if self._in_flight is None:
+        """Read the answer of the oldest COMMIT in flight not read yet (on a helper thread: only that connection
+        is touched)."""
+        if not self._in_flight:
             return
-        link, sent = self._in_flight
+        link, sent = self._in_flight.popleft()
+        error: BaseException | None = None
         try:
             link.pipe.receive(sent)
             if link.pipe.tags[-1] != "COMMIT":  # (COMMIT of a failed transaction answers ROLLBACK)
                 raise RuntimeError("the group's transaction had failed: rolled back")
-        except BaseException as error:  # (handed to the event loop's thread by finish_commit)
-            self._commit_error = error
+        except BaseException as failure:  # (handed to the event loop's thread by finish_commit)
+            error = failure
+        self._answered.append((link, error))
 
     def finish_commit(self) -> None:
-        if self._in_flight is None:
+        if not self._answered:
             return
-        link, _sent = self._in_flight
-        self._in_flight = None
-        error, self._commit_error = self._commit_error, None
+        link, error = self._answered.popleft()
+        self._commits_out -= 1
         if error is not None or link.conn.closed or link.conn.broken:
             link.conn.close()  # (its state after a failed commit is not worth finding out: a new one replaces it)
         else:
-            self._spare = link
+            self._spares.append(link)
         if error is not None:
             raise error
 
@@ -1198,9 +1209,9 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self._conn.close()
         if self._replicas is not None:
             self._replicas.close()
-        for link in (self._spare, self._in_flight[0] if self._in_flight else None):
-            if link is not None:
-                link.conn.close()
+        for link in [*self._spares, *(link for link, _sent in self._in_flight),
+                     *(link for link, _error in self._answered)]:
+            link.conn.close()
 
 
 class _Link(NamedTuple):
