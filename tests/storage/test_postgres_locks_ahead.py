@@ -114,7 +114,13 @@ def test_a_first_write_meeting_a_held_lock_is_put_off(pair: tuple[PostgresEngine
     assert second.commit() == "committed"
     first.write([add((meta, b), 20)])  # (not at a request's start: waits for the lock as before)
     assert first.commit() == "committed"
-    assert [value(second, meta, a), value(second, meta, b)] == [11, 122]
+    second.write([add((meta, a), 1)])  # (second's group holds a)
+    first.session.request_began = first.session.writes
+    with pytest.raises(EngineBusy):  # (a write that began a group: the group is not left open)
+        first.write([add((meta, a), 5)])
+    assert not first.session.pending
+    assert second.commit() == "committed"
+    assert [value(second, meta, a), value(second, meta, b)] == [12, 122]
 
 
 def test_an_item_written_by_a_write_of_another_kind_is_read_again(

@@ -841,9 +841,10 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
             self._end_group()
         cur = self._checked()
         pipe = self._pipe
+        ahead_only, opened = self._ahead_only, not session.pending
         try:
             self._ahead_only = False
-            if not session.pending:
+            if opened:
                 self._begin_group()
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
@@ -864,13 +865,10 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
                     self._bound_ms = LOCK_TIMEOUT_MS
                 self._carried = len(pipe)
         except _RETRYABLE as error:
-            self._undo_write()
             if isinstance(error, pgerrors.LockNotAvailable) and not session.wait and \
                     session.request_began == session.writes:
-                # A row held by another group (this worker's commit in flight, another worker's or node's group):
-                # the request runs again shortly (the server's retry, as for another worker's writer lock on the
-                # embedded engine) rather than commit this group and wait for the row, blocking the event loop.
-                raise EngineBusy() from None
+                raise self._put_off(opened, ahead_only) from None
+            self._undo_write()
             log.debug("write conflict in a group: committing the group, then the write on its own: %s", error)
             return self._transact(body, queued)
         except BaseException:
@@ -880,6 +878,21 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         session.writes += 1
         self._group_writes += 1
         return result
+
+    def _put_off(self, opened: bool, ahead_only: bool) -> EngineBusy:
+        """A request's first write met a row held by another group (this worker's commit in flight, another
+        worker's or node's group): undo it and put the request off (the server runs it again shortly, as for
+        another worker's writer lock on the embedded engine) rather than commit this group and wait for the row,
+        blocking the event loop. A group it began is rolled back (no transaction is left open for a request that
+        may not come back); one that holds only rows locked ahead is still rolled back at the end of the pass
+        if no write joins it."""
+        if opened:
+            self._close_group(committing=False)
+            self._rollback_quietly()
+        else:
+            self._undo_write()
+            self._ahead_only = ahead_only
+        return EngineBusy()
 
     def _begin_group(self) -> None:
         """Open a group: its BEGIN queued, sent with the first statements of its first write."""
