@@ -22,8 +22,9 @@ connections with one request in flight each; SigV4 signed once). Each round runs
 server, the order rotating each round, so all see the same noise of a shared machine. Reported per workload and
 server: ops/s, p50, p99 (medians over rounds), the ratio to the embedded engine with as many workers (median
 of per-round ratios), the server's CPU per answered request and, where PostgreSQL runs on this machine, its CPU
-per request as well (all its processes, from /proc), and how idle the machine's cores were meanwhile (from
-/proc/stat: 0% means the cores were the bound, whoever used them, the run or other work on the machine).
+per request as well (all its processes, from /proc), the load generator's (this process's CPU over the run, per
+request answered), and how idle the machine's cores were meanwhile (from /proc/stat: 0% means the cores were the
+bound, whoever used them, the run or other work on the machine).
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ async def drive_node(node: Node, label: str, round_: int, args: argparse.Namespa
         errors[kind] = errors.get(kind, 0) + count
     ops = one.ops + two.ops
     server_us = (one.server_us * one.ops + two.server_us * two.ops) / max(1, ops)
+    # (each drive's client CPU is this process's, both drives': counted once)
     return Sample(round_, node.name, label, ops, one.seconds, errors, max(one.p50_ms, two.p50_ms),
-                  max(one.p99_ms, two.p99_ms), one.client_cpu + two.client_cpu, server_us)
+                  max(one.p99_ms, two.p99_ms), max(one.client_cpu, two.client_cpu), server_us)
 
 
 class Postgres:
@@ -204,7 +206,7 @@ def _median(values: list[float]) -> float | None:
 def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
     """A markdown table: per workload and node, medians over rounds and the ratio to the embedded engine."""
     lines = ["| workload | server | ops/s | p50 ms | p99 ms | / embedded, same workers | server CPU µs/op "
-             "| PostgreSQL CPU µs/op | machine idle % |", "|" + " --- |" * 9]
+             "| PostgreSQL CPU µs/op | client CPU µs/op | machine idle % |", "|" + " --- |" * 10]
     for label in labels:
         for node in nodes:
             mine = [r for r in runs if r.sample.server == node.name and r.sample.workload == label]
@@ -219,7 +221,9 @@ def report(runs: list[Run], nodes: list[Node], labels: list[str]) -> str:
                      f"{statistics.median(r.sample.p99_ms for r in mine):.2f}",
                      "n/a" if ratio is None else f"{ratio:.2f}",
                      f"{statistics.median(r.sample.server_us for r in mine):.0f}",
-                     "n/a" if pg is None else f"{pg:.0f}", f"{statistics.median(r.idle for r in mine):.0f}"]
+                     "n/a" if pg is None else f"{pg:.0f}",
+                     f"{statistics.median(r.sample.client_cpu * 1e4 / max(1.0, r.sample.rate) for r in mine):.0f}",
+                     f"{statistics.median(r.idle for r in mine):.0f}"]
             lines.append("| " + " | ".join(cells) + " |")
     errors = sum(sum(r.sample.errors.values()) for r in runs)
     cpu = max((r.sample.client_cpu for r in runs), default=0.0)

@@ -469,7 +469,10 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
     # Workers sharing a store do not block their event loop on another's write lock; they retry shortly.
-    engine.session.wait = not shared
+    # (On PostgreSQL the locks a write may meet are other groups' rows, of this node's other workers or of other
+    # nodes, or of this worker's commit in flight: its writes never block the event loop on them, see
+    # `PostgresEngine._group_write`.)
+    engine.session.wait = not shared and not engine.writes_ahead
     # ... and they stage their writes without the lock, taking it only to check and commit them.
     engine.session.optimistic = shared
     stop = asyncio.Event()

@@ -256,6 +256,29 @@ def test_a_commit_in_flight_lets_the_node_serve_on(pair: tuple[PostgresEngine, P
     assert [value(second, meta, key(k)) for k in (b"n", b"a", b"b")] == [11, 1, 2]
 
 
+def test_two_commits_in_flight_each_on_its_own_connection(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """A group that formed while a commit is in flight sends its COMMIT too (on a third connection) instead of
+    waiting for the first's answer; the commits are finished in the order sent, and a group formed while two are
+    in flight commits at once, as `commit` does."""
+    first, second = pair
+    meta = first.create_table(new_meta())
+    first.write([put(meta, key(b"a"), item(1))])
+    assert first.send_commit() == "sent"
+    first.write([put(meta, key(b"b"), item(2))])
+    assert first.send_commit() == "sent"
+    first.write([put(meta, key(b"c"), item(3))])
+    assert first.send_commit() == "committed"
+    assert value(second, meta, key(b"c")) == 3
+    for _ in range(2):
+        waiter = threading.Thread(target=first.wait_for_commit)
+        waiter.start()
+        waiter.join(10)
+        first.finish_commit()
+    assert [value(second, meta, key(k)) for k in (b"a", b"b", b"c")] == [1, 2, 3]
+    backends = {link.conn.pgconn.backend_pid for link in first._spares} | {first._conn.pgconn.backend_pid}
+    assert len(backends) == 3
+
+
 def test_a_commit_in_flight_that_fails_is_never_acknowledged(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
     """The connection dies while the group's COMMIT is in flight: `finish_commit` raises (its requests are
     answered with errors), and the node goes on over a new connection."""

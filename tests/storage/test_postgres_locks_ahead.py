@@ -9,8 +9,9 @@ import pytest
 from openddb.errors import ConditionalCheckFailedException
 from openddb.model import Item
 from openddb.model.schema import TableMeta
-from openddb.storage.base import StorageKey, WriteOp
+from openddb.storage.base import EngineBusy, StorageKey, WriteOp
 from openddb.storage.postgres import PostgresEngine
+from openddb.storage.postgres_locks_ahead import item_key
 from tests.storage.conftest import POSTGRES_URL, needs_postgres
 from tests.storage.test_engine_contract import item, key, new_meta, put
 from tests.storage.test_postgres_groups import add, value
@@ -78,20 +79,48 @@ def test_a_refused_write_locked_ahead_changes_nothing(pair: tuple[PostgresEngine
     assert [value(second, meta, a), value(second, meta, b)] == [11, 2]
 
 
-def test_a_lock_held_elsewhere_undoes_the_lock_ahead(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
-    """Another node's group holds one of the items: nothing is locked ahead (the group it began is rolled back),
-    and each write locks for itself; the one on the held item commits its group and waits on its own."""
+def test_an_item_held_elsewhere_is_skipped(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """Another node's group holds one of the items: it is skipped (its write locks for itself), the others are
+    locked ahead; the write on the held item, once that group committed, commits this group and runs on its own."""
     first, second = pair
     meta, a, b = counters(first)
     second.write([add((meta, b), 100)])  # (second's group holds b)
     first.lock_ahead([(meta, a), (meta, b)])
-    assert not first.session.pending and not first._locked and not locked_elsewhere(meta, a)
+    assert first.session.pending and list(first._locked) == [item_key(meta.table_id, a)]
+    assert locked_elsewhere(meta, a)
     first.write([add((meta, a), 10)])
     assert second.commit() == "committed"
     first.write([add((meta, b), 20)])
     first.end_read_ahead()
     assert first.commit() == "committed"
     assert [value(second, meta, a), value(second, meta, b)] == [11, 122]
+
+
+def test_a_first_write_meeting_a_held_lock_is_put_off(pair: tuple[PostgresEngine, PostgresEngine]) -> None:
+    """In a server's engine (no `session.wait`), a request's first write whose item another group holds raises
+    EngineBusy at once, having changed nothing: the group's other writes stand and commit, and the request runs
+    again later (before, the group committed and the write waited for the lock, blocking the event loop). A later
+    write of a request is not put off (its earlier writes would run again): it waits as before."""
+    first, second = pair
+    meta, a, b = counters(first)
+    second.write([add((meta, b), 100)])  # (second's group holds b)
+    first.session.wait = False
+    first.write([add((meta, a), 10)])
+    first.session.request_began = first.session.writes
+    with pytest.raises(EngineBusy):
+        first.write([add((meta, b), 20)])
+    assert first.session.pending and locked_elsewhere(meta, a)
+    first.session.request_began = -1
+    assert second.commit() == "committed"
+    first.write([add((meta, b), 20)])  # (not at a request's start: waits for the lock as before)
+    assert first.commit() == "committed"
+    second.write([add((meta, a), 1)])  # (second's group holds a)
+    first.session.request_began = first.session.writes
+    with pytest.raises(EngineBusy):  # (a write that began a group: the group is not left open)
+        first.write([add((meta, a), 5)])
+    assert not first.session.pending
+    assert second.commit() == "committed"
+    assert [value(second, meta, a), value(second, meta, b)] == [12, 122]
 
 
 def test_an_item_written_by_a_write_of_another_kind_is_read_again(

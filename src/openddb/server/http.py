@@ -580,8 +580,11 @@ class HttpProtocol(asyncio.Protocol):
     def _execute(self, request: _Request) -> bool:
         """Run one request and send (or hold) its answer; False if it must wait for the writer lock."""
         session = self.dispatcher.engine.session
-        writes = session.writes
-        status, payload = self.server.handle(request)
+        writes = session.request_began = session.writes
+        try:
+            status, payload = self.server.handle(request)
+        finally:
+            session.request_began = -1
         if status == 0:
             return False
         response = request.render(status, payload)

@@ -14,7 +14,9 @@ import queue
 import threading
 import time
 import urllib.parse
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -110,8 +112,11 @@ class ServerState:
         self._flush_attempts = 0
         # Another worker's writer lock, waited for beside the event loop, then `release` again
         self._writer_wait = Beside("openddb-writer-wait", self.engine.wait_for_writer, self.release)
-        # The group whose commit the engine left in flight (`Engine.send_commit`), and the wait for its answer
-        self._in_flight: list[_Held] | None = None
+        # Answers waiting, in order: a group's whose commit the engine left in flight (`Engine.send_commit`), or
+        # answers ready that must not overtake those (a connection's answers stay in request order); how many
+        # commits are in flight; and the wait for their answers, one after another
+        self._in_flight: deque[_Waiting] = deque()
+        self._commits_out = 0
         self._commit_wait = Beside("openddb-commit-wait", self.engine.wait_for_commit, self._finish_commit)
         self._pass_ending = False
         self._outbox: list[tuple[asyncio.Transport, bytes, bool]] = []
@@ -144,7 +149,7 @@ class ServerState:
         arrived) commits first, as it would at the end of the pass: its commit goes out now, the reads then come
         from committed state on the engine's other connection, in one round trip, and their answers need not wait
         for that commit (on the group's connection they would have, one round trip each, see `Engine.read_ahead`)."""
-        if self._held and self._in_flight is None and self.engine.remote_commits:
+        if self._held and self._commits_out < self.engine.commits_in_flight and self.engine.remote_commits:
             self.release()
         connections, self._reading_ahead = self._reading_ahead, []
         reads, writes, readers, writers = self._aside(connections)
@@ -298,7 +303,7 @@ class ServerState:
         if self.closing:
             return
         loop = asyncio.get_running_loop()
-        if self.engine.session.pending or self._held or self._in_flight is not None:
+        if self.engine.session.pending or self._held or self._in_flight:
             self.background = loop.call_later(_BACKGROUND_RETRY_SECONDS, self.run_background)
             return
         self.dispatcher.run_background()
@@ -396,8 +401,8 @@ class ServerState:
 
     def release(self) -> None:
         self.send_answers()  # answers given before the held ones go first: each connection's answers stay in order
-        if self._in_flight is not None:
-            return  # (the group commits once the commit in flight is answered: see `_finish_commit`)
+        if self._commits_out >= self.engine.commits_in_flight:
+            return  # (the group commits once a commit in flight is answered: see `_finish_commit`)
         held = self._held
         failed: DynamoDBError | None = None
         engine = self.engine
@@ -415,7 +420,9 @@ class ServerState:
                 return
             if answers is _SENT:
                 # The commit is in flight (a remote wait): go on serving; a new group forms meanwhile.
-                self._in_flight, self._held = held, []
+                self._in_flight.append(_Waiting(held, committing=True))
+                self._commits_out += 1
+                self._held = []
                 self._commit_wait.request()
                 return
             held = answers
@@ -423,7 +430,10 @@ class ServerState:
             failed = self._failure(error, len(held))
         self._held = []
         self._flush_attempts = 0
-        self._answer(held, failed)
+        if self._in_flight:  # (behind the answers of the commits in flight)
+            self._in_flight.append(_Waiting(held, failed))
+        else:
+            self._answer(held, failed)
 
     def _failure(self, error: Exception, requests: int) -> DynamoDBError:
         if self.engine.unavailable(error):  # (the disk is full: nothing of the group was kept; said by the engine)
@@ -448,16 +458,30 @@ class ServerState:
                 connection.close_if_idle()
 
     def _finish_commit(self) -> None:
-        """The commit in flight was answered: answer its requests, then commit the group that formed meanwhile."""
-        held, self._in_flight = self._in_flight or [], None
-        failed: DynamoDBError | None = None
+        """The oldest commit in flight was answered: answer its requests and the answers ready behind it, up to the
+        next commit still in flight, then commit the group that formed meanwhile."""
+        self._commits_out -= 1
+        first = self._in_flight[0]  # (the answers before it were sent when its predecessor's commit finished)
+        first.committing = False
         try:
             self.engine.finish_commit()
         except Exception as error:
-            failed = self._failure(error, len(held))
-        self._answer(held, failed)
+            first.failed = self._failure(error, len(first.held))
+        while self._in_flight and not self._in_flight[0].committing:
+            waiting = self._in_flight.popleft()
+            self._answer(waiting.held, waiting.failed)
         if self._held:
             self.release()
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """Answers held until a group's commit in flight is answered: that group's (`committing` until then), or answers
+    ready behind it; `failed`: what its writes answer instead, if the commit failed."""
+
+    held: list[_Held]
+    failed: DynamoDBError | None = None
+    committing: bool = False
 
 
 class Beside:

@@ -361,6 +361,10 @@ class WriteSession:
     # committed as the (n+1)-th, so after a conflict only the requests of the failed group run again (those of a
     # group already committed keep their answers, or they would apply twice).
     commits: int = 0
+    # `writes` when the request being run began (set by the server around each request; -1 between requests): an
+    # engine may refuse the request's first write with EngineBusy, but no later one, which would run its earlier
+    # writes again.
+    request_began: int = -1
 
     @contextmanager
     def serialized(self) -> Iterator[None]:
@@ -510,20 +514,23 @@ class Engine(ABC):
     # a new group (on another connection) while the database makes it durable. Engines whose commit is local
     # work (SQLite's: the server's own CPU and disk) keep False.
     remote_commits: bool = False
+    # How many groups' commits `send_commit` may leave in flight at once.
+    commits_in_flight: int = 1
 
     def send_commit(self) -> CommitResult:
         """Like `commit`, but an engine with `remote_commits` may answer "sent": the group's commit has left and
         nothing of it is acknowledged yet; the server then calls `wait_for_commit` (off its event loop) and
-        `finish_commit` (on it), and calls no `send_commit` in between."""
+        `finish_commit` (on it) once for each commit sent, in the order sent, and calls `send_commit` again only
+        while fewer than `commits_in_flight` are sent and not finished."""
         return self.commit()
 
     def wait_for_commit(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """Block until the commit `send_commit` sent is answered. Called from a helper thread: touches only
-        the connection that commit went on."""
+        """Block until the oldest commit `send_commit` sent and this has not waited for is answered. Called from a
+        helper thread: touches only the connection that commit went on."""
 
     def finish_commit(self) -> None:  # noqa: B027 - deliberately a no-op default, not abstract
-        """After `wait_for_commit`: return if the sent group is durable, else raise (none of it committed).
-        The connection it went on serves again."""
+        """After `wait_for_commit`: return if the oldest group sent and not finished is durable, else raise (none
+        of it committed). The connection it went on serves again."""
 
     # --- catalog ------------------------------------------------------------------------------
     @abstractmethod

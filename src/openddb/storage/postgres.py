@@ -10,10 +10,10 @@ schema version, the catalog version (bumped by every DDL) and the table-id count
 Secondary index entries live in `openddb_index_entries` (schema version 2), maintained inside `write`; see
 `postgres_indexes.py`. Stream records (schema version 6) are appended inside `write` too; see `postgres_streams.py`.
 
-Two connections per process: the server runs every request on one event-loop thread and engine calls are
-synchronous, so one connection serves at a time; the other is where the previous group's COMMIT waits for
-PostgreSQL's WAL flush (`send_commit`), so the node goes on serving meanwhile. A pool would only add a check-out
-per call.
+Up to three connections per process: the server runs every request on one event-loop thread and engine calls are
+synchronous, so one connection serves at a time; the others are where the previous groups' COMMITs wait for
+PostgreSQL's WAL flush (`send_commit`, up to COMMITS_IN_FLIGHT), so the node goes on serving meanwhile. A pool
+would only add a check-out per call.
 Several processes (nodes) share the database; each keeps a cache of table descriptions that a DDL on any node
 invalidates through NOTIFY (a socket poll per look-up, no round trip), or, where LISTEN is unsupported
 (CockroachDB, YugabyteDB), by reading the catalog version on each look-up.
@@ -40,6 +40,7 @@ import logging
 import random
 import select
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
@@ -60,6 +61,7 @@ from openddb.storage.base import (
     CatalogChanged,
     CommitResult,
     Engine,
+    EngineBusy,
     IndexKey,
     QueryStart,
     ReadsAhead,
@@ -125,6 +127,10 @@ LOCK_TIMEOUT_MS = 2000
 # keeps 64 subtransaction ids per backend in shared memory before every snapshot taken elsewhere grows dearer.
 GROUP_LOCK_TIMEOUT_MS = 1
 GROUP_WRITES = 48
+# Group commits left in flight at once (see `send_commit`), each on a connection of its own: a group that formed
+# while one commit waits for PostgreSQL's WAL flush sends its COMMIT at the end of its pass instead of waiting for
+# that flush to be answered first.
+COMMITS_IN_FLIGHT = 2
 _GROUP_BOUND = f"SET LOCAL lock_timeout = '{GROUP_LOCK_TIMEOUT_MS}ms'"
 _LONE_BOUND = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'"
 
@@ -299,6 +305,7 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self.session = WriteSession()
         self.group_commit = group_commit
         self.remote_commits = group_commit  # (a group's COMMIT may be left in flight: see `send_commit`)
+        self.commits_in_flight = COMMITS_IN_FLIGHT
         self._group_writes = 0  # writes in the open group
         self._group_lost = False  # the open group's transaction was lost (a broken connection): see `commit`
         self._release_due = False  # the group's last write left its savepoint to release (see `_group_write`)
@@ -330,11 +337,14 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self.reads_ahead = True
         self._ahead: dict[Statement, list[tuple[Any, ...]]] = {}
         self._ahead_eventual: dict[Statement, list[tuple[Any, ...]]] = {}
-        # With remote commits (see `send_commit`): the connection whose group COMMIT is in flight and what it
-        # sent, what its answer was (None: durable), and the connection that is not in use.
-        self._in_flight: tuple[_Link, Sent] | None = None
-        self._commit_error: BaseException | None = None
-        self._spare: _Link | None = None
+        # With remote commits (see `send_commit`): the connections whose group COMMIT is in flight and what each
+        # sent, oldest first (taken off by `wait_for_commit`, on the helper thread: a deque's appends and pops are
+        # atomic), their answers read and not yet finished (the error, or None: durable), how many commits are
+        # sent and not finished, and the connections not in use.
+        self._in_flight: deque[tuple[_Link, Sent]] = deque()
+        self._answered: deque[tuple[_Link, BaseException | None]] = deque()
+        self._commits_out = 0
+        self._spares: list[_Link] = []
         self._migrate()
         self.enable_pgvector()
 
@@ -819,19 +829,22 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         writes, and waiting with them held could deadlock with another node's group (each waiting for the other's
         commit). A write that would wait longer (or meets any conflict) is undone, the group commits, and the
         write runs on its own, waiting as a lone write does: strict two-phase locking either way, and the
-        request's answer still waits for the group's commit. A single item's locks are taken with NOWAIT (no
-        wait at all), so the common write sets no bound; the statements that may wait on another transaction
-        (several items' locks, a creation, index, vector and stream upkeep) are sent under the 1 ms bound
-        (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS), each set only when
-        the transaction's bound is not the one needed already."""
+        request's answer still waits for the group's commit. Without `session.wait` (a server's engine) a request's
+        first write that meets a held lock is put off instead (EngineBusy: the server runs it again shortly, and
+        after many tries with `wait`), so the event loop does not wait for another group's commit. A single item's
+        locks are taken with NOWAIT (no wait at all), so the common write sets no bound; the statements that may
+        wait on another transaction (several items' locks, a creation, index, vector and stream upkeep) are sent
+        under the 1 ms bound (`_bound_waits`), a present item's change under the lone writes' (LOCK_TIMEOUT_MS),
+        each set only when the transaction's bound is not the one needed already."""
         session = self.session
         if self._group_writes >= GROUP_WRITES:
             self._end_group()
         cur = self._checked()
         pipe = self._pipe
+        ahead_only, opened = self._ahead_only, not session.pending
         try:
             self._ahead_only = False
-            if not session.pending:
+            if opened:
                 self._begin_group()
             elif self._release_due:  # the group's last write's savepoint, released with this write's first statements
                 pipe.add("RELEASE SAVEPOINT w")
@@ -852,6 +865,9 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
                     self._bound_ms = LOCK_TIMEOUT_MS
                 self._carried = len(pipe)
         except _RETRYABLE as error:
+            if isinstance(error, pgerrors.LockNotAvailable) and not session.wait and \
+                    session.request_began == session.writes:
+                raise self._put_off(opened, ahead_only) from None
             self._undo_write()
             log.debug("write conflict in a group: committing the group, then the write on its own: %s", error)
             return self._transact(body, queued)
@@ -862,6 +878,21 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         session.writes += 1
         self._group_writes += 1
         return result
+
+    def _put_off(self, opened: bool, ahead_only: bool) -> EngineBusy:
+        """A request's first write met a row held by another group (this worker's commit in flight, another
+        worker's or node's group): undo it and put the request off (the server runs it again shortly, as for
+        another worker's writer lock on the embedded engine) rather than commit this group and wait for the row,
+        blocking the event loop. A group it began is rolled back (no transaction is left open for a request that
+        may not come back); one that holds only rows locked ahead is still rolled back at the end of the pass
+        if no write joins it."""
+        if opened:
+            self._close_group(committing=False)
+            self._rollback_quietly()
+        else:
+            self._undo_write()
+            self._ahead_only = ahead_only
+        return EngineBusy()
 
     def _begin_group(self) -> None:
         """Open a group: its BEGIN queued, sent with the first statements of its first write."""
@@ -953,10 +984,10 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         return "committed"
 
     def send_commit(self) -> CommitResult:
-        """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on the
-        other connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so
-        (none open, or lost) is committed as `commit` does."""
-        if not self.session.pending or self._group_lost or self._in_flight is not None:
+        """Send the open group's COMMIT (with the statements its writes left queued) and go on serving on another
+        connection; "sent". The group's answers wait for `finish_commit`. A group that cannot be sent so (none
+        open, or lost, or COMMITS_IN_FLIGHT already in flight) is committed as `commit` does."""
+        if not self.session.pending or self._group_lost or self._commits_out >= self.commits_in_flight:
             return self.commit()
         self._close_group(committing=True)
         self._carried = 0
@@ -966,33 +997,35 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         except BaseException:
             self._rollback_quietly()
             raise
-        self._in_flight = (self._link(), sent)
-        self._use(self._spare)
-        self._spare = None
+        self._in_flight.append((self._link(), sent))
+        self._commits_out += 1
+        self._use(self._spares.pop() if self._spares else None)
         return "sent"
 
     def wait_for_commit(self) -> None:
-        """Read the answer of the COMMIT in flight (on a helper thread: only that connection is touched)."""
-        if self._in_flight is None:
+        """Read the answer of the oldest COMMIT in flight not read yet (on a helper thread: only that connection
+        is touched)."""
+        if not self._in_flight:
             return
-        link, sent = self._in_flight
+        link, sent = self._in_flight.popleft()
+        error: BaseException | None = None
         try:
             link.pipe.receive(sent)
             if link.pipe.tags[-1] != "COMMIT":  # (COMMIT of a failed transaction answers ROLLBACK)
                 raise RuntimeError("the group's transaction had failed: rolled back")
-        except BaseException as error:  # (handed to the event loop's thread by finish_commit)
-            self._commit_error = error
+        except BaseException as failure:  # (handed to the event loop's thread by finish_commit)
+            error = failure
+        self._answered.append((link, error))
 
     def finish_commit(self) -> None:
-        if self._in_flight is None:
+        if not self._answered:
             return
-        link, _sent = self._in_flight
-        self._in_flight = None
-        error, self._commit_error = self._commit_error, None
+        link, error = self._answered.popleft()
+        self._commits_out -= 1
         if error is not None or link.conn.closed or link.conn.broken:
             link.conn.close()  # (its state after a failed commit is not worth finding out: a new one replaces it)
         else:
-            self._spare = link
+            self._spares.append(link)
         if error is not None:
             raise error
 
@@ -1189,9 +1222,9 @@ class PostgresEngine(PostgresLocksAhead, PostgresStreams, PostgresIndexes, Postg
         self._conn.close()
         if self._replicas is not None:
             self._replicas.close()
-        for link in (self._spare, self._in_flight[0] if self._in_flight else None):
-            if link is not None:
-                link.conn.close()
+        for link in [*self._spares, *(link for link, _sent in self._in_flight),
+                     *(link for link, _error in self._answered)]:
+            link.conn.close()
 
 
 class _Link(NamedTuple):

@@ -13,10 +13,13 @@ Kept only for the writes that need nothing more than the row: a present item, in
 description has no secondary or vector index and no stream (their upkeep sends statements at once, which a
 write without a savepoint must not do). Such a write takes no savepoint: a refusal (a failed condition, an
 invalid update) has queued nothing, so it leaves nothing to undo but its lock, held to the commit like the
-group's others (strict two-phase locking, no change). A lock that cannot be taken at once (another group holds
-it) makes the whole round trip fail: it is rolled back (to a savepoint if a group was open) and every write runs
-as before. A hint, as reads ahead are: a write whose key was not locked ahead, or was written meanwhile by a
-write of another kind, locks for itself.
+group's others (strict two-phase locking, no change). An item whose lock another transaction holds (another
+group's, this worker's commit in flight) is skipped (`SKIP LOCKED`): its write locks for itself, the pass's others
+keep their locks (with NOWAIT one such item made the whole round trip fail, and every write of the pass then made
+a round trip of its own). A catalog row's lock that cannot be taken at once (a table change holds it) still fails
+the round trip: it is rolled back (to a savepoint if a group was open) and every write runs as before. A hint, as
+reads ahead are: a write whose key was not locked ahead, or was written meanwhile by a write of another kind, locks
+for itself.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ MOST_AHEAD = 256
 ITEM_KEY = "tid=%s AND h=%s AND pk=%s AND sk=%s"
 LOCK_ITEM = f"SELECT size, data FROM openddb_items WHERE {ITEM_KEY} FOR UPDATE"
 LOCK_ITEM_NOWAIT = f"{LOCK_ITEM} NOWAIT"  # (inside a group: see PostgresEngine._group_write)
+LOCK_ITEM_SKIP = f"{LOCK_ITEM} SKIP LOCKED"  # (locks ahead: a row locked elsewhere comes back as absent)
 UPDATE_ITEM = f"UPDATE openddb_items SET size=%s, data=%s WHERE {ITEM_KEY}"
 DELETE_ITEM = f"DELETE FROM openddb_items WHERE {ITEM_KEY}"
 
@@ -95,7 +99,7 @@ class PostgresLocksAhead:
         for tid in tids:
             pipe.add(TABLE_VERSION_NOWAIT, (tid,))
         for key in keys:
-            pipe.add(LOCK_ITEM_NOWAIT, key)
+            pipe.add(LOCK_ITEM_SKIP, key)
         if not opened:
             pipe.add("RELEASE SAVEPOINT a")
         try:
