@@ -176,6 +176,8 @@ class SQLiteWrites:
 
         def _append_blind_record(self, change: Change) -> None: ...
 
+        def _append_blind_records(self, changes: Sequence[Change]) -> None: ...
+
         def _recovering(self) -> frozenset[int]: ...
 
         def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
@@ -372,6 +374,7 @@ class SQLiteWrites:
         bytes as they were is no change: it logs nothing."""
         latest: dict[Where, tuple[int, bytes | None]] = {}
         recovery: list[tuple[Change, tuple[int, bytes | None] | None]] = []  # (None: the record reads the row)
+        blind: list[Change] = []  # stream records alone of blind writes, to go in together, before the next queued
         for change in changes:
             key = change.key
             where = (change.table.table_id, key.h, key.pk, key.sk)
@@ -379,7 +382,7 @@ class SQLiteWrites:
             latest[where] = (change.new_size, change.new_data)
             if before is None and change.blind:  # (the table has a stream, recovery on, or both)
                 if where[0] not in recovering:
-                    self._append_blind_record(change)  # (a stream's record alone: its statement reads the row)
+                    blind.append(change)  # (a stream's record alone: its statement reads the row)
                     continue
                 if not change.table.streaming:
                     recovery.append((change, None))  # (a recovery record alone: its statement reads the row)
@@ -389,11 +392,23 @@ class SQLiteWrites:
             if before[1] == change.new_data:
                 continue
             if change.table.streaming:
+                if blind:
+                    self._log_blind(blind)
+                    blind = []
                 self._append_record(change, before)
             if where[0] in recovering:
                 recovery.append((change, before))
+        if blind:
+            self._log_blind(blind)
         if recovery:
             self._log_recovery(recovery)
+
+    def _log_blind(self, changes: list[Change]) -> None:
+        """The stream records of blind writes (`_log_changes`): one alone at once, several in one statement."""
+        if len(changes) == 1:
+            self._append_blind_record(changes[0])
+        else:
+            self._append_blind_records(changes)
 
     def _row_before(self, where: Where) -> tuple[int, bytes | None]:
         """The size and stored JSON of the row at `where` as it stands (0, None if there is none)."""
