@@ -81,12 +81,14 @@ def skips_read(op: WriteOp) -> bool:
 
 
 def _holds(ops: Sequence[WriteOp], recovering: frozenset[int]) -> bool:
-    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table with recovery
-    on, without a stream (whose records keep their own path) and without indexes (whose upkeep may refuse a
-    request after its row is read, in a savepoint of its own)."""
+    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table without
+    indexes (whose upkeep may refuse a request after its row is read, in a savepoint of its own), and either
+    blind to a table with a stream (its record reads the row as it stands when it is persisted, with the other
+    held writes' in one statement: `_append_blind_records`) or to a table with recovery on."""
     for op in ops:
         table = op.table
-        if table.table_id not in recovering or table.streaming or table.indexes or table.vector_indexes:
+        if table.indexes or table.vector_indexes or \
+                not (op.blind if table.streaming else table.table_id in recovering):
             return False
     return True
 
@@ -323,7 +325,9 @@ class SQLiteWrites:
         records in one statement, each reading its row as it stands (see `_log_unread`: for a change that read
         it, the item it read, nothing having written the row since), then their rows in one statement per kind,
         each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
-        orders those)."""
+        orders those), or if a change is to a table with a stream."""
+        if any(change.table.streaming for change in changes):  # (`_persist` writes their stream records)
+            return False
         rows: dict[Where, Change] = {}
         for change in changes:
             key = change.key
