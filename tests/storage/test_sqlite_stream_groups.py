@@ -46,6 +46,35 @@ def test_a_group_records_each_write_in_order(worker: tuple[SQLiteEngine, SQLiteE
     assert [orjson.loads(r.old)["n"]["N"] for r in got if r.old] == ["1", "2"]
 
 
+def test_a_groups_blind_writes_record_each_change_in_order_in_its_shard(
+        worker: tuple[SQLiteEngine, SQLiteEngine]) -> None:
+    """Blind writes to keys of every shard slot, staged (optimistic: their records go in together at the commit)
+    or not; then again, some rewriting their items with the same bytes (no change, no record): each shard holds
+    its keys' records in order, up to its newest (which a reader reads to)."""
+    engine, other = worker
+    meta = streamed(engine)
+    slots = [skey(f"k{i}", (i % 4) << 30) for i in range(8)]  # (4 shards: h >> 30 is the slot)
+    for n, same in ((1, ()), (2, (1, 2, 5))):
+        for i, key in enumerate(slots):
+            value = 1 if i in same else n
+            engine.write([WriteOp(meta, key, lambda old, i=i, value=value: it(f"k{i}", value), blind=True)])
+        assert engine.commit() == "committed"
+    got = records(other, meta)
+    by_key: dict[str, list[tuple[str, str | None, str]]] = {}
+    for record in got:
+        image = orjson.loads(record.new or b"{}")
+        old = orjson.loads(record.old)["n"]["N"] if record.old else None
+        by_key.setdefault(image["sk"]["S"], []).append((record.kind, old, image["n"]["N"]))
+    assert by_key == {f"k{i}": [("INSERT", None, "1")] + ([] if i in (1, 2, 5) else [("MODIFY", "1", "2")])
+                      for i in range(8)}
+    assert meta.stream is not None
+    sid = meta.stream.stream_id
+    for shard in other.list_shards(sid):
+        seqs = [r.seq for r in other.read_stream(sid, shard.shard_id, 0, 100)]
+        assert seqs == sorted(seqs) and len(seqs) >= 2
+        assert other.shard_end(sid, shard.shard_id) == seqs[-1] + 1
+
+
 def test_a_conflicted_group_records_nothing(tmp_path: Path) -> None:
     """A group that loses its check commits no record; its requests run again and record then."""
     engine = SQLiteEngine(str(tmp_path), group_commit=True, shared_reads=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -308,6 +308,63 @@ class SQLiteStreams:
             change.new_size, change.table.table_id, key.h, blob(key.pk), blob(key.sk)))
         if written.rowcount:
             self._shard_last[shard_no] = written.lastrowid or 0
+
+    def _append_blind_records(self, changes: Sequence[Change]) -> None:
+        """`_append_blind_record` of each of `changes` (blind writes whose rows are not written yet, each to a key
+        of its own), in order, in one statement call per run of one view type: each record's target is found
+        first (a rollover happens then, before any of them is written, and with one time for all, so at most once
+        a slot), then they go in one `executemany`, numbered from one past the highest sequence number. Each
+        shard's newest follows from that number where every record was written, else it is read back."""
+        now = clock.now()
+        targets: dict[int, tuple[int, int, str] | None] = {}  # table id -> (stream id, its shards, statement)
+        runs: list[tuple[str, list[tuple[Any, ...]]]] = []
+        for change in changes:
+            table = change.table
+            if table.table_id in targets:
+                target = targets[table.table_id]
+            else:
+                target = targets[table.table_id] = self._blind_target(table)
+            if target is None:
+                continue
+            sid, shards, sql = target
+            key = change.key
+            new = change.new_data
+            record = (sid, self._current_shard(sid, shard_slot(key.h, shards), now), now, change.origin,
+                      None if new is None else blob(new), change.new_size, table.table_id, key.h, blob(key.pk),
+                      blob(key.sk))
+            if runs and runs[-1][0] == sql:
+                runs[-1][1].append(record)
+            else:
+                runs.append((sql, [record]))
+        if self._records:
+            self._write_records()
+        for sql, run in runs:
+            self._write_blind(sql, run)
+
+    def _blind_target(self, table: TableMeta) -> tuple[int, int, str] | None:
+        """The stream `table`'s blind writes append records to, as committed (None if it is not enabled): its id,
+        its number of shard slots, and the statement of its view type."""
+        live = self._live_table(table)
+        stream = live.stream if live is not None else None
+        if stream is None or not stream.enabled:
+            return None
+        sid = stream.stream_id
+        return sid, self._shard_count(sid), _BLIND_BY_VIEW[stream.view_type]
+
+    def _write_blind(self, sql: str, params: list[tuple[Any, ...]]) -> None:
+        """Blind records, one `_BLIND_BY_VIEW` statement's parameters each, written in order, and their shards'
+        newest noted for `_write_records`."""
+        db = self._db
+        first = self._next_seq()
+        written = db.executemany(sql, params).rowcount
+        last = self._shard_last
+        if written == len(params):  # (numbered one after the other from `first`)
+            for seq, record in enumerate(params, first):
+                last[record[1]] = seq
+        elif written:  # (a rewrite with the same bytes wrote none: the shards' newest as written)
+            for shard_no, seq in db.execute("SELECT shard_no, max(seq) FROM stream_log WHERE seq >= ? "
+                                            "GROUP BY shard_no", (first,)).fetchall():
+                last[shard_no] = seq
 
     def _forget_records(self) -> None:
         """After a rollback (of the transaction or of a request's savepoint): the records it queued, the shards it

@@ -81,12 +81,14 @@ def skips_read(op: WriteOp) -> bool:
 
 
 def _holds(ops: Sequence[WriteOp], recovering: frozenset[int]) -> bool:
-    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table with recovery
-    on, without a stream (whose records keep their own path) and without indexes (whose upkeep may refuse a
-    request after its row is read, in a savepoint of its own)."""
+    """Whether `_write_locked` may hold back the writes of `ops` (see there): each one to a table without
+    indexes (whose upkeep may refuse a request after its row is read, in a savepoint of its own), and either
+    blind to a table with a stream (its record reads the row as it stands when it is persisted, with the other
+    held writes' in one statement: `_append_blind_records`) or to a table with recovery on."""
     for op in ops:
         table = op.table
-        if table.table_id not in recovering or table.streaming or table.indexes or table.vector_indexes:
+        if table.indexes or table.vector_indexes or \
+                not (op.blind if table.streaming else table.table_id in recovering):
             return False
     return True
 
@@ -175,6 +177,8 @@ class SQLiteWrites:
         def _append_record(self, change: Change, before: tuple[int, bytes | None]) -> None: ...
 
         def _append_blind_record(self, change: Change) -> None: ...
+
+        def _append_blind_records(self, changes: Sequence[Change]) -> None: ...
 
         def _recovering(self) -> frozenset[int]: ...
 
@@ -320,7 +324,9 @@ class SQLiteWrites:
         records in one statement (per 16), each reading its row as it stands (see `_log_unread`: for a change that read
         it, the item it read, nothing having written the row since), then their rows in one statement per kind,
         each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
-        orders those)."""
+        orders those), or if a change is to a table with a stream."""
+        if any(change.table.streaming for change in changes):  # (`_persist` writes their stream records)
+            return False
         rows: dict[Where, Change] = {}
         for change in changes:
             key = change.key
@@ -370,6 +376,7 @@ class SQLiteWrites:
         bytes as they were is no change: it logs nothing."""
         latest: dict[Where, tuple[int, bytes | None]] = {}
         recovery: list[tuple[Change, tuple[int, bytes | None] | None]] = []  # (None: the record reads the row)
+        blind: list[Change] = []  # stream records alone of blind writes, to go in together, before the next queued
         for change in changes:
             key = change.key
             where = (change.table.table_id, key.h, key.pk, key.sk)
@@ -377,7 +384,7 @@ class SQLiteWrites:
             latest[where] = (change.new_size, change.new_data)
             if before is None and change.blind:  # (the table has a stream, recovery on, or both)
                 if where[0] not in recovering:
-                    self._append_blind_record(change)  # (a stream's record alone: its statement reads the row)
+                    blind.append(change)  # (a stream's record alone: its statement reads the row)
                     continue
                 if not change.table.streaming:
                     recovery.append((change, None))  # (a recovery record alone: its statement reads the row)
@@ -387,11 +394,23 @@ class SQLiteWrites:
             if before[1] == change.new_data:
                 continue
             if change.table.streaming:
+                if blind:
+                    self._log_blind(blind)
+                    blind = []
                 self._append_record(change, before)
             if where[0] in recovering:
                 recovery.append((change, before))
+        if blind:
+            self._log_blind(blind)
         if recovery:
             self._log_recovery(recovery)
+
+    def _log_blind(self, changes: list[Change]) -> None:
+        """The stream records of blind writes (`_log_changes`): one alone at once, several in one statement."""
+        if len(changes) == 1:
+            self._append_blind_record(changes[0])
+        else:
+            self._append_blind_records(changes)
 
     def _row_before(self, where: Where) -> tuple[int, bytes | None]:
         """The size and stored JSON of the row at `where` as it stands (0, None if there is none)."""
