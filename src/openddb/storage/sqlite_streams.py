@@ -302,10 +302,8 @@ class SQLiteStreams:
         stream, shard_no, now = target
         if self._records:
             self._write_records()
-        key = change.key
-        written = self._db.execute(_BLIND_BY_VIEW[stream.view_type], (
-            stream.stream_id, shard_no, now, change.origin, None if change.new_data is None else blob(change.new_data),
-            change.new_size, change.table.table_id, key.h, blob(key.pk), blob(key.sk)))
+        written = self._db.execute(_BLIND_BY_VIEW[stream.view_type],
+                                   _blind_params(stream.stream_id, shard_no, now, change))
         if written.rowcount:
             self._shard_last[shard_no] = written.lastrowid or 0
 
@@ -327,11 +325,7 @@ class SQLiteStreams:
             if target is None:
                 continue
             sid, shards, sql = target
-            key = change.key
-            new = change.new_data
-            record = (sid, self._current_shard(sid, shard_slot(key.h, shards), now), now, change.origin,
-                      None if new is None else blob(new), change.new_size, table.table_id, key.h, blob(key.pk),
-                      blob(key.sk))
+            record = _blind_params(sid, self._current_shard(sid, shard_slot(change.key.h, shards), now), now, change)
             if runs and runs[-1][0] == sql:
                 runs[-1][1].append(record)
             else:
@@ -481,3 +475,11 @@ class SQLiteStreams:
                                          "GROUP BY shard_no", (sid, end)).fetchall():
             db.execute("UPDATE stream_shards SET trimmed_seq=? WHERE shard_no=?", (last + 1, shard_no))
         db.execute(f"DELETE FROM stream_log WHERE sid=? AND seq < ? AND {_BELOW_TOP}", (sid, end))
+
+
+def _blind_params(sid: int, shard_no: int, now: float, change: Change) -> tuple[Any, ...]:
+    """A blind write's record's parameters for its `_BLIND_BY_VIEW` statement."""
+    key = change.key
+    new = change.new_data
+    return (sid, shard_no, now, change.origin, None if new is None else blob(new), change.new_size,
+            change.table.table_id, key.h, blob(key.pk), blob(key.sk))
