@@ -34,6 +34,14 @@ def children_of(pid: int, expected: int = 2) -> list[int]:
         time.sleep(0.02)
 
 
+def wait_gone(pids: list[int]) -> None:
+    """Wait (up to 10 s each) until these processes have exited."""
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 def test_two_workers_are_running(workers):
     """--workers 2 forks two worker processes under one supervisor."""
     assert len(children_of(workers.process.pid)) == 2
@@ -91,10 +99,8 @@ def test_workers_stop_with_the_supervisor(workers):
     pids = children_of(workers.process.pid)
     workers.process.send_signal(signal.SIGTERM)
     assert workers.process.wait(timeout=20) == 0
+    wait_gone(pids)
     for pid in pids:
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            time.sleep(0.05)
         assert not os.path.exists(f"/proc/{pid}")
 
 
@@ -103,10 +109,8 @@ def test_workers_do_not_outlive_a_killed_supervisor(workers):
     pids = children_of(workers.process.pid)
     workers.process.kill()
     workers.process.wait(timeout=20)
+    wait_gone(pids)
     for pid in pids:
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            time.sleep(0.05)
         state = Path(f"/proc/{pid}/stat").read_text().split()[2] if os.path.exists(f"/proc/{pid}") else "gone"
         assert state in ("gone", "Z"), state
 
@@ -129,10 +133,7 @@ def test_a_killed_servers_shared_directory_is_removed_by_the_next(tmp_path, monk
         children_of(running.process.pid)  # (the directory is made before the workers are forked)
         assert owners() == {str(killed.process.pid), str(running.process.pid)}
         killed.stop(kill=True)
-        for pid in pids:
-            deadline = time.monotonic() + 10
-            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-                time.sleep(0.05)
+        wait_gone(pids)
         assert owners() == {str(killed.process.pid), str(running.process.pid)}  # (left behind)
         servers.append(ServerProcess(str(tmp_path / "c"), "--workers", "2"))
         children_of(servers[2].process.pid)
