@@ -320,12 +320,20 @@ class SQLiteWrites:
             raise
 
     def _write_held(self, changes: Sequence[Change]) -> bool:
-        """`_persist` of changes of tables with recovery on and no index, each to a key of its own: their log
-        records in one statement (per 16), each reading its row as it stands (see `_log_unread`: for a change that read
-        it, the item it read, nothing having written the row since), then their rows in one statement per kind,
-        each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
-        orders those), or if a change is to a table with a stream."""
-        if any(change.table.streaming for change in changes):  # (`_persist` writes their stream records)
+        """`_persist` of changes to tables without indexes, each to a key of its own, either all of tables with
+        recovery on and no stream, or all blind writes to tables with a stream and recovery off: their log records
+        (recovery: in one statement per 16, each reading its row as it stands, see `_log_unread`: for a change that
+        read it, the item it read, nothing having written the row since; stream: `_append_blind_records`, which
+        reads each row as it stands in the record's statement), then their rows in one statement per kind, each
+        key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist` orders
+        those), or if the changes are not all of one of those two kinds."""
+        streamed = changes[0].table.streaming
+        if streamed:
+            recovering = self._recovering()
+            if not all(change.table.streaming and change.blind and change.table.table_id not in recovering
+                       for change in changes):
+                return False
+        elif any(change.table.streaming for change in changes):
             return False
         rows: dict[Where, Change] = {}
         for change in changes:
@@ -333,6 +341,8 @@ class SQLiteWrites:
             rows[(change.table.table_id, key.h, key.pk, key.sk)] = change
         if len(rows) < len(changes):
             return False
+        if streamed:
+            self._append_blind_records(changes)  # (before the rows: each record reads its row as it stands)
         records: list[tuple[object, ...]] = []
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
@@ -345,7 +355,8 @@ class SQLiteWrites:
                 data = blob(change.new_data)
                 records.append((tid, h, pk_blob, sk_blob, data))
                 puts.append((tid, h, pk_blob, sk_blob, change.new_size, data))
-        self._log_unread(clock.now(), records)
+        if not streamed:
+            self._log_unread(clock.now(), records)
         db = self._db
         for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
             if params:
