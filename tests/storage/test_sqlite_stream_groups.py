@@ -172,3 +172,32 @@ def test_a_rollover_a_refused_request_undid_is_forgotten(locked: tuple[SQLiteEng
            for r in other.read_stream(meta.stream.stream_id, s.shard_id, 0, 100)]
     assert got == [("INSERT", "a"), ("INSERT", "c")]
     assert [s.parent_id for s in lineage[1:]] == [s.shard_id for s in lineage[:-1]]
+
+
+def test_a_caught_up_reader_goes_on_past_the_other_shards_records(tmp_path: Path) -> None:
+    """A reader of an open shard that took all its records goes on from past the log's newest record (so it does
+    not pass over the other shards' records again at its next read), and still gets the shard's next record; a
+    reader inside the group's open transaction goes on only from past the records it read (the newest may not
+    commit)."""
+    engine = SQLiteEngine(str(tmp_path), group_commit=True)
+    meta = streamed(engine)
+    assert meta.stream is not None
+    sid = meta.stream.stream_id
+    quiet, busy = skey("q", 0), skey("b", 3 << 30)  # (4 shards: slots 0 and 3)
+    engine.write([WriteOp(meta, quiet, lambda old: it("q", 1))])
+    for n in range(5):
+        engine.write([WriteOp(meta, busy, lambda old, n=n: it("b", n))])
+    assert engine.commit() == "committed"
+    shard = next(s for s in engine.list_shards(sid) if s.slot == 0)
+    top = max(r.seq for r in records(engine, meta))
+    got, after = engine.read_stream_on(sid, shard.shard_id, 0, 100)
+    assert [r.seq for r in got] == [shard.starting_seq] and after == top + 1
+    assert engine.read_stream_on(sid, shard.shard_id, after, 100) == ([], after)
+    engine.write([WriteOp(meta, quiet, lambda old: it("q", 2))])
+    assert engine.commit() == "committed"
+    got, _ = engine.read_stream_on(sid, shard.shard_id, after, 100)
+    assert [orjson.loads(r.new or b"{}")["n"]["N"] for r in got] == ["2"]
+    engine.write([WriteOp(meta, busy, lambda old: it("b", 9), blind=True)])  # (in the group's open transaction)
+    assert engine.read_stream_on(sid, shard.shard_id, got[0].seq + 1, 100) == ([], got[0].seq + 1)
+    assert engine.commit() == "committed"
+    engine.close()

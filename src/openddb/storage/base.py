@@ -728,6 +728,13 @@ class Engine(ABC):
         """Up to `limit` records of one shard with sequence numbers >= `start`, in sequence order."""
         raise NotImplementedError
 
+    def read_stream_on(self, stream_id: int, shard_id: str, start: int,
+                       limit: int) -> tuple[list[StreamRecord], int]:
+        """`read_stream`, and where a reader that takes every record returned goes on from: past the last of them
+        (`start` if none), or further where the engine knows that no record of the shard can come before."""
+        records = self.read_stream(stream_id, shard_id, start, limit)
+        return records, records[-1].seq + 1 if records else start
+
     def shard_end(self, stream_id: int, shard_id: str) -> int:
         """One past the highest sequence number of the shard's records (its starting number if it has none):
         where a LATEST iterator starts."""

@@ -299,7 +299,6 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
         self._open_shards = {}
         self._stream_shards = {}
         self._records = []
-        self._shard_last = {}
         self._recovery_version = b""  # (none read yet: the first write reads which tables log, see `_recovering`)
         self._recovery_tids = frozenset()
         self._locked = False  # a group transaction holding the writer lock is open
@@ -442,7 +441,7 @@ class SQLiteEngine(SQLiteWrites, SQLiteStreams, SQLiteIndexes, SQLiteVectors, SQ
 
     def _commit(self) -> None:
         try:
-            if self._records or self._shard_last:  # (the stream records of the transaction's writes, queued)
+            if self._records:  # (the stream records of the transaction's writes, queued)
                 self._write_records()
             self._db.execute("COMMIT")
             self._signal.bump_commits()

@@ -13,11 +13,13 @@ them dropped when it is opened.)
 
 Every record is appended while the writer lock is held, so the sequence number (the log's rowid, one past the
 highest) is the commit order across every worker sharing the store; trimming never deletes the highest record,
-so it never goes back. The log is indexed by stream, not by shard: each record keeps its stream and shard, each
-shard the number of its newest record (`last_seq`), and a shard is read along its stream's records up to that
-number, passing over the other shards' (see `read_stream`). A commit so changes one page of the index whatever
-the shards it wrote to. A stream's shards each cover a range of the partition hash (`shard_slot`), so one item's
-records always land in the shards of one slot: its open shard, then that shard's children after each rollover.
+so it never goes back. The log is indexed by stream, not by shard: each record keeps its stream and shard, and a
+shard is read along its stream's records, passing over the other shards' (see `read_stream_on`). A commit so
+changes one page of the index whatever the shards it wrote to, and no page but the log's: an open shard's newest
+record is looked up in the index where it is asked for (LATEST, the shard's closing), not kept at each commit; a
+closed shard keeps it (`last_seq`, set as it closes). A stream's shards each cover a range of the partition hash
+(`shard_slot`), so one item's records always land in the shards of one slot: its open shard, then that shard's
+children after each rollover.
 Rollover and closing happen under the writer lock too (a write rolls over the shard it appends to once it is
 `shard_seconds` old, the background upkeep the others), so no record can land in a shard after its ending
 sequence number was set.
@@ -75,11 +77,15 @@ CREATE INDEX IF NOT EXISTS stream_shards_open ON stream_shards (sid, slot) WHERE
 # size as -1, both made NULL by the statement; a view's flags are constants of its own statement.
 _ABSENT_IMAGE = bytearray()
 _ABSENT_SIZE = -1
-# The statements a transaction's queued records are written by: each record with its sequence number (one past
-# the highest before it), its stream and shard; then each shard's `last_seq`, the number of its newest record.
-_APPEND = ("INSERT INTO stream_log (seq, sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
-           "VALUES (?, ?, ?, ?, ?, ?, nullif(?, x''), nullif(?, x''), nullif(?, x''), nullif(?, -1), nullif(?, -1))")
-_SHARD_LAST = "UPDATE stream_shards SET last_seq=? WHERE shard_no=?"
+# The statement a transaction's queued records are written by: each record with its stream and shard, numbered one
+# past the highest before it (the rowid SQLite gives a row of a table whose highest row is never deleted).
+_APPEND = ("INSERT INTO stream_log (sid, shard_no, created_at, kind, origin, keys, old, new, old_size, new_size) "
+           "VALUES (?, ?, ?, ?, ?, nullif(?, x''), nullif(?, x''), nullif(?, x''), nullif(?, -1), nullif(?, -1))")
+# A shard's newest record (?1: its shard_no), read backwards along its stream's index from the end down to the
+# shard's first number; if none is left, the newest one trimmed (`trimmed_seq` is one past it); else NULL.
+_NEWEST = ("SELECT coalesce((SELECT r.seq FROM stream_log r WHERE r.sid = s.sid AND r.seq >= s.starting_seq AND "
+           "r.shard_no = s.shard_no ORDER BY r.seq DESC LIMIT 1), nullif(s.trimmed_seq, 0) - 1) "
+           "FROM stream_shards s WHERE s.shard_no=?")
 # A blind write's record, written at once with the old image read in the same statement (the row as it stands,
 # just before the write's own statement changes it; see `_append_blind_record`), as `_record` makes one; nothing if
 # the write leaves the stored bytes as they were. ?5 the new image; {old}/{new} (1 or 0, one statement per view
@@ -162,7 +168,7 @@ class SQLiteStreams:
     _open_shards: dict[tuple[int, int], tuple[int, float]]
     _stream_shards: dict[int, int]  # stream id -> its number of shard slots (as `_shard_count` read it)
     _records: list[tuple[Any, ...]]  # the `_APPEND` parameters of the records queued in this transaction
-    _shard_last: dict[int, int]  # shard_no -> its newest record written at once in this transaction (`last_seq`)
+    _locked: bool  # (SQLiteEngine's: a group transaction holding the writer lock is open)
 
     if TYPE_CHECKING:
         def _transaction(self, ddl: bool = False) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -238,9 +244,12 @@ class SQLiteStreams:
         return shard_no
 
     def _close_shard(self, shard_no: int) -> None:
-        """End a shard at its last record (an empty shard ends at its starting sequence number)."""
-        self._db.execute("UPDATE stream_shards SET ending_seq = coalesce(last_seq, starting_seq) WHERE shard_no=?",
-                         (shard_no,))
+        """End a shard at its last record, kept as its `last_seq` (an empty shard ends at its starting sequence
+        number, with no `last_seq`)."""
+        db = self._db
+        last = db.execute(_NEWEST, (shard_no,)).fetchone()[0]
+        db.execute("UPDATE stream_shards SET last_seq=?, ending_seq = coalesce(?, starting_seq) WHERE shard_no=?",
+                   (last, last, shard_no))
 
     def _shard_count(self, sid: int) -> int:
         """How many shards the stream keeps open: fixed when it was created, so a server restarted with another
@@ -295,24 +304,20 @@ class SQLiteStreams:
     def _append_blind_record(self, change: Change) -> None:
         """Under the writer lock, just before the row of `change`, a blind write, is written: its record (if its
         table's stream is enabled), with the row as it stands read in the same statement, written at once after
-        the records queued before it (so in order). Its shard's `last_seq` is written with them, at commit."""
+        the records queued before it (so in order)."""
         target = self._record_target(change)
         if target is None:
             return
         stream, shard_no, now = target
         if self._records:
             self._write_records()
-        written = self._db.execute(_BLIND_BY_VIEW[stream.view_type],
-                                   _blind_params(stream.stream_id, shard_no, now, change))
-        if written.rowcount:
-            self._shard_last[shard_no] = written.lastrowid or 0
+        self._db.execute(_BLIND_BY_VIEW[stream.view_type], _blind_params(stream.stream_id, shard_no, now, change))
 
     def _append_blind_records(self, changes: Sequence[Change]) -> None:
         """`_append_blind_record` of each of `changes` (blind writes whose rows are not written yet, each to a key
         of its own), in order, in one statement call per run of one view type: each record's target is found
         first (a rollover happens then, before any of them is written, and with one time for all, so at most once
-        a slot), then they go in one `executemany`, numbered from one past the highest sequence number. Each
-        shard's newest follows from that number where every record was written, else it is read back."""
+        a slot), then they go in one `executemany`, numbered from one past the highest sequence number."""
         now = clock.now()
         targets: dict[int, tuple[int, int, str] | None] = {}  # table id -> (stream id, its shards, statement)
         runs: list[tuple[str, list[tuple[Any, ...]]]] = []
@@ -333,7 +338,7 @@ class SQLiteStreams:
         if self._records:
             self._write_records()
         for sql, run in runs:
-            self._write_blind(sql, run)
+            self._db.executemany(sql, run)
 
     def _blind_target(self, table: TableMeta) -> tuple[int, int, str] | None:
         """The stream `table`'s blind writes append records to, as committed (None if it is not enabled): its id,
@@ -345,51 +350,21 @@ class SQLiteStreams:
         sid = stream.stream_id
         return sid, self._shard_count(sid), _BLIND_BY_VIEW[stream.view_type]
 
-    def _write_blind(self, sql: str, params: list[tuple[Any, ...]]) -> None:
-        """Blind records, one `_BLIND_BY_VIEW` statement's parameters each, written in order, and their shards'
-        newest noted for `_write_records`."""
-        db = self._db
-        first = self._next_seq()
-        written = db.executemany(sql, params).rowcount
-        last = self._shard_last
-        if written == len(params):  # (numbered one after the other from `first`)
-            for seq, record in enumerate(params, first):
-                last[record[1]] = seq
-        elif written:  # (a rewrite with the same bytes wrote none: the shards' newest as written)
-            for shard_no, seq in db.execute("SELECT shard_no, max(seq) FROM stream_log WHERE seq >= ? "
-                                            "GROUP BY shard_no", (first,)).fetchall():
-                last[shard_no] = seq
-
     def _forget_records(self) -> None:
-        """After a rollback (of the transaction or of a request's savepoint): the records it queued, the shards it
-        wrote to at once, and the open shards this process knows, as a rollover it undid may have changed them."""
+        """After a rollback (of the transaction or of a request's savepoint): the records it queued, and the open
+        shards this process knows, as a rollover it undid may have changed them."""
         self._records = []
-        self._shard_last.clear()
         self._open_shards.clear()
 
     def _write_records(self) -> None:
         """Under the writer lock, just before the transaction commits (and before a shard it wrote to closes):
         the queued records, in the order queued, numbered from one past the highest sequence number, in one
-        statement, and the newest record of each shard they went to. A rollback drops them with the rest."""
+        statement. A rollback drops them with the rest."""
         records, self._records = self._records, []
-        db = self._db
-        if self._shard_last:  # (the shards of the records written at once: their newest, before any queued)
-            db.executemany(_SHARD_LAST, [(seq, shard_no) for shard_no, seq in self._shard_last.items()])
-            self._shard_last.clear()
-        if not records:
-            return
-        first = self._next_seq()
         if len(records) == 1:
-            db.execute(_APPEND, (first, *records[0]))
-            db.execute(_SHARD_LAST, (first, records[0][1]))
-            return
-        last: dict[int, int] = {}  # shard_no -> its newest record
-        numbered = []
-        for seq, record in enumerate(records, first):
-            numbered.append((seq, *record))
-            last[record[1]] = seq
-        db.executemany(_APPEND, numbered)
-        db.executemany(_SHARD_LAST, [(seq, shard_no) for shard_no, seq in last.items()])
+            self._db.execute(_APPEND, records[0])
+        elif records:
+            self._db.executemany(_APPEND, records)
 
     # --- reads -----------------------------------------------------------------------------------------
     def _horizon(self, now: float) -> float:
@@ -415,27 +390,48 @@ class SQLiteStreams:
         return [ShardInfo(*row) for row in rows]
 
     def read_stream(self, stream_id: int, shard_id: str, start: int, limit: int) -> list[StreamRecord]:
-        """Along the stream's records from `start` to the shard's newest, those of the shard (the others' are
-        passed over in the index: a reader that is caught up reads none, one reading on reads each once)."""
+        return self.read_stream_on(stream_id, shard_id, start, limit)[0]
+
+    def read_stream_on(self, stream_id: int, shard_id: str, start: int,
+                       limit: int) -> tuple[list[StreamRecord], int]:
+        """Along the stream's records from `start`, those of the shard (the others' are passed over in the index),
+        up to a closed shard's last record or to the newest record of the log; and where a reader that took them
+        all goes on from: past the newest record passed over (committed, so no record of the shard will ever come
+        before it), or a reader that is caught up would pass over the other shards' records again each time."""
         db = self._read()
-        shard = db.execute("SELECT shard_no, last_seq FROM stream_shards WHERE shard_id=? AND sid=?",
+        shard = db.execute("SELECT shard_no, ending_seq, last_seq FROM stream_shards WHERE shard_id=? AND sid=?",
                            (shard_id, stream_id)).fetchone()
-        if shard is None or shard[1] is None or shard[1] < start:
-            return []
+        if shard is None:
+            return [], start
+        shard_no, ending, end = shard
+        if ending is None:  # (open: the log's newest record, as this snapshot has it)
+            end = db.execute("SELECT max(seq) FROM stream_log").fetchone()[0]
+        if end is None or end < start:
+            return [], start
         rows = db.execute(
             "SELECT seq, created_at, kind, origin, keys, old, new, old_size, new_size FROM stream_log "
             "WHERE sid=? AND seq >= ? AND seq <= ? AND shard_no=? ORDER BY seq LIMIT ?",
-            (stream_id, start, shard[1], shard[0], limit))
-        return [StreamRecord(seq, created, kind, origin, b"" if keys is None else bytes(keys),
-                             None if old is None else bytes(old), None if new is None else bytes(new), old_size,
-                             new_size)
-                for seq, created, kind, origin, keys, old, new, old_size, new_size in rows]
+            (stream_id, start, end, shard_no, limit))
+        records = [StreamRecord(seq, created, kind, origin, b"" if keys is None else bytes(keys),
+                                None if old is None else bytes(old), None if new is None else bytes(new), old_size,
+                                new_size)
+                   for seq, created, kind, origin, keys, old, new, old_size, new_size in rows]
+        # (Inside this process's own write transaction, the newest record may not be committed yet: if it rolled
+        # back, its number would be given again; so only past the records read, then.)
+        passed = end if len(records) < limit and not self._locked else records[-1].seq if records else start - 1
+        return records, passed + 1
 
     def shard_end(self, stream_id: int, shard_id: str) -> int:
-        row = self._read().execute(
-            "SELECT coalesce(last_seq + 1, starting_seq) FROM stream_shards WHERE sid=? AND shard_id=?",
+        db = self._read()
+        row = db.execute(
+            "SELECT shard_no, ending_seq, last_seq, starting_seq FROM stream_shards WHERE sid=? AND shard_id=?",
             (stream_id, shard_id)).fetchone()
-        return 0 if row is None else int(row[0])
+        if row is None:
+            return 0
+        shard_no, ending, last, starting = row
+        if ending is None:  # (open: its newest record, looked up)
+            last = db.execute(_NEWEST, (shard_no,)).fetchone()[0]
+        return starting if last is None else int(last) + 1
 
     # --- upkeep --------------------------------------------------------------------------------------------
     def maintain_streams(self, now: float) -> None:

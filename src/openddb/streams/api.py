@@ -247,8 +247,8 @@ def _read(engine: Engine, stream: StreamInfo, shard: ShardInfo, position: Positi
     """Up to `limit` records (and 1 MB) from the position, and the iterator that goes on from after them: none
     once a closed shard has nothing left to give."""
     closed = shard.ending_seq is not None  # (read before the records: a shard closed then gets no more)
-    batch = engine.read_stream(stream.stream_id, shard.shard_id, position.seq, limit) \
-        if not closed or position.seq <= (shard.ending_seq or 0) else []
+    batch, after = engine.read_stream_on(stream.stream_id, shard.shard_id, position.seq, limit) \
+        if not closed or position.seq <= (shard.ending_seq or 0) else ([], position.seq)
     region = region_of(stream.arn)
     records: list[dict[str, Any]] = []
     total = 0
@@ -260,6 +260,8 @@ def _read(engine: Engine, stream: StreamInfo, shard: ShardInfo, position: Positi
         records.append(rendered)
         total += size
         seq = record.seq + 1
+    if len(records) == len(batch):  # (all taken: on from past what the engine passed over, too)
+        seq = max(seq, after)
     response: dict[str, Any] = {"Records": records}
     drained = closed and (len(records) == len(batch) < limit or seq > (shard.ending_seq or 0))
     if not drained:
