@@ -36,6 +36,7 @@ from openddb.storage.base import (
     WriteSession,
     charged_sizes,
 )
+from openddb.storage.sqlite_backups import RecoveryRows
 from openddb.storage.sqlite_indexes import blob
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class SQLiteWrites:
 
         def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
 
-        def _log_unread(self, now: float, records: Sequence[tuple[object, ...]]) -> None: ...
+        def _log_rows(self, rows: RecoveryRows) -> None: ...
 
         def _write_records(self) -> None: ...
 
@@ -321,10 +322,11 @@ class SQLiteWrites:
 
     def _write_held(self, changes: Sequence[Change]) -> bool:
         """`_persist` of changes of tables with recovery on and no index, each to a key of its own: their log
-        records in one statement (per 16), each reading its row as it stands (see `_log_unread`: for a change that read
-        it, the item it read, nothing having written the row since), then their rows in one statement per kind,
-        each key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist`
-        orders those), or if a change is to a table with a stream."""
+        records (`_log_rows`: a blind change's reads its row as it stands, those of a run in one statement per 16;
+        another's holds the item its change read, as stored, nothing having written the row since, a run's in one
+        statement per 16 too), then their rows in one statement per kind, each key's bytes bound once for all.
+        False, nothing written, if a key is written twice (`_persist` orders those), or if a change is to a table
+        with a stream."""
         if any(change.table.streaming for change in changes):  # (`_persist` writes their stream records)
             return False
         rows: dict[Where, Change] = {}
@@ -333,19 +335,21 @@ class SQLiteWrites:
             rows[(change.table.table_id, key.h, key.pk, key.sk)] = change
         if len(rows) < len(changes):
             return False
-        records: list[tuple[object, ...]] = []
+        records = RecoveryRows(clock.now())
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for (tid, h, pk, sk), change in rows.items():
             pk_blob, sk_blob = blob(pk), blob(sk)
-            if change.new_data is None:
-                records.append((tid, h, pk_blob, sk_blob, None))
+            data = None if change.new_data is None else blob(change.new_data)
+            if change.blind:
+                records.unread(tid, h, pk_blob, sk_blob, data)
+            elif change.old_data != change.new_data:  # (else no change: no record, as `_log_changes`)
+                records.read(tid, h, pk_blob, sk_blob, change.old_size, change.old_data)
+            if data is None:
                 deletes.append((tid, h, pk_blob, sk_blob))
             else:
-                data = blob(change.new_data)
-                records.append((tid, h, pk_blob, sk_blob, data))
                 puts.append((tid, h, pk_blob, sk_blob, change.new_size, data))
-        self._log_unread(clock.now(), records)
+        self._log_rows(records)
         db = self._db
         for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
             if params:
