@@ -98,30 +98,38 @@ _SNAPSHOT_TRIGGER_KINDS = ("snapshot_on_insert", "snapshot_on_update", "snapshot
 _SNAPSHOT_FIRST = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FROM {store}.snapshot_log "
                    "WHERE seq > :since AND tid=:tid GROUP BY h, pk, sk) ")
 
+# An absent image (an insertion's old item, a deletion's new bytes) is bound as an empty blob and an absent size as
+# -1, which the statements turn to NULL (NULLIF; no stored item is empty): sqlite3 binds None, as it binds `bytes`,
+# through its adapter lookup, about a microsecond a value.
+_NO_IMAGE = bytearray()
+_NO_SIZE = -1
+_LOG_ROW = "(?, ?, ?, ?, ?, NULLIF(?, -1), NULLIF(?, x''))"
 # A change's record: its table, the engine's clock, its key, the item before it (none for an insertion).
-_LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES " + _LOG_ROW
 # The record of a change that did not read the item before it (a blind write): the row as it stands, read by the
 # record's own statement (one search of the row's page, which its write then finds cached, and no point read from
-# Python first); none if the change leaves the stored bytes as they were (?6: its new bytes, NULL for a deletion).
+# Python first); none if the change leaves the stored bytes as they were (?6: its new bytes, _NO_IMAGE for a deletion).
 _LOG_UNREAD = ("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
                "SELECT ?1, ?2, ?3, ?4, ?5, items.size, items.data FROM (SELECT 1) LEFT JOIN items "
-               "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 WHERE items.data IS NOT ?6")
+               "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 "
+               "WHERE items.data IS NOT NULLIF(?6, x'')")
 # The records of up to _UNREAD_ROWS blind changes to distinct keys in one statement, each reading its row as
 # `_LOG_UNREAD` does, in the order given (the join's outer loop walks the VALUES in order): the per-statement work
 # of one record each (binding the time, a step, a cursor opened on each table, a reset) is paid once for them all.
-# `_LOG_UNREADS[n - 1]` takes n rows of (table, h, pk, sk, new bytes or NULL), then the time.
+# `_LOG_UNREADS[n - 1]` takes n rows of (table, h, pk, sk, new bytes or _NO_IMAGE), then the time.
 _UNREAD_ROWS = 16
 _LOG_UNREADS = tuple(
     "WITH w(tid, h, pk, sk, data) AS (VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows) + ") "
     "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
     "SELECT w.tid, ?, w.h, w.pk, w.sk, items.size, items.data FROM w LEFT JOIN items "
-    "ON items.tid=w.tid AND items.h=w.h AND items.pk=w.pk AND items.sk=w.sk WHERE items.data IS NOT w.data"
+    "ON items.tid=w.tid AND items.h=w.h AND items.pk=w.pk AND items.sk=w.sk "
+    "WHERE items.data IS NOT NULLIF(w.data, x'')"
     for rows in range(1, _UNREAD_ROWS + 1))
 # The records of up to _UNREAD_ROWS changes that read their items, as _LOG's, in one statement, in the order given
 # (one step and one statement's set-up for them all, rather than executemany's per record): `_LOGS[n - 1]` takes
 # n rows of _LOG's parameters.
 _LOGS = tuple("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES "
-              + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows) for rows in range(1, _UNREAD_ROWS + 1))
+              + ", ".join([_LOG_ROW] * rows) for rows in range(1, _UNREAD_ROWS + 1))
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
 # For each key changed after the restore time (from the log's first record after it, `:since`), its first change
@@ -196,13 +204,13 @@ class RecoveryRows:
 
     def unread(self, tid: int, h: int, pk: bytearray, sk: bytearray, new: bytearray | None) -> None:
         """The record of a blind change, reading the row as it stands (none if it holds `new`, its new bytes)."""
-        self._add(True, (tid, h, pk, sk, new))
+        self._add(True, (tid, h, pk, sk, _NO_IMAGE if new is None else new))
 
     def read(self, tid: int, h: int, pk: bytearray, sk: bytearray, old_size: int, old: bytes | None) -> None:
         """The record of a change that read the item before it: its size and stored bytes (None: there was none).
         (The bytes are bound as a bytearray: sqlite3 binds `bytes` through its adapters, a good deal slower.)"""
-        self._add(False, (tid, self.now, h, pk, sk, None if old is None else old_size,
-                          None if old is None else bytearray(old)))
+        self._add(False, (tid, self.now, h, pk, sk, _NO_SIZE if old is None else old_size,
+                          _NO_IMAGE if old is None else bytearray(old)))
 
 
 class SQLiteBackups:
