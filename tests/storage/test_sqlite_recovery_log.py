@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -89,7 +89,10 @@ def test_a_group_that_conflicts_logs_nothing(tmp_path: Path) -> None:
         engine.close()
 
 
-def stored_log(path: Path, tid: int) -> list[tuple[bytes, int | None, bytes | None]]:
+Logged = list[tuple[bytes, int | None, bytes | None]]  # records as `stored_log` gives them
+
+
+def stored_log(path: Path, tid: int) -> Logged:
     """The table's recovery log, in order: each record's sk, and its old item's size and bytes as stored."""
     with sqlite3.connect(path / "openddb.sqlite3") as db:
         rows = db.execute("SELECT sk, old_size, old FROM recovery_log WHERE tid=? ORDER BY seq", (tid,)).fetchall()
@@ -129,33 +132,52 @@ def test_a_blind_write_logs_the_stored_row_exactly(engines: tuple[SQLiteEngine, 
 
 
 
-def test_a_group_of_many_blind_writes_logs_each_exactly(engines: tuple[SQLiteEngine, SQLiteEngine],
-                                                        tmp_path: Path) -> None:
-    # Blind writes to 40 keys of their own in one group (more than one statement's worth of records that read
-    # their rows): one record each, in order, with the stored row's bytes (overwrites, deletions), none for an
-    # insertion's old image, and none for a rewrite of the same bytes or a deletion of nothing.
-    engine, _ = engines
+def forty_writes(engine: SQLiteEngine, path: Path, blind: Callable[[int], bool]) -> tuple[Logged, Logged]:
+    """Writes to 40 keys of their own in one group (a table with recovery on holding items at every other key), the
+    i-th blind if `blind(i)`: the same item again at every eighth key, else a deletion at every third, else a new
+    item. The records the log gained, and those expected: one each, in order, with the stored row's size and
+    bytes (overwrites, deletions), none for an insertion's old image, none for a rewrite of the same bytes or a
+    deletion of nothing."""
     meta = engine.create_table(new_meta())
     engine.set_recovery(meta, 7, time.time())
     meta = fresh(engine, meta)
     engine.write([WriteOp(meta, skey(f"k{i:02}"), lambda old, i=i: it(f"k{i:02}", i)) for i in range(0, 40, 2)])
     assert engine.commit() == "committed"
-    before = stored_rows(tmp_path, meta.table_id)
-    start = len(stored_log(tmp_path, meta.table_id))
-    expected: list[tuple[bytes, int | None, bytes | None]] = []
+    before = stored_rows(path, meta.table_id)
+    start = len(stored_log(path, meta.table_id))
+    expected: Logged = []
     for i in range(40):
         sk = f"k{i:02}"
         if i % 8 == 0:  # the same bytes again: no record
-            engine.write([WriteOp(meta, skey(sk), lambda old, i=i, sk=sk: it(sk, i), blind=True)])
+            engine.write([WriteOp(meta, skey(sk), lambda old, i=i, sk=sk: it(sk, i), blind=blind(i))])
             continue
         engine.write([WriteOp(meta, skey(sk), lambda old, i=i, sk=sk: None if i % 3 == 0 else it(sk, i + 100),
-                              blind=True)])
+                              blind=blind(i))])
         if sk.encode() in before:
             expected.append((sk.encode(), *before[sk.encode()]))
         elif i % 3:  # (a deletion of nothing is no change)
             expected.append((sk.encode(), None, None))
     assert engine.commit() == "committed"
-    assert stored_log(tmp_path, meta.table_id)[start:] == expected
+    return stored_log(path, meta.table_id)[start:], expected
+
+
+def test_a_group_of_many_blind_writes_logs_each_exactly(engines: tuple[SQLiteEngine, SQLiteEngine],
+                                                        tmp_path: Path) -> None:
+    # Blind writes to 40 keys of their own in one group (more than one statement's worth of records that read
+    # their rows): one record each, in order, as `forty_writes` expects.
+    engine, _ = engines
+    gained, expected = forty_writes(engine, tmp_path, lambda i: True)
+    assert gained == expected
+
+
+def test_a_group_of_writes_that_read_their_items_logs_each_exactly(engines: tuple[SQLiteEngine, SQLiteEngine],
+                                                                  tmp_path: Path) -> None:
+    # Writes that read their items (updates, insertions, deletions) to 40 keys of their own in one group, with
+    # runs of three blind ones among them (more than one statement's worth of records of the items read, in
+    # runs): one record each, in order, holding the stored row's size and bytes, as `forty_writes` expects.
+    engine, _ = engines
+    gained, expected = forty_writes(engine, tmp_path, lambda i: i % 20 in (5, 6, 7))
+    assert gained == expected
 
 
 def recovering(engine: SQLiteEngine, path: Path, keys: str) -> tuple[TableMeta, int]:

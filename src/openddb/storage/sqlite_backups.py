@@ -29,6 +29,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from openddb import clock
@@ -97,25 +98,38 @@ _SNAPSHOT_TRIGGER_KINDS = ("snapshot_on_insert", "snapshot_on_update", "snapshot
 _SNAPSHOT_FIRST = ("WITH first AS (SELECT h, pk, sk, old_size, old, min(seq) FROM {store}.snapshot_log "
                    "WHERE seq > :since AND tid=:tid GROUP BY h, pk, sk) ")
 
+# An absent image (an insertion's old item, a deletion's new bytes) is bound as an empty blob and an absent size as
+# -1, which the statements turn to NULL (NULLIF; no stored item is empty): sqlite3 binds None, as it binds `bytes`,
+# through its adapter lookup, about a microsecond a value.
+_NO_IMAGE = bytearray()
+_NO_SIZE = -1
+_LOG_ROW = "(?, ?, ?, ?, ?, NULLIF(?, -1), NULLIF(?, x''))"
 # A change's record: its table, the engine's clock, its key, the item before it (none for an insertion).
-_LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_LOG = "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES " + _LOG_ROW
 # The record of a change that did not read the item before it (a blind write): the row as it stands, read by the
 # record's own statement (one search of the row's page, which its write then finds cached, and no point read from
-# Python first); none if the change leaves the stored bytes as they were (?6: its new bytes, NULL for a deletion).
+# Python first); none if the change leaves the stored bytes as they were (?6: its new bytes, _NO_IMAGE for a deletion).
 _LOG_UNREAD = ("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
                "SELECT ?1, ?2, ?3, ?4, ?5, items.size, items.data FROM (SELECT 1) LEFT JOIN items "
-               "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 WHERE items.data IS NOT ?6")
+               "ON items.tid=?1 AND items.h=?3 AND items.pk=?4 AND items.sk=?5 "
+               "WHERE items.data IS NOT NULLIF(?6, x'')")
 # The records of up to _UNREAD_ROWS blind changes to distinct keys in one statement, each reading its row as
 # `_LOG_UNREAD` does, in the order given (the join's outer loop walks the VALUES in order): the per-statement work
 # of one record each (binding the time, a step, a cursor opened on each table, a reset) is paid once for them all.
-# `_LOG_UNREADS[n - 1]` takes n rows of (table, h, pk, sk, new bytes or NULL), then the time.
+# `_LOG_UNREADS[n - 1]` takes n rows of (table, h, pk, sk, new bytes or _NO_IMAGE), then the time.
 _UNREAD_ROWS = 16
 _LOG_UNREADS = tuple(
     "WITH w(tid, h, pk, sk, data) AS (VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows) + ") "
     "INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) "
     "SELECT w.tid, ?, w.h, w.pk, w.sk, items.size, items.data FROM w LEFT JOIN items "
-    "ON items.tid=w.tid AND items.h=w.h AND items.pk=w.pk AND items.sk=w.sk WHERE items.data IS NOT w.data"
+    "ON items.tid=w.tid AND items.h=w.h AND items.pk=w.pk AND items.sk=w.sk "
+    "WHERE items.data IS NOT NULLIF(w.data, x'')"
     for rows in range(1, _UNREAD_ROWS + 1))
+# The records of up to _UNREAD_ROWS changes that read their items, as _LOG's, in one statement, in the order given
+# (one step and one statement's set-up for them all, rather than executemany's per record): `_LOGS[n - 1]` takes
+# n rows of _LOG's parameters.
+_LOGS = tuple("INSERT INTO recovery_log (tid, created_at, h, pk, sk, old_size, old) VALUES "
+              + ", ".join([_LOG_ROW] * rows) for rows in range(1, _UNREAD_ROWS + 1))
 
 _RECORD = "arn, name, table_name, table_uuid, created_at, status, backup_type, size, item_count"
 # For each key changed after the restore time (from the log's first record after it, `:since`), its first change
@@ -169,6 +183,34 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or attempt == 499:
                 raise
             time.sleep(0.01)
+
+
+class RecoveryRows:
+    """The recovery log records of a group of changes, in order, as runs of rows of either kind: records that read
+    their rows (`_LOG_UNREADS`' rows) and records of the item their change read (`_LOG`'s); `now`, their time."""
+
+    __slots__ = ("now", "runs")
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.runs: list[tuple[bool, list[tuple[object, ...]]]] = []  # (whether its records read their rows, them)
+
+    def _add(self, unread: bool, row: tuple[object, ...]) -> None:
+        runs = self.runs
+        if runs and runs[-1][0] is unread:
+            runs[-1][1].append(row)
+        else:
+            runs.append((unread, [row]))
+
+    def unread(self, tid: int, h: int, pk: bytearray, sk: bytearray, new: bytearray | None) -> None:
+        """The record of a blind change, reading the row as it stands (none if it holds `new`, its new bytes)."""
+        self._add(True, (tid, h, pk, sk, _NO_IMAGE if new is None else new))
+
+    def read(self, tid: int, h: int, pk: bytearray, sk: bytearray, old_size: int, old: bytes | None) -> None:
+        """The record of a change that read the item before it: its size and stored bytes (None: there was none).
+        (The bytes are bound as a bytearray: sqlite3 binds `bytes` through its adapters, a good deal slower.)"""
+        self._add(False, (tid, self.now, h, pk, sk, _NO_SIZE if old is None else old_size,
+                          _NO_IMAGE if old is None else bytearray(old)))
 
 
 class SQLiteBackups:
@@ -414,34 +456,32 @@ class SQLiteBackups:
         """Under the writer lock, before the rows of their changes (of tables with recovery on) are written: the
         records of `records`, in order, each of a change and the item before it (its size and stored JSON, None if
         it did not exist), or None where the change did not read it: then its record reads the row as it stands
-        (`_LOG_UNREAD`). One time for them all (they commit together); one statement per run of either kind (per 16
-        records of a run of unread ones: `_log_unread`)."""
-        now = clock.now()
-        runs: list[tuple[bool, list[tuple[object, ...]]]] = []  # (whether its records read their rows, them)
-        row: tuple[object, ...]
+        (`_LOG_UNREAD`). One time for them all (they commit together): see `_log_rows`."""
+        rows = RecoveryRows(clock.now())
         for change, before in records:
             key = change.key
             new = change.new_data
-            unread = before is None
             if before is None:
-                row = (change.table.table_id, key.h, bytearray(key.pk), bytearray(key.sk),
-                       None if new is None else bytearray(new))
+                rows.unread(change.table.table_id, key.h, bytearray(key.pk), bytearray(key.sk),
+                            None if new is None else bytearray(new))
             else:
-                old_size, old = before
-                row = (change.table.table_id, now, key.h, bytearray(key.pk), bytearray(key.sk),
-                       None if old is None else old_size, old)
-            if runs and runs[-1][0] is unread:
-                runs[-1][1].append(row)
-            else:
-                runs.append((unread, [row]))
+                rows.read(change.table.table_id, key.h, bytearray(key.pk), bytearray(key.sk), *before)
+        self._log_rows(rows)
+
+    def _log_rows(self, rows: RecoveryRows) -> None:
+        """Under the writer lock, before the rows of their changes are written: the records of `rows`, in order; one
+        statement per run of either kind (per _UNREAD_ROWS records: `_log_unread`, `_LOGS`)."""
         db = self._db
-        for unread, rows in runs:
+        now = rows.now
+        for unread, run in rows.runs:
             if unread:
-                self._log_unread(now, rows)
-            elif len(rows) == 1:
-                db.execute(_LOG, rows[0])
+                self._log_unread(now, run)
+            elif len(run) == 1:
+                db.execute(_LOG, run[0])
             else:
-                db.executemany(_LOG, rows)
+                for start in range(0, len(run), _UNREAD_ROWS):
+                    chunk = run[start:start + _UNREAD_ROWS]
+                    db.execute(_LOGS[len(chunk) - 1], tuple(chain.from_iterable(chunk)))
 
     def _log_unread(self, now: float, records: Sequence[tuple[object, ...]]) -> None:
         """Under the writer lock, before their rows are written: the records, at time `now`, of blind changes to
@@ -454,7 +494,7 @@ class SQLiteBackups:
             return
         for start in range(0, len(records), _UNREAD_ROWS):
             chunk = records[start:start + _UNREAD_ROWS]
-            db.execute(_LOG_UNREADS[len(chunk) - 1], [*(value for row in chunk for value in row), now])
+            db.execute(_LOG_UNREADS[len(chunk) - 1], (*chain.from_iterable(chunk), now))
 
     def _first_after(self, at: float) -> int:
         """The sequence number of the log's first record later than `at`, found by bisection: records are appended

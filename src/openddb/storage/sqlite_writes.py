@@ -36,6 +36,7 @@ from openddb.storage.base import (
     WriteSession,
     charged_sizes,
 )
+from openddb.storage.sqlite_backups import RecoveryRows
 from openddb.storage.sqlite_indexes import blob
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class SQLiteWrites:
 
         def _log_recovery(self, records: Sequence[tuple[Change, tuple[int, bytes | None] | None]]) -> None: ...
 
-        def _log_unread(self, now: float, records: Sequence[tuple[object, ...]]) -> None: ...
+        def _log_rows(self, rows: RecoveryRows) -> None: ...
 
         def _write_records(self) -> None: ...
 
@@ -322,11 +323,12 @@ class SQLiteWrites:
     def _write_held(self, changes: Sequence[Change]) -> bool:
         """`_persist` of changes to tables without indexes, each to a key of its own, either all of tables with
         recovery on and no stream, or all blind writes to tables with a stream and recovery off: their log records
-        (recovery: in one statement per 16, each reading its row as it stands, see `_log_unread`: for a change that
-        read it, the item it read, nothing having written the row since; stream: `_append_blind_records`, which
-        reads each row as it stands in the record's statement), then their rows in one statement per kind, each
-        key's bytes bound once for both. False, nothing written, if a key is written twice (`_persist` orders
-        those), or if the changes are not all of one of those two kinds."""
+        (recovery: `_log_rows`: a blind change's reads its row as it stands, those of a run in one statement per
+        16; another's holds the item its change read, as stored, nothing having written the row since, a run's in
+        one statement per 16 too; stream: `_append_blind_records`, which reads each row as it stands in the
+        record's statement), then their rows in one statement per kind, each key's bytes bound once for all.
+        False, nothing written, if a key is written twice (`_persist` orders those), or if the changes are not all
+        of one of those two kinds."""
         streamed = changes[0].table.streaming
         if streamed:
             recovering = self._recovering()
@@ -343,20 +345,22 @@ class SQLiteWrites:
             return False
         if streamed:
             self._append_blind_records(changes)  # (before the rows: each record reads its row as it stands)
-        records: list[tuple[object, ...]] = []
+        records = None if streamed else RecoveryRows(clock.now())
         puts: list[tuple[int, int, bytearray, bytearray, int, bytearray]] = []
         deletes: list[tuple[int, int, bytearray, bytearray]] = []
         for (tid, h, pk, sk), change in rows.items():
             pk_blob, sk_blob = blob(pk), blob(sk)
-            if change.new_data is None:
-                records.append((tid, h, pk_blob, sk_blob, None))
+            data = None if change.new_data is None else blob(change.new_data)
+            if records is not None and change.blind:
+                records.unread(tid, h, pk_blob, sk_blob, data)
+            elif records is not None and change.old_data != change.new_data:  # (else none, as `_log_changes`)
+                records.read(tid, h, pk_blob, sk_blob, change.old_size, change.old_data)
+            if data is None:
                 deletes.append((tid, h, pk_blob, sk_blob))
             else:
-                data = blob(change.new_data)
-                records.append((tid, h, pk_blob, sk_blob, data))
                 puts.append((tid, h, pk_blob, sk_blob, change.new_size, data))
-        if not streamed:
-            self._log_unread(clock.now(), records)
+        if records is not None:
+            self._log_rows(records)
         db = self._db
         for sql, params in ((_DELETE, deletes), (UPSERT, puts)):
             if params:
