@@ -814,6 +814,7 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
 
         def run_worker(index: int) -> int:
             # Every worker inherits the socket; each accepts while it holds no more connections than the others.
+            shares.starting(index)
             runner(_run(args, sock, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
                         node=Node(server, index, bound), balance=(shares, index)))
             return 0

@@ -95,6 +95,26 @@ def test_connections_are_spread_evenly_over_the_workers(workers):
             time.sleep(0.02)
 
 
+def test_a_stopped_worker_holds_no_new_connection_up(workers):
+    """While one worker is stopped (as if stuck in a long call), every new connection is answered by the other
+    within a fraction of a second: none waits in the stopped worker's queue."""
+    pids = children_of(workers.process.pid)
+    make_client(workers.endpoint).list_tables()
+    os.kill(pids[1], signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        sockets = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(8)]
+        for sock in sockets:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        for sock in sockets:
+            sock.settimeout(5)
+            assert sock.recv(12) == b"HTTP/1.1 200"
+            sock.close()
+        assert time.monotonic() - started < 1.5
+    finally:
+        os.kill(pids[1], signal.SIGCONT)
+
+
 def connections_held(pid: int, port: int) -> int:
     """The established TCP connections to `port` that process `pid` holds."""
     inodes = set()

@@ -10,8 +10,11 @@ differ by at most one, whatever order clients connect in, and a client's pool is
 The counts sit in a shared memory page (`Shares`, made by the supervisor before it forks), one 8-byte slot per
 worker, written only by its worker. A worker that stops accepting (it holds more than another) has nudged every
 other worker first (a byte on that worker's pipe), so one that had stopped looks again: at any moment the least
-loaded worker accepts. A worker not serving (not started yet, or dead: the supervisor marks it) counts as
-holding everything, so connections never wait for it.
+loaded worker accepts. A worker just forked counts as holding nothing: the others stop accepting one connection
+past it until it serves (so a client's first connections reach every worker, as they did when each worker had a
+socket of its own); a dead one (the supervisor marks it) counts as holding everything, so none waits for it.
+A worker that should not accept still watches the socket: a connection that no other worker took within
+`OVERDUE_SECONDS` (one stuck in a long call, or stopped) it takes anyway, with every one queued behind it.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import socket
 import ssl
 from collections.abc import Callable
 
-ABSENT = 1 << 62  # a worker not serving: holds "everything"
+ABSENT = 1 << 62  # a worker not serving (dead, or stopping): holds "everything"
 _SLOT = 8
+OVERDUE_SECONDS = 0.05  # a connection no other worker took within this is taken anyway
 
 
 class Shares:
@@ -41,6 +45,11 @@ class Shares:
         for read_end, write_end in self.pipes:
             os.set_blocking(read_end, False)
             os.set_blocking(write_end, False)
+
+    def starting(self, index: int) -> None:
+        """Worker `index` was just forked: it counts as holding nothing, so connections wait for it to take its
+        share (as they queued on its own socket when each worker had one) rather than all going to the others."""
+        self.counts[index] = 0
 
     def absent(self, index: int) -> None:
         """Worker `index` stopped (said by the supervisor): the others no longer wait for it to take its share."""
@@ -71,13 +80,15 @@ class BalancedServer:
         self.protocol = protocol
         self.tls = tls
         self.held = 0  # connections accepted and not yet lost (a TLS handshake may still run)
-        self.accepting = False
+        self.reader: Callable[[], None] | None = None  # what the listening socket's readiness calls now
+        self.overdue: asyncio.TimerHandle | None = None
         self.closed = False
         self.tasks: set[asyncio.Task[object]] = set()
         self.nudges = shares.pipes[index][0]
 
     def start(self) -> None:
         self.loop.add_reader(self.nudges, self._nudged)
+        self._watch(self._noticed)
         self.changed()
 
     def changed(self) -> None:
@@ -86,18 +97,20 @@ class BalancedServer:
             return
         mine = self.held
         self.shares.counts[self.index] = mine
-        fair = mine <= self.shares.least_of_others(self.index)
-        if fair and not self.accepting:
-            self.loop.add_reader(self.sock.fileno(), self._acceptable)
-            self.accepting = True
-        elif not fair and self.accepting:
-            self._stop_accepting()
+        if mine <= self.shares.least_of_others(self.index):
+            self._watch(self._acceptable)
+        elif self.reader == self._acceptable:
+            self._watch(self._noticed)
             self.shares.nudge_others(self.index)  # (after publishing: a nudged worker reads this count)
 
-    def _stop_accepting(self) -> None:
-        if self.accepting:
+    def _watch(self, reader: Callable[[], None] | None) -> None:
+        if reader == self.reader:
+            return
+        if self.reader is not None:
             self.loop.remove_reader(self.sock.fileno())
-            self.accepting = False
+        if reader is not None:
+            self.loop.add_reader(self.sock.fileno(), reader)
+        self.reader = reader
 
     def _nudged(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -105,25 +118,47 @@ class BalancedServer:
         self.changed()
 
     def _acceptable(self) -> None:
-        while self.accepting:
-            try:
-                conn, _ = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return  # (another worker took it)
-            except ConnectionAbortedError:
-                continue
-            except OSError:  # (out of file descriptors or memory: the connection stays queued; as asyncio's
-                self._stop_accepting()  # own server does, try again in a second)
-                self.loop.call_later(1.0, self.changed)
-                return
-            conn.setblocking(False)
-            if conn.family in (socket.AF_INET, socket.AF_INET6):
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.held += 1
-            task = self.loop.create_task(self._connect(conn))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-            self.changed()
+        while self.reader == self._acceptable and self._accept_one():
+            pass
+
+    def _noticed(self) -> None:
+        """A connection arrived while another worker should take it: if none has within OVERDUE_SECONDS (it is
+        stuck in a long call, or stopped), take it anyway."""
+        self._watch(None)
+        self.overdue = self.loop.call_later(OVERDUE_SECONDS, self._overdue)
+
+    def _overdue(self) -> None:
+        self.overdue = None
+        if self.closed or self.reader is not None:
+            return
+        while self._accept_one():  # (the whole backlog: nothing when another worker took it meanwhile)
+            pass
+        if self.reader is None and self.overdue is None:
+            self._watch(self._noticed)
+
+    def _accept_one(self) -> bool:
+        """Accept a connection if one waits; False if none did, or accepting failed."""
+        try:
+            conn, _ = self.sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return False  # (another worker took it)
+        except ConnectionAbortedError:
+            return True
+        except OSError:  # (out of file descriptors or memory: the connection stays queued; as asyncio's own
+            self._watch(None)  # server does, try again in a second)
+            if self.overdue is not None:
+                self.overdue.cancel()
+            self.overdue = self.loop.call_later(1.0, self._overdue)
+            return False
+        conn.setblocking(False)
+        if conn.family in (socket.AF_INET, socket.AF_INET6):
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.held += 1
+        task = self.loop.create_task(self._connect(conn))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        self.changed()
+        return True
 
     async def _connect(self, conn: socket.socket) -> object:
         try:
@@ -140,7 +175,9 @@ class BalancedServer:
 
     def close(self) -> None:
         """Stop accepting; the connections stay (the server closes them as it shuts down)."""
-        self._stop_accepting()
+        self._watch(None)
+        if self.overdue is not None:
+            self.overdue.cancel()
         self.loop.remove_reader(self.nudges)
         self.closed = True
         self.shares.counts[self.index] = ABSENT
