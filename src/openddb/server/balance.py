@@ -73,12 +73,8 @@ class BalancedServer:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, shares: Shares, index: int,
                  protocol: Callable[[], asyncio.Protocol], tls: ssl.SSLContext | None) -> None:
-        self.loop = loop
-        self.sock = sock
-        self.shares = shares
-        self.index = index
-        self.protocol = protocol
-        self.tls = tls
+        self.loop, self.sock, self.protocol, self.tls = loop, sock, protocol, tls
+        self.shares, self.index = shares, index  # (this worker's slot and pipe among the shares)
         self.held = 0  # connections accepted and not yet lost (a TLS handshake may still run)
         self.reader: Callable[[], None] | None = None  # what the listening socket's readiness calls now
         self.overdue: asyncio.TimerHandle | None = None
