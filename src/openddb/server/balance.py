@@ -4,14 +4,17 @@ With one listening socket per worker in a SO_REUSEPORT group, the kernel picks a
 connection's addresses: 32 connections of one client split 12/20 to 15/17, never 16/16, in ten tries (five
 starts, two clients each), and the worker holding more connections answers each of them later, which shows in
 the tail latency. So the workers share the server's one listening socket (inherited across the fork) and each
-accepts only while it holds no more connections than the least loaded other worker: the connection counts
-differ by at most one, whatever order clients connect in, and a client's pool is spread as it grows.
+accepts only while it holds at most one connection more than the least loaded worker and, of the workers
+that do, has accepted the fewest in all: a burst of connections is split within one or two (16/16 from a fresh
+start), a client's pool is spread as it grows, and a client that opens one short-lived connection after another
+while holding one (a new SDK client per call) reaches every worker in turn, not always the one that holds
+nothing else.
 
-The counts sit in a shared memory page (`Shares`, made by the supervisor before it forks), one 8-byte slot per
-worker, written only by its worker. A worker that stops accepting (it holds more than another) has nudged every
-other worker first (a byte on that worker's pipe), so one that had stopped looks again: at any moment the least
-loaded worker accepts. A worker just forked counts as holding nothing: the others stop accepting one connection
-past it until it serves (so a client's first connections reach every worker, as they did when each worker had a
+The counts sit in a shared memory page (`Shares`, made by the supervisor before it forks), two 8-byte slots per
+worker (connections held, connections accepted in all), written only by its worker. A worker that stops
+accepting has nudged every other worker first (a byte on that worker's pipe), so one that had stopped looks
+again: at any moment some worker accepts. A worker just forked counts as holding and having accepted nothing:
+the others soon stop accepting until it serves (so a client's first connections reach every worker, as they did when each worker had a
 socket of its own); a dead one (the supervisor marks it) counts as holding everything, so none waits for it.
 A worker that should not accept still watches the socket: a connection that no other worker took within
 `OVERDUE_SECONDS` (one stuck in a long call, or stopped) it takes anyway, with every one queued behind it.
@@ -37,10 +40,10 @@ class Shares:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._page = mmap.mmap(-1, _SLOT * workers)  # (anonymous and shared: the forked workers see one page)
-        self.counts = memoryview(self._page).cast("q")
+        self._page = mmap.mmap(-1, 2 * _SLOT * workers)  # (anonymous and shared: the forked workers see one page)
+        self.counts = memoryview(self._page).cast("q")  # [2i]: held by worker i, [2i + 1]: accepted by it
         for index in range(workers):
-            self.counts[index] = ABSENT
+            self.counts[2 * index] = self.counts[2 * index + 1] = ABSENT
         self.pipes = [os.pipe() for _ in range(workers)]
         for read_end, write_end in self.pipes:
             os.set_blocking(read_end, False)
@@ -49,11 +52,11 @@ class Shares:
     def starting(self, index: int) -> None:
         """Worker `index` was just forked: it counts as holding nothing, so connections wait for it to take its
         share (as they queued on its own socket when each worker had one) rather than all going to the others."""
-        self.counts[index] = 0
+        self.counts[2 * index] = self.counts[2 * index + 1] = 0
 
     def absent(self, index: int) -> None:
         """Worker `index` stopped (said by the supervisor): the others no longer wait for it to take its share."""
-        self.counts[index] = ABSENT
+        self.counts[2 * index] = self.counts[2 * index + 1] = ABSENT
         self.nudge_others(index)
 
     def nudge_others(self, index: int) -> None:
@@ -62,9 +65,15 @@ class Shares:
                 with contextlib.suppress(BlockingIOError):  # (a full pipe: that worker will look anyway)
                     os.write(write_end, b"x")
 
-    def least_of_others(self, index: int) -> int:
+    def fair(self, index: int, held: int, accepted: int) -> bool:
+        """Publish worker `index`'s counts; whether it may accept (see the module's doc). Some worker always may."""
         counts = self.counts
-        return min((counts[other] for other in range(self.workers) if other != index), default=ABSENT)
+        counts[2 * index], counts[2 * index + 1] = held, accepted
+        slots = counts.tolist()
+        least = min(slots[0::2])
+        if held > least + 1:
+            return False
+        return accepted <= min(taken for holds, taken in zip(slots[0::2], slots[1::2]) if holds <= least + 1)
 
 
 class BalancedServer:
@@ -76,6 +85,7 @@ class BalancedServer:
         self.loop, self.sock, self.protocol, self.tls = loop, sock, protocol, tls
         self.shares, self.index = shares, index  # (this worker's slot and pipe among the shares)
         self.held = 0  # connections accepted and not yet lost (a TLS handshake may still run)
+        self.accepted = 0  # connections accepted in all
         self.reader: Callable[[], None] | None = None  # what the listening socket's readiness calls now
         self.overdue: asyncio.TimerHandle | None = None
         self.closed = False
@@ -91,9 +101,7 @@ class BalancedServer:
         """The worker's count moved (or another's did): publish it, and accept or not accordingly."""
         if self.closed:
             return
-        mine = self.held
-        self.shares.counts[self.index] = mine
-        if mine <= self.shares.least_of_others(self.index):
+        if self.shares.fair(self.index, self.held, self.accepted):
             self._watch(self._acceptable)
         elif self.reader == self._acceptable:
             self._watch(self._noticed)
@@ -150,6 +158,7 @@ class BalancedServer:
         if conn.family in (socket.AF_INET, socket.AF_INET6):
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.held += 1
+        self.accepted += 1
         task = self.loop.create_task(self._connect(conn))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -176,8 +185,7 @@ class BalancedServer:
             self.overdue.cancel()
         self.loop.remove_reader(self.nudges)
         self.closed = True
-        self.shares.counts[self.index] = ABSENT
-        self.shares.nudge_others(self.index)
+        self.shares.absent(self.index)  # (which wakes the others)
 
     async def wait_closed(self) -> None:
         for task in list(self.tasks):
