@@ -68,13 +68,15 @@ def test_connections_are_spread_evenly_over_the_workers(workers):
     them 12/20 to 15/17, never 16/16, in ten tries), and each is served."""
     pids = children_of(workers.process.pid)
     deadline = time.monotonic() + 10
-    while True:  # until both workers serve (one still starting takes no connection: the other takes them all)
-        with socket.create_connection(("127.0.0.1", workers.port)), \
-                socket.create_connection(("127.0.0.1", workers.port)):
-            time.sleep(0.05)
-            if [connections_held(pid, workers.port) for pid in pids] == [1, 1]:
-                break
+    opened = []  # until both workers serve (one still starting takes no connection)
+    while not all(connections_held(pid, workers.port) for pid in pids):
         assert time.monotonic() < deadline
+        opened.append(socket.create_connection(("127.0.0.1", workers.port)))
+        time.sleep(0.05)
+    for sock in opened:
+        sock.close()
+    while sum(connections_held(pid, workers.port) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
     for _ in range(3):
         sockets = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(32)]
         try:

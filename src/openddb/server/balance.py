@@ -5,15 +5,16 @@ connection's addresses: 32 connections of one client split 12/20 to 15/17, never
 starts, two clients each), and the worker holding more connections answers each of them later, which shows in
 the tail latency. So the workers share the server's one listening socket (inherited across the fork) and each
 accepts only while it holds at most one connection more than the least loaded worker and, of the workers
-that do, has accepted the fewest in all: a burst of connections is split within one or two (16/16 from a fresh
+that do, accepted its last the longest ago: a burst of connections is split within one or two (16/16 from a fresh
 start), a client's pool is spread as it grows, and a client that opens one short-lived connection after another
 while holding one (a new SDK client per call) reaches every worker in turn, not always the one that holds
 nothing else.
 
 The counts sit in a shared memory page (`Shares`, made by the supervisor before it forks), two 8-byte slots per
-worker (connections held, connections accepted in all), written only by its worker. A worker that stops
+worker (connections held, when it last accepted one: `time.monotonic_ns`, one clock for every process), written
+only by its worker. A worker that stops
 accepting has nudged every other worker first (a byte on that worker's pipe), so one that had stopped looks
-again: at any moment some worker accepts. A worker just forked counts as holding and having accepted nothing:
+again: at any moment some worker accepts. A worker just forked counts as holding nothing and never having accepted:
 the others soon stop accepting until it serves (so a client's first connections reach every worker, as they did when each worker had a
 socket of its own); a dead one (the supervisor marks it) counts as holding everything, so none waits for it.
 A worker that should not accept still watches the socket: a connection that no other worker took within
@@ -28,6 +29,7 @@ import mmap
 import os
 import socket
 import ssl
+import time
 from collections.abc import Callable
 
 ABSENT = 1 << 62  # a worker not serving (dead, or stopping): holds "everything"
@@ -41,7 +43,7 @@ class Shares:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._page = mmap.mmap(-1, 2 * _SLOT * workers)  # (anonymous and shared: the forked workers see one page)
-        self.counts = memoryview(self._page).cast("q")  # [2i]: held by worker i, [2i + 1]: accepted by it
+        self.counts = memoryview(self._page).cast("q")  # [2i]: held by worker i, [2i + 1]: its last accept
         for index in range(workers):
             self.counts[2 * index] = self.counts[2 * index + 1] = ABSENT
         self.pipes = [os.pipe() for _ in range(workers)]
@@ -65,15 +67,15 @@ class Shares:
                 with contextlib.suppress(BlockingIOError):  # (a full pipe: that worker will look anyway)
                     os.write(write_end, b"x")
 
-    def fair(self, index: int, held: int, accepted: int) -> bool:
+    def fair(self, index: int, held: int, last: int) -> bool:
         """Publish worker `index`'s counts; whether it may accept (see the module's doc). Some worker always may."""
         counts = self.counts
-        counts[2 * index], counts[2 * index + 1] = held, accepted
+        counts[2 * index], counts[2 * index + 1] = held, last
         slots = counts.tolist()
         least = min(slots[0::2])
         if held > least + 1:
             return False
-        return accepted <= min(taken for holds, taken in zip(slots[0::2], slots[1::2]) if holds <= least + 1)
+        return last <= min(when for holds, when in zip(slots[0::2], slots[1::2]) if holds <= least + 1)
 
 
 class BalancedServer:
@@ -85,7 +87,7 @@ class BalancedServer:
         self.loop, self.sock, self.protocol, self.tls = loop, sock, protocol, tls
         self.shares, self.index = shares, index  # (this worker's slot and pipe among the shares)
         self.held = 0  # connections accepted and not yet lost (a TLS handshake may still run)
-        self.accepted = 0  # connections accepted in all
+        self.last = 0  # when this worker last accepted a connection (time.monotonic_ns)
         self.reader: Callable[[], None] | None = None  # what the listening socket's readiness calls now
         self.overdue: asyncio.TimerHandle | None = None
         self.closed = False
@@ -101,7 +103,7 @@ class BalancedServer:
         """The worker's count moved (or another's did): publish it, and accept or not accordingly."""
         if self.closed:
             return
-        if self.shares.fair(self.index, self.held, self.accepted):
+        if self.shares.fair(self.index, self.held, self.last):
             self._watch(self._acceptable)
         elif self.reader == self._acceptable:
             self._watch(self._noticed)
@@ -158,7 +160,7 @@ class BalancedServer:
         if conn.family in (socket.AF_INET, socket.AF_INET6):
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.held += 1
-        self.accepted += 1
+        self.last = time.monotonic_ns()
         task = self.loop.create_task(self._connect(conn))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
