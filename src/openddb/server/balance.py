@@ -18,7 +18,7 @@ again: at any moment some worker accepts. A worker just forked counts as holding
 the others soon stop accepting until it serves (so a client's first connections reach every worker, as they did when each worker had a
 socket of its own); a dead one (the supervisor marks it) counts as holding everything, so none waits for it.
 A worker that should not accept still watches the socket: a connection that no other worker took within
-`OVERDUE_SECONDS` (one stuck in a long call, or stopped) it takes anyway, with every one queued behind it.
+`OVERDUE_SECONDS` (one stuck in a long call, or stopped) it takes anyway, and the next after as long again.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 ABSENT = 1 << 62  # a worker not serving (dead, or stopping): holds "everything"
 _SLOT = 8
-OVERDUE_SECONDS = 0.05  # a connection no other worker took within this is taken anyway
+OVERDUE_SECONDS = 0.2  # a connection no other worker took within this is taken anyway, one at a time
 
 
 class Shares:
@@ -137,8 +137,8 @@ class BalancedServer:
         self.overdue = None
         if self.closed or self.reader is not None:
             return
-        while self._accept_one():  # (the whole backlog: nothing when another worker took it meanwhile)
-            pass
+        self._accept_one()  # (one only: a worker merely slow to be scheduled keeps the rest; nothing when another
+        # worker took it meanwhile)
         if self.reader is None and self.overdue is None:
             self._watch(self._noticed)
 
