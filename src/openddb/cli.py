@@ -34,8 +34,9 @@ from openddb.identity.audit import AuditLog
 from openddb.identity.sigv4 import Credentials, Verifier
 from openddb.identity.store import DEFAULT_ACCOUNT
 from openddb.observe.metrics import Metrics
+from openddb.server.balance import Shares
 from openddb.server.connection_limits import ConnectionLimits, raise_file_limit
-from openddb.server.listen import endpoint_of, join
+from openddb.server.listen import endpoint_of
 from openddb.server.requests_log import LOG_FORMAT
 from openddb.server.tls import TlsSetupError, server_context
 from openddb.server.workers import share_directory, stop_with_parent, supervise
@@ -460,11 +461,13 @@ def _engine(args: argparse.Namespace) -> tuple[Engine, str]:
 
 async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = False, shared: bool = False,
                opened: tuple[Engine, str] | None = None, metrics: Metrics | None = None,
-               buckets: str | None = None, node: Node | None = None) -> None:
+               buckets: str | None = None, node: Node | None = None,
+               balance: tuple[Shares, int] | None = None) -> None:
     """Serve on `sock` until SIGINT/SIGTERM; `shared`: other worker processes write to the same store; `opened`:
     the engine already opened for this process; `metrics`: this worker's counts, shared with the others;
     `buckets`: the file of the throttle's buckets the workers share (api/shared_buckets.py); `node`: this worker's
-    name among the PostgreSQL nodes that tell each other their draws (api/throttle_exchange.py)."""
+    name among the PostgreSQL nodes that tell each other their draws (api/throttle_exchange.py); `balance`: the
+    workers' shares of `sock`'s connections and this worker's index (server/balance.py)."""
     from openddb.api.dispatch import Dispatcher
     from openddb.server.http import serve
     engine, where = opened or _engine(args)
@@ -495,7 +498,8 @@ async def _run(args: argparse.Namespace, sock: socket.socket, quiet: bool = Fals
     task = asyncio.create_task(serve(dispatcher, args.host, args.port, sock=sock, ready=ready, stop=stop,
                                      cors=args.cors, control=_control(args), limits=_limits(args),
                                      tls=_tls(args), console=Console() if args.console == "on" else None,
-                                     log_format=args.log_format, metrics=metrics, advisor=_advisor(args, dispatcher)))
+                                     log_format=args.log_format, metrics=metrics, advisor=_advisor(args, dispatcher),
+                                     balance=balance))
     await ready.wait()
     host, port = sock.getsockname()[:2]
     if not quiet:
@@ -750,7 +754,7 @@ def _start(args: argparse.Namespace) -> int:
             log.warning("--advisor on with --workers %d: each worker advises on the requests it serves, and GET "
                         "/openddb/advisor answers from one of them", workers)
     bound = time.time()  # (the throttle's draws other nodes made after this are new to this server)
-    sock = bind(args.host, args.port, shared=workers > 1)
+    sock = bind(args.host, args.port)
     try:
         # Open the store before anything is forked: a bad data dir or an unreachable database is reported here,
         # and workers never race to create the schema. One process serving without triggers keeps it open.
@@ -806,16 +810,16 @@ def _serve(args: argparse.Namespace, sock: socket.socket, workers: int, opened: 
         if args.port == 0:
             args.port = sock.getsockname()[1]
 
+        shares = Shares(workers)
+
         def run_worker(index: int) -> int:
-            # Worker 0 inherits the first socket; the others join its port, and the kernel spreads connections.
-            own = sock if index == 0 else join(args.host, args.port)
-            if index != 0:
-                sock.close()
-            runner(_run(args, own, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
-                        node=Node(server, index, bound)))
+            # Every worker inherits the socket; each accepts while it holds no more connections than the others.
+            shares.starting(index)
+            runner(_run(args, sock, quiet=index != 0, shared=True, metrics=Metrics(share, index), buckets=buckets,
+                        node=Node(server, index, bound), balance=(shares, index)))
             return 0
 
-        return supervise(workers, run_worker)
+        return supervise(workers, run_worker, shares.absent)
     finally:
         if share is not None:
             shutil.rmtree(share, ignore_errors=True)

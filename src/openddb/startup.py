@@ -40,10 +40,10 @@ def check_port(port: int) -> None:
         raise StartupError(f"--port {port} is out of range: a port is 0 to 65535 (0: any free port)")
 
 
-def bind(host: str, port: int, *, shared: bool) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """The server's listening socket (see `server.listen`), or a StartupError saying why there is none."""
     try:
-        return listen(host, port, shared=shared)
+        return listen(host, port)
     except OSError as error:
         where = f"port {port} on {host}"
         if error.errno == errno.EADDRINUSE:

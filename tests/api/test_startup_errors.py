@@ -52,13 +52,38 @@ def test_a_second_server_on_the_port_of_one_with_workers_fails_at_once(workers: 
 
 
 def test_the_workers_of_one_server_still_share_its_port(workers: ServerProcess) -> None:
-    # Each of the two workers listens on the port with its own socket (the second joins it once forked).
+    # The port has one listening socket, the server's, which both workers hold (inherited across the fork) and
+    # accept from (server/balance.py).
     deadline = time.monotonic() + 10
-    while len(_listening_inodes(workers.port)) < 2 and time.monotonic() < deadline:
+    while len(_holders(workers.process.pid, workers.port)) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(_listening_inodes(workers.port)) == 2
+    assert len(_listening_inodes(workers.port)) == 1
+    assert len(_holders(workers.process.pid, workers.port)) == 2
     for _ in range(4):
         assert make_client(workers.endpoint).list_tables()["TableNames"] == []
+
+
+def _holders(supervisor: int, port: int) -> list[int]:
+    """The supervisor's child processes that hold the port's listening socket open."""
+    links = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    with open(f"/proc/{supervisor}/task/{supervisor}/children") as handle:
+        children = [int(pid) for pid in handle.read().split()]
+    holders = []
+    for pid in children:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        if any(_link(f"/proc/{pid}/fd/{fd}") in links for fd in fds):
+            holders.append(pid)
+    return holders
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 def test_a_port_held_by_another_program_is_refused_naming_it() -> None:

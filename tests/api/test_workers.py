@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -60,6 +61,77 @@ def test_table_created_through_one_worker_is_seen_by_all(workers):
         with pytest.raises(ClientError) as excinfo:
             make_client(workers.endpoint).get_item(TableName=name, Key={"pk": {"S": "k0"}, "sk": {"S": "0"}})
         assert excinfo.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_connections_are_spread_evenly_over_the_workers(workers):
+    """32 connections opened at once land 15 to 17 on each worker, every time (the kernel's SO_REUSEPORT hash split
+    them 12/20 to 15/17, never 16/16, in ten tries), and each is served."""
+    pids = children_of(workers.process.pid)
+    deadline = time.monotonic() + 10
+    opened = []  # until both workers serve (one still starting takes no connection)
+    while not all(connections_held(pid, workers.port) for pid in pids):
+        assert time.monotonic() < deadline
+        opened.append(socket.create_connection(("127.0.0.1", workers.port)))
+        time.sleep(0.05)
+    for sock in opened:
+        sock.close()
+    while sum(connections_held(pid, workers.port) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for _ in range(3):
+        sockets = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(32)]
+        try:
+            deadline = time.monotonic() + 10
+            while sum(held := [connections_held(pid, workers.port) for pid in pids]) < 32:
+                assert time.monotonic() < deadline, held
+                time.sleep(0.02)
+            assert abs(held[0] - held[1]) <= 2  # (one more than even for a worker that accepted fewer in all)
+            for sock in sockets:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            for sock in sockets:
+                assert sock.recv(12) == b"HTTP/1.1 200"
+        finally:
+            for sock in sockets:
+                sock.close()
+        deadline = time.monotonic() + 10
+        while sum(connections_held(pid, workers.port) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def test_a_stopped_worker_holds_no_new_connection_up(workers):
+    """While one worker is stopped (as if stuck in a long call), every new connection is answered by the other
+    within seconds: none waits in the stopped worker's queue."""
+    pids = children_of(workers.process.pid)
+    make_client(workers.endpoint).list_tables()
+    os.kill(pids[1], signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        sockets = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(8)]
+        for sock in sockets:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        for sock in sockets:
+            sock.settimeout(5)
+            assert sock.recv(12) == b"HTTP/1.1 200"
+            sock.close()
+        assert time.monotonic() - started < 5  # (one taken every 0.2 s: 1.6 s; before, half waited for good)
+    finally:
+        os.kill(pids[1], signal.SIGCONT)
+
+
+def connections_held(pid: int, port: int) -> int:
+    """The established TCP connections to `port` that process `pid` holds."""
+    inodes = set()
+    with open("/proc/net/tcp") as handle:
+        for row in handle.read().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    held = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
+        except OSError:
+            pass
+    return held
 
 
 def test_conditional_increments_across_workers(workers):

@@ -28,6 +28,7 @@ from openddb.identity.sigv4 import SignedRequest
 from openddb.observe import prometheus
 from openddb.observe.metrics import Metrics
 from openddb.server import cloudwatch_wire
+from openddb.server.balance import BalancedServer, Shares
 from openddb.server.codings import BadCoding, BodyTooLarge, chosen_coding, compress, decode_body
 from openddb.server.connection_limits import SWEEP_SECONDS, ConnectionLimits
 from openddb.server.cors import Cors
@@ -251,6 +252,8 @@ class HttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
+        if self.server.connection_closed is not None:
+            self.server.connection_closed()
         self.transport = None
         # What a half-sent request held goes now, not at the next garbage collection: the parser and this
         # protocol refer to each other.
@@ -687,19 +690,26 @@ async def serve(dispatcher: Dispatcher, host: str, port: int, *, sock: socket.so
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None, cors: str = "*",
                 control: Control | None = None, limits: ConnectionLimits | None = None,
                 tls: ssl.SSLContext | None = None, console: Console | None = None, log_format: LogFormat = "text",
-                metrics: Metrics | None = None, advisor: Advisor | None = None) -> None:
+                metrics: Metrics | None = None, advisor: Advisor | None = None,
+                balance: tuple[Shares, int] | None = None) -> None:
     """Serve until `stop` is set, then stop accepting, let in-flight requests finish and close connections;
     `cors`: the origins allowed to call from a browser page, comma-separated (`*`: any); `control`: the
     test-control endpoints (None: they do not exist); `limits`: on slow, idle and too many connections; `tls`:
     serve HTTPS with it (server/tls.py); `console`: the web console at /console (None: no such page);
     `log_format`: the request log's (server/requests_log.py); `metrics`: this worker's counts
     (observe/metrics.py; None: counted for this process alone); `advisor`: the standards advisor, told of every
-    request (None: off)."""
+    request (None: off); `balance`: the workers' shares and this worker's index, when workers share `sock` and
+    spread their connections evenly (server/balance.py)."""
     loop = asyncio.get_running_loop()
     state = ServerState(dispatcher, Cors(cors), limits, log_format, metrics, advisor)
     state.control = control
     state.console = console
-    if sock is not None:
+    server: asyncio.Server | BalancedServer
+    if sock is not None and balance is not None:
+        server = BalancedServer(loop, sock, balance[0], balance[1], lambda: HttpProtocol(dispatcher, state), tls)
+        state.connection_closed = server.lost
+        server.start()
+    elif sock is not None:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), sock=sock, backlog=1024, ssl=tls)
     else:
         server = await loop.create_server(lambda: HttpProtocol(dispatcher, state), host, port, backlog=1024,

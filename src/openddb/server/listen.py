@@ -1,10 +1,10 @@
 """Listening sockets: a port belongs to one server; its own worker processes share it, nobody else does.
 
-Workers share a port with SO_REUSEPORT, and the kernel lets any socket of the same user with that option join
-the group, another server's too (clients would then be split between two stores). So a server's first socket is
-bound *without* SO_REUSEPORT, which fails if anything already listens on the port, and the option is switched on
-only between that bind and `listen()`, so that this server's workers can join. A second server starting in that
-same instant could still bind between the two steps: start-ups serialize on a lock file around them.
+A server binds one socket, without SO_REUSEPORT, which fails if anything already listens on the port; its
+workers inherit that socket across the fork and accept from it (server/balance.py). (They once each bound a
+socket of their own in a SO_REUSEPORT group, which any socket of the same user with that option may join,
+another server's too; and the kernel's hash split a client's connections unevenly between the workers.)
+Start-ups serialize on a lock file around the bind.
 """
 
 from __future__ import annotations
@@ -21,35 +21,18 @@ from collections.abc import Iterator
 _LISTEN_STATE = "0A"  # TCP_LISTEN in /proc/net/tcp
 
 
-def listen(host: str, port: int, *, shared: bool) -> socket.socket:
-    """A listening socket on host:port, refused (OSError EADDRINUSE) if any other socket listens there.
-    `shared`: this server's workers will join it with `join`."""
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, refused (OSError EADDRINUSE) if any other socket listens there."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # connections of a past server in TIME_WAIT
         with _startup_lock(port):
             sock.bind((host, port))
-            if shared and hasattr(socket, "SO_REUSEPORT"):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.listen(1024)
     except BaseException:
         sock.close()
         raise
-    sock.setblocking(False)
-    return sock
-
-
-def join(host: str, port: int) -> socket.socket:
-    """Another listening socket on the port of this server's `listen(..., shared=True)`, for a worker: the kernel
-    spreads connections over the group."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "SO_REUSEPORT"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
     sock.setblocking(False)
     return sock
 

@@ -107,6 +107,7 @@ class ServerState:
         self.budget = Budget(limits.buffered_bytes)
         self.sweeping: asyncio.TimerHandle | None = None
         self.connections: set[HttpProtocol] = set()
+        self.connection_closed: Callable[[], None] | None = None  # (told when one goes: server/balance.py)
         self.closing = False
         self._held: list[_Held] = []
         self._flush_attempts = 0

@@ -1,10 +1,11 @@
 """Several server processes on one port.
 
-Each worker is a forked process with its own event loop, its own listening socket bound with SO_REUSEPORT (so
-the kernel spreads connections across workers) and its own engine connection. Workers share nothing but the
-store: the engine's transactions keep conditional writes correct across them, and its catalog version makes a
-table created through one worker visible to all at once. The parent only supervises: it forwards SIGINT/SIGTERM
-and restarts a worker that died unexpectedly.
+Each worker is a forked process with its own event loop and its own engine connection; the workers share the
+server's listening socket, each accepting while it holds no more connections than the others (server/balance.py).
+Workers share nothing else but the store: the engine's transactions keep conditional writes correct across them,
+and its catalog version makes a table created through one worker visible to all at once. The parent only
+supervises: it forwards SIGINT/SIGTERM and restarts a worker that died unexpectedly (telling the balance it
+stopped).
 """
 
 from __future__ import annotations
@@ -68,17 +69,19 @@ def stop_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def supervise(count: int, run_worker: Callable[[int], int]) -> int:
-    """Fork `count` workers running `run_worker(index)`; return when all have stopped after a signal."""
-    return _Supervisor(run_worker).run(count)
+def supervise(count: int, run_worker: Callable[[int], int], exited: Callable[[int], None] | None = None) -> int:
+    """Fork `count` workers running `run_worker(index)`; return when all have stopped after a signal; `exited`:
+    told the index of each worker that stopped, before it is restarted."""
+    return _Supervisor(run_worker, exited).run(count)
 
 
 class _Supervisor:
     """The parent of the workers: starts them, forwards SIGINT/SIGTERM to them, restarts one that dies on its own
     (unless workers keep dying: then it stops them all)."""
 
-    def __init__(self, run_worker: Callable[[int], int]) -> None:
+    def __init__(self, run_worker: Callable[[int], int], exited: Callable[[int], None] | None = None) -> None:
         self.run_worker = run_worker
+        self.exited = exited
         self.children: dict[int, int] = {}  # pid -> worker index
         self.stopping = False
         self.parent = os.getpid()
@@ -99,6 +102,8 @@ class _Supervisor:
             except InterruptedError:
                 continue
             dead = self.children.pop(pid, None)
+            if dead is not None and self.exited is not None:
+                self.exited(dead)
             if dead is not None and not self.stopping:
                 self.restart(dead, status)
         return 0

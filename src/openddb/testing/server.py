@@ -204,7 +204,7 @@ class Server:
             loop.close()
 
     async def _serve(self, started: concurrent.futures.Future[str]) -> None:
-        sock = bind(self.host, self.port, shared=False)
+        sock = bind(self.host, self.port)
         loop = asyncio.get_running_loop()
         self._loop, self._stop = loop, asyncio.Event()
         try:
