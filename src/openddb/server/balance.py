@@ -12,11 +12,11 @@ nothing else.
 
 The counts sit in a shared memory page (`Shares`, made by the supervisor before it forks), two 8-byte slots per
 worker (connections held, when it last accepted one: `time.monotonic_ns`, one clock for every process), written
-only by its worker. A worker that stops
-accepting has nudged every other worker first (a byte on that worker's pipe), so one that had stopped looks
-again: at any moment some worker accepts. A worker just forked counts as holding nothing and never having accepted:
-the others soon stop accepting until it serves (so a client's first connections reach every worker, as they did when each worker had a
-socket of its own); a dead one (the supervisor marks it) counts as holding everything, so none waits for it.
+only by its worker. A worker that stops accepting has nudged every other worker first (a byte on that worker's
+pipe), so one that had stopped looks again: at any moment some worker accepts. A worker just forked counts as
+holding nothing and never having accepted: the others soon stop accepting until it serves (so a client's first
+connections reach every worker, as they did when each worker had a socket of its own); a dead one (the supervisor
+marks it) counts as holding everything, so none waits for it.
 A worker that should not accept still watches the socket: a connection that no other worker took within
 `OVERDUE_SECONDS` (one stuck in a long call, or stopped) it takes anyway, and the next after as long again.
 """
