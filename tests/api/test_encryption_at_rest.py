@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -92,6 +93,22 @@ def found_on_disk(folder: Path, markers: list[bytes]) -> dict[str, list[bytes]]:
     return found
 
 
+def crash(server: ServerProcess) -> None:
+    """kill -9 the whole server, its workers too, so that no process closes the store cleanly: its write-ahead log
+    stays on disk, as after a power cut. (Killing the supervisor alone lets its workers stop gracefully, and the
+    last to close the store checkpoints and removes the log.) The supervisor is stopped first, so it restarts no
+    worker."""
+    pid = server.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        workers = [int(child) for child in handle.read().split()]
+    assert workers, "a server of two workers has worker processes"
+    for worker in workers:
+        os.kill(worker, signal.SIGKILL)
+    server.stop(kill=True)
+    assert server.process.returncode == -9
+
+
 def test_a_plaintext_store_holds_the_known_values(tmp_path: Path) -> None:
     """Without a key, the search finds the markers (what the encrypted store's test looks for is really there)."""
     server = start(tmp_path / "data")
@@ -113,8 +130,7 @@ def test_nothing_written_under_the_data_dir_is_readable(tmp_path: Path) -> None:
         assert described["SSEDescription"]["Status"] == "ENABLED"
         copied = openddb("backup", str(data / "copy"), "--data-dir", str(data), "--encryption-key-file", key)
         assert copied.returncode == 0, copied.stderr
-        server.stop(kill=True)
-        assert server.process.returncode == -9
+        crash(server)
     finally:
         server.log.close()
     files = {path.name for path in data.rglob("*")}
